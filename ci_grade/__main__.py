@@ -1,0 +1,3 @@
+from ci_grade.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""`ci-grade` command line. Heavy modules are imported inside commands so `--version` is instant.
+
+Exit codes: 0 every test passed; 1 a test failed or errored (the gate); 2 usage or config
+error; 3 the run could not complete (infrastructure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from ci_grade import __version__
+from ci_grade.errors import CiGradeError, ExitCode
+
+# Each command module offers `add_parser(subparsers)` and `main(args) -> int`.
+COMMANDS = ("ci_grade.commands.eval_cmd",)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors exit 2 with one line
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"ci-grade: error: {message}\n")
+        raise SystemExit(ExitCode.USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ci-grade", description="LLM evaluation gate for pull requests (promptfoo-compatible configs).")
+    parser.add_argument("--version", action="version", version=f"ci-grade {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        importlib.import_module(name).add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return ExitCode.USAGE
+    verbose = bool(getattr(args, "verbose", False))
+    try:
+        return int(args.handler(args))
+    except CiGradeError as exc:
+        sys.stderr.write(f"ci-grade: error: {_redacted(str(exc))}\n")
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("ci-grade: interrupted\n")
+        return ExitCode.INFRASTRUCTURE
+    except Exception as exc:
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        sys.stderr.write(f"ci-grade: internal error: {type(exc).__name__}: {_redacted(str(exc))} (rerun with --verbose for details)\n")
+        return ExitCode.INFRASTRUCTURE
+
+
+def _redacted(text: str) -> str:
+    from ci_grade.redact import Redactor
+
+    return Redactor.from_env().text(text)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""CLI commands: each module registers its subcommand and imports heavy modules only when run."""

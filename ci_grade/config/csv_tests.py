@@ -1,0 +1,170 @@
+"""Tests from CSV rows, with promptfoo's special columns and its `__expected` grammar."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from typing import Any
+
+from ci_grade.errors import ConfigError
+
+_ARRAY_TYPES = {"contains-all", "contains-any", "icontains-all", "icontains-any"}
+_RAW_VALUE_TYPES = {"contains-json", "is-json"}
+# promptfoo gives these types a threshold of 0.75 (0.8 for `similar`) when the cell names none.
+_THRESHOLD_TYPES = {
+    "answer-relevance",
+    "classifier",
+    "context-faithfulness",
+    "context-recall",
+    "context-relevance",
+    "cost",
+    "latency",
+    "levenshtein",
+    "perplexity-score",
+    "perplexity",
+    "rouge-n",
+    "similar",
+    "starts-with",
+}
+
+
+def _js_parse_float(text: str) -> float | None:
+    """JavaScript's parseFloat: the longest numeric prefix, or None."""
+    match = re.match(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", text)
+    if not match:
+        return None
+    value = float(match.group(0))
+    return value if math.isfinite(value) else None
+
+
+def assertion_from_string(expected: str, known_types: set[str]) -> dict[str, Any]:
+    """Turn an `__expected` cell into an assertion, as promptfoo's CSV reader does."""
+    for prefix in ("javascript:", "fn:", "eval:"):
+        if expected.startswith(prefix):
+            return {"type": "javascript", "value": expected[len(prefix) :].strip()}
+    if expected.startswith("file://") and re.search(r"\.(js|cjs|mjs|ts)(:|$)", expected):
+        return {"type": "javascript", "value": expected.strip()}
+    if expected.startswith("grade:"):
+        return {"type": "llm-rubric", "value": expected[len("grade:") :]}
+    if expected.startswith("llm-rubric:"):
+        return {"type": "llm-rubric", "value": expected[len("llm-rubric:") :]}
+    if expected.startswith("python:"):
+        return {"type": "python", "value": expected[len("python:") :].strip()}
+    if expected.startswith("file://") and (expected.endswith(".py") or ".py:" in expected):
+        return {"type": "python", "value": expected.strip()}
+
+    names = "|".join(re.escape(t) for t in sorted(known_types, key=len, reverse=True))
+    match = re.match(rf"^(not-)?({names})(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$", expected)
+    if not match:
+        return {"type": "equals", "value": expected}
+    inverse, base, threshold_text, value = match.groups()
+    full_type = f"not-{base}" if inverse else base
+    if base in _ARRAY_TYPES:
+        return {"type": full_type, "value": [v.strip() for v in value.split(",")] if value else value}
+    if base in _RAW_VALUE_TYPES:
+        return {"type": full_type, "value": value}
+    out: dict[str, Any] = {"type": full_type, "value": value.strip() if value is not None else None}
+    if base in _THRESHOLD_TYPES:
+        threshold = _js_parse_float(threshold_text) if threshold_text else None
+        out["threshold"] = threshold if threshold is not None else (0.8 if base == "similar" else 0.75)
+    return out
+
+
+def _split_metadata_list(value: str) -> list[str]:
+    return [item.strip().replace("\\,", ",") for item in re.split(r"(?<!\\),", value)]
+
+
+def test_from_row(row: dict[str, str], known_types: set[str], file: str, line: int) -> dict[str, Any]:
+    """One CSV row -> one raw test mapping."""
+    variables: dict[str, str] = {}
+    asserts: list[dict[str, Any]] = []
+    options: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    configs: dict[int, dict[str, float]] = {}
+    test: dict[str, Any] = {}
+    metric: str | None = None
+    for raw_key, value in row.items():
+        if raw_key is None:
+            raise ConfigError("row has more cells than the header has columns", file=file, line=line)
+        key = raw_key.strip()
+        value = value if value is not None else ""
+        if key.startswith("__expected"):
+            if value.strip():
+                asserts.append(assertion_from_string(value.strip(), known_types))
+        elif key in ("__prefix", "__suffix"):
+            options[key[2:]] = value
+        elif key == "__description":
+            if value:
+                test["description"] = value
+        elif key == "__providerOutput":
+            if value:
+                test["providerOutput"] = value
+        elif key == "__metric":
+            metric = value
+        elif key == "__threshold":
+            threshold = _js_parse_float(value)
+            if threshold is not None:
+                test["threshold"] = threshold
+            elif value.strip():
+                raise ConfigError(f"expected a number, got {value!r}", file=file, line=line, path="__threshold")
+        elif key.startswith("__metadata:"):
+            name = key[len("__metadata:") :]
+            if value.strip():
+                if name.endswith("[]"):
+                    metadata[name[:-2]] = _split_metadata_list(value)
+                else:
+                    metadata[name] = value
+        elif key.startswith("__config:"):
+            parts = key[len("__config:") :].split(":")
+            if len(parts) != 2:
+                raise ConfigError(
+                    "expected a column named __config:__expected:threshold or __config:__expected<N>:threshold",
+                    file=file,
+                    line=1,
+                    path=key,
+                )
+            target, setting = parts
+            index_match = re.fullmatch(r"__expected(\d*)", target)
+            if not index_match:
+                raise ConfigError(f"{target!r} is not __expected or __expected<N>", file=file, line=1, path=key)
+            if setting != "threshold":
+                raise ConfigError(f"unknown setting {setting!r}; only threshold is supported", file=file, line=1, path=key)
+            if not value.strip():
+                continue
+            number = _js_parse_float(value)
+            if number is None:
+                raise ConfigError(f"expected a number, got {value!r}", file=file, line=line, path=key)
+            index = int(index_match.group(1)) - 1 if index_match.group(1) else 0
+            configs.setdefault(index, {})[setting] = number
+        elif key == "__metadata":
+            continue
+        else:
+            variables[key] = value
+    for index, assertion in enumerate(asserts):
+        if metric is not None:
+            assertion["metric"] = metric
+        for setting, number in configs.get(index, {}).items():
+            assertion[setting] = number
+            metadata[setting] = number
+    test.update({"vars": variables, "assert": asserts, "options": options})
+    if metadata:
+        test["metadata"] = metadata
+    return test
+
+
+def read_csv_tests(text: str, file: str, known_types: set[str]) -> list[tuple[dict[str, Any], int]]:
+    """All rows of a CSV test file, each with its line number."""
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    rows: list[tuple[dict[str, Any], int]] = []
+    try:
+        if reader.fieldnames is None:
+            return rows
+        previous = reader.line_num
+        for row in reader:
+            rows.append((test_from_row(row, known_types, file, previous + 1), previous + 1))
+            previous = reader.line_num
+    except csv.Error as exc:
+        raise ConfigError(f"invalid CSV: {exc}", file=file, line=reader.line_num) from exc
+    return rows

@@ -1,0 +1,208 @@
+"""Typed promptfoo configuration (the subset of promptfoo's schema that ci-grade reads).
+
+Models accept unknown keys (promptfoo grows faster than any copy of its schema); the loader warns
+about them once. Field names keep promptfoo's camelCase so error paths match what users wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True, arbitrary_types_allowed=True)
+
+    def extra_keys(self) -> list[str]:
+        return list((self.model_extra or {}).keys())
+
+
+class Assertion(_Model):
+    """One entry of an `assert:` list; `assert-set` carries children in `assert`."""
+
+    type: str
+    value: Any = None
+    threshold: float | None = None
+    weight: float | None = None
+    metric: str | None = None
+    provider: Any = None
+    rubricPrompt: Any = None
+    transform: str | None = None
+    contextTransform: str | None = None
+    config: dict[str, Any] | None = None
+    assert_: list[Assertion] | None = Field(default=None, alias="assert")
+
+    @property
+    def base_type(self) -> str:
+        return self.type[4:] if self.type.startswith("not-") else self.type
+
+    @property
+    def inverse(self) -> bool:
+        return self.type.startswith("not-")
+
+    @property
+    def effective_weight(self) -> float:
+        return 1.0 if self.weight is None else float(self.weight)
+
+
+class TestOptions(_Model):
+    """A test's `options` (prompt, output and grading settings)."""
+
+    prefix: str | None = None
+    suffix: str | None = None
+    transform: str | None = None
+    postprocess: str | None = None
+    transformVars: str | None = None
+    storeOutputAs: str | None = None
+    provider: Any = None
+    rubricPrompt: Any = None
+    factuality: dict[str, float] | None = None
+    disableVarExpansion: bool | None = None
+    disableConversationVar: bool | None = None
+    disableDefaultAsserts: bool | None = None
+    runSerially: bool | None = None
+
+    @property
+    def output_transform(self) -> str | None:
+        return self.transform or self.postprocess
+
+
+class TestCase(_Model):
+    """One test (or `defaultTest`)."""
+
+    description: str | None = None
+    vars: dict[str, Any] | None = None
+    provider: Any = None
+    providers: list[str] | None = None
+    prompts: list[str] | None = None
+    assert_: list[Assertion] | None = Field(default=None, alias="assert")
+    options: TestOptions = Field(default_factory=TestOptions)
+    threshold: float | None = None
+    metadata: dict[str, Any] | None = None
+    providerOutput: Any = None
+    assertScoringFunction: str | None = None
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _none_options(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @field_validator("providers", "prompts", mode="before")
+    @classmethod
+    def _one_name(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
+class Prompt(_Model):
+    """A prompt template. `key` is the stable identity used in test ids."""
+
+    raw: str
+    label: str
+    id: str | None = None
+    key: str
+    config: dict[str, Any] | None = None
+
+
+class ProviderSpec(_Model):
+    """A provider under test (or a grader), as configured."""
+
+    id: str
+    label: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    prompts: list[str] | None = None
+    transform: str | None = None
+    delay: int | None = None
+    env: dict[str, Any] | None = None
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _none_config(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @field_validator("prompts", mode="before")
+    @classmethod
+    def _one_prompt(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @property
+    def display(self) -> str:
+        return self.label or self.id
+
+
+class Scenario(_Model):
+    """A scenario: every `config` entry crossed with every test."""
+
+    description: str | None = None
+    config: list[TestCase]
+    tests: list[TestCase] = Field(default_factory=list)
+
+
+class EvaluateOptions(_Model):
+    maxConcurrency: int | None = Field(default=None, ge=1)
+    repeat: int | None = Field(default=None, ge=1)
+    delay: int | None = Field(default=None, ge=0)
+    cache: bool | None = None
+    timeoutMs: int | None = Field(default=None, ge=0)
+    maxEvalTimeMs: int | None = Field(default=None, ge=0)
+
+
+class Config(_Model):
+    """A whole, loaded config: prompts, providers and tests are already expanded from files."""
+
+    description: str | None = None
+    prompts: list[Prompt] = Field(default_factory=list)
+    providers: list[ProviderSpec] = Field(default_factory=list)
+    tests: list[TestCase] = Field(default_factory=list)
+    defaultTest: TestCase | None = None
+    scenarios: list[Scenario] | None = None
+    env: dict[str, str | int | float | bool | None] | None = None
+    evaluateOptions: EvaluateOptions = Field(default_factory=EvaluateOptions)
+    outputPath: list[str] | None = None
+    metadata: Any = None
+    tags: dict[str, Any] | None = None
+
+    @field_validator("evaluateOptions", mode="before")
+    @classmethod
+    def _none_eval_options(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @field_validator("outputPath", mode="before")
+    @classmethod
+    def _one_path(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    def env_overrides(self) -> dict[str, str]:
+        """`env:` values as strings (booleans as JavaScript spells them)."""
+        out: dict[str, str] = {}
+        for k, v in (self.env or {}).items():
+            if v is None:
+                continue
+            out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+        return out
+
+
+KNOWN_TOP_LEVEL_KEYS = {
+    "description",
+    "prompts",
+    "providers",
+    "targets",
+    "tests",
+    "defaultTest",
+    "scenarios",
+    "env",
+    "evaluateOptions",
+    "outputPath",
+    "metadata",
+    "tags",
+    "sharing",
+    "nunjucksFilters",
+    "derivedMetrics",
+    "extensions",
+    "commandLineOptions",
+    "redteam",
+    "writeLatestResults",
+    "tracing",
+    "assertionTemplates",
+}
+"""Keys promptfoo defines; the ones ci-grade does not act on are accepted silently or noted."""

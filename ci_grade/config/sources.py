@@ -1,0 +1,90 @@
+"""Where each piece of a config came from: file and line for every mapping key and list item.
+
+Loaders register every container they build; a pydantic error location or a test's position can
+then be turned into `file:line`. Containers are kept alive by the map so their ids stay valid.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a user's file (line is 1-based, None when unknown)."""
+
+    file: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass
+class _Entry:
+    file: str
+    line: int | None
+    children: dict[Any, int | None] = field(default_factory=dict)
+
+
+class SourceMap:
+    """Maps containers (dicts and lists) of loaded data to their file and per-key lines."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, _Entry] = {}
+        self._keep: list[Any] = []
+
+    def register(self, obj: Any, file: str, line: int | None, children: dict[Any, int | None] | None = None) -> None:
+        """Record `obj` as defined at `file:line`, with the lines of its keys or items."""
+        if id(obj) not in self._entries:
+            self._keep.append(obj)
+        self._entries[id(obj)] = _Entry(file, line, dict(children or {}))
+
+    def location(self, obj: Any, key: Any = None) -> Location | None:
+        """Where `obj` (or its `key`) was written, if it came from a file."""
+        entry = self._entries.get(id(obj))
+        if entry is None:
+            return None
+        if key is not None and key in entry.children:
+            return Location(entry.file, entry.children[key])
+        return Location(entry.file, entry.line)
+
+    def locate_path(self, root: Any, path: tuple[Any, ...]) -> Location | None:
+        """The deepest known location along `path` (keys and indexes) from `root`."""
+        best = self.location(root)
+        node = root
+        for key in path:
+            loc = self.location(node, key)
+            if loc is not None:
+                best = loc
+            try:
+                node = node[key]
+            except (KeyError, IndexError, TypeError):
+                break
+            loc = self.location(node)
+            if loc is not None and loc.file != (best.file if best else None):
+                best = loc
+        return best
+
+    def copy_tree(self, obj: Any) -> Any:
+        """Deep-copy `obj`, carrying source locations over to the copied containers."""
+        memo: dict[int, Any] = {}
+        new = copy.deepcopy(obj, memo)
+        for old_id, copied in list(memo.items()):
+            entry = self._entries.get(old_id)
+            if entry is not None and isinstance(copied, dict | list):
+                self.register(copied, entry.file, entry.line, entry.children)
+        return new
+
+
+def format_path(path: tuple[Any, ...]) -> str:
+    """`('tests', 2, 'assert', 0)` -> `tests[2].assert[0]`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out

@@ -1,0 +1,111 @@
+"""YAML loading with YAML 1.2 core-schema scalars (as js-yaml reads them) and source lines.
+
+PyYAML follows YAML 1.1, where `yes`, `no`, `on` and `off` are booleans and `010` is octal;
+promptfoo reads configs with js-yaml (1.2 core), where they are strings and decimal numbers.
+Timestamps stay strings.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from ci_grade.config.sources import SourceMap
+
+_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class Yaml12Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """SafeLoader with YAML 1.2 core-schema implicit typing."""
+
+    yaml_implicit_resolvers: dict = {}
+
+
+def _add(tag: str, pattern: str, first: str) -> None:
+    Yaml12Loader.add_implicit_resolver(tag, re.compile(pattern, re.X), list(first))
+
+
+for _ch, _resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items():
+    kept = [(tag, rx) for tag, rx in _resolvers if tag.endswith((":merge", ":value", ":yaml"))]
+    if kept:
+        Yaml12Loader.yaml_implicit_resolvers[_ch] = kept
+
+_add("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF")
+_add("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN\0")
+Yaml12Loader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^$"), None)
+_add("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789")
+_add(
+    "tag:yaml.org,2002:float",
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+    "-+0123456789.",
+)
+
+
+def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
+    text = loader.construct_scalar(node)
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    if text.startswith("0x"):
+        return int(text[2:], 16)
+    return int(text, 10)
+
+
+def _construct_bool(loader: Any, node: yaml.ScalarNode) -> bool:
+    return loader.construct_scalar(node).lower() == "true"
+
+
+Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+Yaml12Loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+Yaml12Loader.add_constructor("tag:yaml.org,2002:timestamp", Yaml12Loader.construct_yaml_str)
+
+
+def loads(text: str) -> Any:
+    """Parse YAML 1.2 text into Python data."""
+    return yaml.load(text, Loader=Yaml12Loader)
+
+
+def load_with_sources(text: str, file: str, sources: SourceMap) -> Any:
+    """Parse `text` and register the line of every mapping key and list item in `sources`."""
+    loader = Yaml12Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    if node is not None:
+        _register(node, data, file, sources)
+    return data
+
+
+def _register(node: yaml.Node, data: Any, file: str, sources: SourceMap) -> None:
+    if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
+        children: dict[Any, int | None] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag.endswith(":merge") or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = _matching_key(data, key_node.value)
+            if key is _MISSING:
+                continue
+            children[key] = key_node.start_mark.line + 1
+            _register(value_node, data[key], file, sources)
+        sources.register(data, file, node.start_mark.line + 1, children)
+    elif isinstance(node, yaml.SequenceNode) and isinstance(data, list):
+        children = {}
+        for i, (item_node, item) in enumerate(zip(node.value, data, strict=False)):
+            children[i] = item_node.start_mark.line + 1
+            _register(item_node, item, file, sources)
+        sources.register(data, file, node.start_mark.line + 1, children)
+
+
+_MISSING = object()
+
+
+def _matching_key(data: dict, raw: str) -> Any:
+    if raw in data:
+        return raw
+    for key in data:
+        if str(key) == raw or (isinstance(key, bool) and raw.lower() == str(key).lower()):
+            return key
+    return _MISSING

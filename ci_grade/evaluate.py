@@ -1,0 +1,147 @@
+"""One evaluation from config files to written result files (used by `eval` and `action`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ci_grade import __version__
+from ci_grade.config.envfile import parse_env_file
+from ci_grade.config.loader import LoadedConfig, load_config
+from ci_grade.errors import UsageError
+from ci_grade.plan import PlanOptions, build_plan
+from ci_grade.redact import Redactor
+from ci_grade.report import outputs
+from ci_grade.report.console import Progress
+from ci_grade.results.models import EvalRun
+from ci_grade.run import RunOptions, run_plan
+
+DEFAULT_CONCURRENCY = 16
+
+
+@dataclass
+class EvalOptions:
+    configs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    grader: str | None = None
+    concurrency: int | None = None
+    repeat: int | None = None
+    filter_pattern: str | None = None
+    filter_first_n: int | None = None
+    filter_metadata: dict[str, str] = field(default_factory=dict)
+    vars: dict[str, str] = field(default_factory=dict)
+    env_files: list[str] = field(default_factory=list)
+    progress: bool = True
+    cwd: Path | None = None
+
+
+@dataclass
+class EvalOutcome:
+    run: EvalRun
+    loaded: LoadedConfig
+    env: dict[str, str]
+    redactor: Redactor
+    output_paths: list[str]
+
+    @property
+    def config_for_output(self) -> dict[str, Any]:
+        """The resolved config for results files (secrets are redacted by the writer)."""
+        return {k: v for k, v in self.loaded.raw.items() if k != "assertionTemplates"}
+
+
+def build_env(options: EvalOptions, loaded: LoadedConfig | None = None) -> dict[str, str]:
+    """Process environment + `--env-file` values (not overriding) + the config's `env:` overrides."""
+    env = dict(os.environ)
+    for path in options.env_files:
+        for key, value in parse_env_file(Path(path)).items():
+            env.setdefault(key, value)
+    if loaded is not None:
+        env.update(loaded.config.env_overrides())
+    return env
+
+
+def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[str]]:
+    """Load and validate everything that can be checked before running (exit 2 material)."""
+    loaded = load_config(options.configs, cwd=options.cwd)
+    env = build_env(options, loaded)
+    cli_defaults = loaded.command_line_options
+    paths = list(options.outputs)
+    if not paths:
+        paths = list(loaded.config.outputPath or [])
+        base = loaded.base_dir
+        paths = [str(p if Path(p).is_absolute() else base / p) for p in paths]
+    if not paths and cli_defaults.get("output"):
+        default_output = cli_defaults["output"]
+        paths = [default_output] if isinstance(default_output, str) else list(default_output)
+    outputs.check_outputs(paths)
+    return loaded, env, paths
+
+
+def _positive(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name} must be a whole number, got {value!r}") from None
+    if number < 1:
+        raise UsageError(f"{name} must be at least 1, got {number}")
+    return number
+
+
+def evaluate(options: EvalOptions) -> EvalOutcome:
+    loaded, env, paths = prepare(options)
+    config = loaded.config
+    cli_defaults = loaded.command_line_options
+    eval_options = config.evaluateOptions
+    concurrency = _positive(options.concurrency or eval_options.maxConcurrency or cli_defaults.get("maxConcurrency"), "max concurrency") or DEFAULT_CONCURRENCY
+    repeat = _positive(options.repeat or eval_options.repeat or cli_defaults.get("repeat"), "repeat") or 1
+    grader = options.grader or cli_defaults.get("grader")
+    plan = build_plan(
+        loaded,
+        PlanOptions(
+            repeat=repeat,
+            filter_pattern=options.filter_pattern or cli_defaults.get("filterPattern"),
+            filter_first_n=options.filter_first_n if options.filter_first_n is not None else cli_defaults.get("filterFirstN"),
+            filter_metadata=options.filter_metadata,
+            cli_vars=options.vars,
+            grader=grader,
+        ),
+    )
+    redactor = Redactor.from_env(env)
+    redactor.collect(loaded.raw)
+    run_options = RunOptions(
+        env=env,
+        base_dir=loaded.base_dir,
+        concurrency=concurrency,
+        delay_ms=int(eval_options.delay or cli_defaults.get("delay") or 0),
+        timeout_ms=eval_options.timeoutMs or None,
+        env_overrides=config.env_overrides(),
+        progress=Progress(enabled=options.progress),
+    )
+    with contextlib.redirect_stdout(sys.stderr):  # user code's prints must not mix with our stdout
+        run = asyncio.run(run_plan(plan, run_options))
+    run.info.ci_grade_version = __version__
+    run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
+    run.info.description = config.description
+    run.info.config_files = [str(p) for p in loaded.files]
+    run.info.config_hash = loaded.config_hash
+    run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
+    run.info.repeat = repeat
+    run.warnings = list(loaded.warnings)
+    return EvalOutcome(run=run, loaded=loaded, env=env, redactor=redactor, output_paths=paths)
+
+
+def _git_commit(folder: Path) -> str | None:
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None

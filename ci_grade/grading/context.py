@@ -1,0 +1,114 @@
+"""What an assertion handler receives (`AssertionContext`) and returns (`Grade`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ci_grade.config.models import Assertion, ProviderSpec, TestCase
+from ci_grade.providers.base import ProviderResponse, TokenUsage
+
+if TYPE_CHECKING:
+    from ci_grade.grading.graders import GraderResolver
+    from ci_grade.results.models import AssertionResult
+
+
+@dataclass
+class Grade:
+    """A handler's verdict. `error=True` means it could not decide (a grader error)."""
+
+    passed: bool
+    score: float
+    reason: str = ""
+    named_scores: dict[str, float] = field(default_factory=dict)
+    token_usage: TokenUsage | None = None
+    cost: float | None = None
+    grader: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    error: bool = False
+    children: list[AssertionResult] = field(default_factory=list)
+
+
+class GraderError(Exception):
+    """The assertion could not be graded (grader unreachable, reply unusable, input missing).
+
+    The engine records it as an ERROR for this assertion: never a pass, never inverted.
+    """
+
+    def __init__(self, reason: str, *, token_usage: TokenUsage | None = None, cost: float | None = None, grader: str | None = None, metadata: dict[str, Any] | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.token_usage = token_usage
+        self.cost = cost
+        self.grader = grader
+        self.metadata = metadata or {}
+
+
+@dataclass
+class RunContext:
+    """Run-wide services shared by every assertion."""
+
+    env: Mapping[str, str]
+    base_dir: Path
+    graders: GraderResolver
+    env_overrides: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class AssertionContext:
+    """One assertion about to be graded against one output."""
+
+    assertion: Assertion
+    value: Any
+    output: Any
+    vars: dict[str, Any]
+    prompt: str
+    prompt_label: str
+    test: TestCase
+    response: ProviderResponse
+    run: RunContext
+    provider: ProviderSpec | None = None
+    provider_output: Any = None
+
+    @property
+    def type(self) -> str:
+        return self.assertion.type
+
+    @property
+    def base_type(self) -> str:
+        return self.assertion.base_type
+
+    @property
+    def inverse(self) -> bool:
+        return self.assertion.inverse
+
+    @property
+    def threshold(self) -> float | None:
+        return self.assertion.threshold
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.assertion.config or {}
+
+    @property
+    def output_text(self) -> str:
+        """The output as text: strings as they are, anything else as JSON."""
+        return output_as_text(self.output)
+
+    def check(self, ok: bool, expectation: str) -> Grade:
+        """A binary result for `ok`, inverted by `not-`; `expectation` completes 'Expected output to ...'."""
+        passed = ok != self.inverse
+        if passed:
+            return Grade(True, 1.0, "Assertion passed")
+        return Grade(False, 0.0, f"Expected output to {'not ' if self.inverse else ''}{expectation}")
+
+
+def output_as_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if output is None:
+        return ""
+    return json.dumps(output, ensure_ascii=False)

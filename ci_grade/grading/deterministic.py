@@ -1,0 +1,135 @@
+"""Text assertions: equals, contains and friends, starts-with, regex, word-count."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ci_grade.config.templating import js_string
+from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.grading.registry import assertion
+from ci_grade.scripting import js
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else js_string(value)
+
+
+def _require_value(ctx: AssertionContext) -> Any:
+    if ctx.value is None or ctx.value == "":
+        raise GraderError(f"{ctx.type} needs a value")
+    return ctx.value
+
+
+@assertion("equals", handles_inverse=True)
+async def equals(ctx: AssertionContext) -> Grade:
+    expected = ctx.value
+    if isinstance(expected, dict | list):
+        try:
+            actual = json.loads(ctx.output_text) if isinstance(ctx.output, str) else ctx.output
+        except ValueError:
+            actual = _NOT_JSON
+        return ctx.check(actual == expected, f"equal {json.dumps(expected, ensure_ascii=False)}")
+    return ctx.check(ctx.output_text == _text(expected), f"equal {_text(expected)!r}")
+
+
+_NOT_JSON = object()
+
+
+@assertion("contains", handles_inverse=True)
+async def contains(ctx: AssertionContext) -> Grade:
+    needle = _text(_require_value(ctx))
+    return ctx.check(needle in ctx.output_text, f"contain {needle!r}")
+
+
+@assertion("icontains", handles_inverse=True)
+async def icontains(ctx: AssertionContext) -> Grade:
+    needle = _text(_require_value(ctx))
+    return ctx.check(needle.lower() in ctx.output_text.lower(), f"contain {needle!r} (case-insensitive)")
+
+
+def split_list(value: Any) -> list[str]:
+    """A list value, or promptfoo's comma-separated string (quotes keep commas)."""
+    if isinstance(value, list):
+        return [_text(v) for v in value]
+    if isinstance(value, str):
+        parts = re.findall(r'(".*?"|[^,]+)(?=\s*,|\s*$)', value)
+        return [p.strip().strip('"') for p in parts if p.strip()]
+    if value is None:
+        return []
+    return [_text(value)]
+
+
+def _needles(ctx: AssertionContext) -> list[str]:
+    needles = split_list(ctx.value)
+    if not needles:
+        raise GraderError(f"{ctx.type} needs a list of values")
+    return needles
+
+
+def _any_all(ctx: AssertionContext, *, any_of: bool, ignore_case: bool) -> Grade:
+    needles = _needles(ctx)
+    haystack = ctx.output_text.lower() if ignore_case else ctx.output_text
+    found = [n for n in needles if (n.lower() if ignore_case else n) in haystack]
+    ok = bool(found) if any_of else len(found) == len(needles)
+    suffix = " (case-insensitive)" if ignore_case else ""
+    if any_of:
+        return ctx.check(ok, f"contain one of {needles!r}{suffix}")
+    missing = [n for n in needles if n not in found]
+    return ctx.check(ok, f"contain all of {needles!r}{suffix}" + (f"; missing {missing!r}" if missing and not ctx.inverse else ""))
+
+
+@assertion("contains-any", handles_inverse=True)
+async def contains_any(ctx: AssertionContext) -> Grade:
+    return _any_all(ctx, any_of=True, ignore_case=False)
+
+
+@assertion("contains-all", handles_inverse=True)
+async def contains_all(ctx: AssertionContext) -> Grade:
+    return _any_all(ctx, any_of=False, ignore_case=False)
+
+
+@assertion("icontains-any", handles_inverse=True)
+async def icontains_any(ctx: AssertionContext) -> Grade:
+    return _any_all(ctx, any_of=True, ignore_case=True)
+
+
+@assertion("icontains-all", handles_inverse=True)
+async def icontains_all(ctx: AssertionContext) -> Grade:
+    return _any_all(ctx, any_of=False, ignore_case=True)
+
+
+@assertion("starts-with", handles_inverse=True)
+async def starts_with(ctx: AssertionContext) -> Grade:
+    prefix = _text(_require_value(ctx))
+    return ctx.check(ctx.output_text.startswith(prefix), f"start with {prefix!r}")
+
+
+@assertion("regex", handles_inverse=True)
+async def regex(ctx: AssertionContext) -> Grade:
+    """JavaScript `new RegExp(value).test(output)`, run in V8 so the syntax and semantics are exact."""
+    pattern = _text(_require_value(ctx))
+    try:
+        _, matched = await js.arun_inline("new RegExp(pattern).test(output)", ("pattern", "output"), [pattern, ctx.output_text])
+    except js.JsError as exc:
+        raise GraderError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return ctx.check(bool(matched), f"match regex {pattern!r}")
+
+
+@assertion("word-count", handles_inverse=True)
+async def word_count(ctx: AssertionContext) -> Grade:
+    count = len(ctx.output_text.split())
+    value = ctx.value
+    if isinstance(value, dict):
+        low, high = value.get("min"), value.get("max")
+        if low is None and high is None:
+            raise GraderError("word-count needs a number or {min, max}")
+        ok = (low is None or count >= float(low)) and (high is None or count <= float(high))
+        bounds = " and ".join(b for b in (f"at least {low}" if low is not None else "", f"at most {high}" if high is not None else "") if b)
+        return ctx.check(ok, f"have {bounds} words (found {count})")
+    try:
+        expected = int(float(_text(_require_value(ctx))))
+    except ValueError:
+        raise GraderError(f"word-count needs a number or {{min, max}}, got {value!r}") from None
+    return ctx.check(count == expected, f"have exactly {expected} words (found {count})")

@@ -1,0 +1,338 @@
+"""The grading engine shared by every assertion type.
+
+For one output it applies the test transform and each assertion's transform, renders values,
+runs handlers (concurrently, bounded), applies `not-`, weights, metrics and `assert-set`, and
+aggregates the test verdict with promptfoo's rules: a weighted score; with a threshold the score
+decides, otherwise every assertion must pass. An assertion that cannot be graded is an ERROR:
+never a pass, never inverted; a test with such an error (weight > 0) is an ERROR row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ci_grade.config import files, templating
+from ci_grade.config.models import Assertion, ProviderSpec, TestCase
+from ci_grade.grading import registry
+from ci_grade.grading.context import AssertionContext, Grade, GraderError, RunContext
+from ci_grade.grading.transforms import TransformError, apply_transform, is_script_ref, run_script
+from ci_grade.providers.base import ProviderResponse, TokenUsage
+from ci_grade.results.models import AssertionResult, Status, TestResult
+
+ASSERTION_CONCURRENCY = 4
+_SCRIPT_TYPES = {"javascript", "python"}
+
+
+@dataclass
+class GradingInput:
+    """One output to grade, with everything assertions may look at."""
+
+    test: TestCase
+    vars: dict[str, Any]
+    prompt: str
+    prompt_label: str
+    response: ProviderResponse
+    provider: ProviderSpec | None = None
+
+
+@dataclass
+class TestGrade:
+    status: Status
+    score: float
+    reason: str
+    named_scores: dict[str, float] = field(default_factory=dict)
+    assertions: list[AssertionResult] = field(default_factory=list)
+    output: Any = None
+    token_usage: TokenUsage = field(default_factory=TokenUsage)
+    cost: float = 0.0
+
+
+def script_context(inp: GradingInput) -> dict[str, Any]:
+    """The `context` argument promptfoo passes to transforms."""
+    return {
+        "vars": inp.vars,
+        "prompt": {"label": inp.prompt_label, "raw": inp.prompt},
+        "metadata": inp.response.metadata,
+        "test": {"description": inp.test.description, "vars": inp.vars, "metadata": inp.test.metadata or {}},
+    }
+
+
+async def grade(inp: GradingInput, run: RunContext) -> TestGrade:
+    """Grade one output against its test's assertions (comparison types are left for later)."""
+    output = inp.response.output
+    test_transform = inp.test.options.output_transform
+    if test_transform:
+        try:
+            output = await apply_transform(test_transform, output, script_context(inp), run.base_dir)
+        except TransformError as exc:
+            return TestGrade("error", 0.0, f"options.{exc!s}", output=output)
+    assertions = [a for a in (inp.test.assert_ or []) if not _is_comparison(a)]
+    if not assertions:
+        return TestGrade("pass", 1.0, "No assertions", output=output)
+    results = await _grade_all(assertions, inp, output, run)
+    status, score, reason, named = aggregate(results, inp.test.threshold)
+    usage, cost = grading_totals(results)
+    return TestGrade(status, score, reason, named, results, output, usage, cost)
+
+
+def _is_comparison(assertion: Assertion) -> bool:
+    spec = registry.get(assertion.base_type)
+    return bool(spec and spec.comparison)
+
+
+async def _grade_all(assertions: list[Assertion], inp: GradingInput, output: Any, run: RunContext) -> list[AssertionResult]:
+    semaphore = asyncio.Semaphore(ASSERTION_CONCURRENCY)
+
+    async def one(assertion: Assertion) -> AssertionResult:
+        if assertion.type == "assert-set":
+            return await _grade_set(assertion, inp, output, run)
+        async with semaphore:
+            return await grade_assertion(assertion, inp, output, run)
+
+    return list(await asyncio.gather(*(one(a) for a in assertions)))
+
+
+async def _grade_set(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext) -> AssertionResult:
+    children = await _grade_all(list(assertion.assert_ or []), inp, output, run)
+    status, score, reason, named = aggregate(children, assertion.threshold)
+    usage, cost = grading_totals(children)
+    result = AssertionResult(
+        type="assert-set",
+        metric=_render_metric(assertion.metric, inp.vars),
+        weight=assertion.effective_weight,
+        threshold=assertion.threshold,
+        status=status,
+        score=score,
+        reason=reason,
+        named_scores=named,
+        token_usage=usage,
+        cost=cost,
+        children=children,
+    )
+    return _apply_weight(result)
+
+
+async def grade_assertion(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext) -> AssertionResult:
+    """Grade one (non-set) assertion; every failure mode ends as a result, never an exception."""
+    base = AssertionResult(
+        type=assertion.type,
+        value=assertion.value,
+        metric=_render_metric(assertion.metric, inp.vars),
+        weight=assertion.effective_weight,
+        threshold=assertion.threshold,
+        status="error",
+    )
+    try:
+        ctx = await build_context(assertion, inp, output, run)
+        spec = registry.get(assertion.base_type)
+        if spec is None:
+            raise GraderError(f"unknown assertion type {assertion.type!r}")
+        if assertion.inverse and not spec.invertible:
+            raise GraderError(f"{assertion.type!r} cannot be inverted with not-")
+        result = await spec.handler(ctx)
+        if assertion.inverse and not spec.handles_inverse and not result.error:
+            result = Grade(not result.passed, 1.0 - result.score, result.reason, result.named_scores, result.token_usage, result.cost, result.grader, result.metadata)
+        base.value = ctx.value
+        return _apply_weight(_from_grade(base, result))
+    except GraderError as exc:
+        base.reason = exc.reason
+        base.grader = exc.grader
+        base.token_usage = exc.token_usage or TokenUsage()
+        base.cost = exc.cost or 0.0
+        base.metadata = exc.metadata
+        return base
+    except TransformError as exc:
+        base.reason = str(exc)
+        return base
+    except Exception as exc:  # a bug or a bad value in one assertion must not sink the run
+        base.reason = f"{type(exc).__name__}: {exc}"
+        return base
+
+
+def _from_grade(base: AssertionResult, grade: Grade) -> AssertionResult:
+    score = grade.score
+    if grade.error:
+        status: Status = "error"
+    elif score is None or not isinstance(score, int | float) or not math.isfinite(score):
+        status, grade.reason = "error", f"grader produced a non-numeric score ({score!r}); {grade.reason}".strip("; ")
+        score = 0.0
+    else:
+        status = "pass" if grade.passed else "fail"
+    base.status = status
+    base.score = float(score) if status != "error" else 0.0
+    base.reason = grade.reason
+    base.named_scores = grade.named_scores
+    base.grader = grade.grader
+    base.token_usage = grade.token_usage or TokenUsage()
+    base.cost = grade.cost or 0.0
+    base.metadata = grade.metadata
+    base.children = grade.children
+    return base
+
+
+def _apply_weight(result: AssertionResult) -> AssertionResult:
+    """`weight: 0` is informational: it always passes (errors are still shown as errors)."""
+    if result.weight == 0 and result.status == "fail":
+        result.status = "pass"
+    return result
+
+
+async def build_context(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext) -> AssertionContext:
+    """Apply the assertion's transform and render its value."""
+    context = script_context(inp)
+    if assertion.transform:
+        output = await apply_transform(assertion.transform, output, context, run.base_dir)
+    value = await render_assertion_value(assertion, inp, output, context, run)
+    return AssertionContext(
+        assertion=assertion,
+        value=value,
+        output=output,
+        vars=inp.vars,
+        prompt=inp.prompt,
+        prompt_label=inp.prompt_label,
+        test=inp.test,
+        response=inp.response,
+        run=run,
+        provider=inp.provider,
+        provider_output=inp.response.output,
+    )
+
+
+async def render_assertion_value(assertion: Assertion, inp: GradingInput, output: Any, context: dict[str, Any], run: RunContext) -> Any:
+    value = assertion.value
+    if isinstance(value, str):
+        if value.startswith("file://") and assertion.base_type not in _SCRIPT_TYPES:
+            if is_script_ref(value):
+                returned, result = await run_script(value, [output, context], run.base_dir, ("output", "context"), "get_value")
+                return result if returned else None
+            path = files.resolve(files.split_function(value)[0], run.base_dir)
+            if not path.is_file():
+                raise GraderError(f"value file not found: {path}")
+            if path.suffix in files.STRUCTURED_SUFFIXES:
+                return files.load_structured(path, None)
+            return files.read_text(path).strip()
+        if value.startswith("file://"):
+            return value
+        return templating.render(value, inp.vars, run.env_overrides)
+    if isinstance(value, list):
+        return [templating.render(v, inp.vars, run.env_overrides) if isinstance(v, str) else v for v in value]
+    return value
+
+
+def _render_metric(metric: str | None, variables: dict[str, Any]) -> str | None:
+    if not metric:
+        return metric
+    try:
+        return templating.render(metric, variables)
+    except templating.TemplateError:
+        return metric
+
+
+def aggregate(results: list[AssertionResult], threshold: float | None) -> tuple[Status, float, str, dict[str, float]]:
+    """promptfoo's test verdict over component results, with errors kept apart."""
+    total_weight = sum(r.weight for r in results)
+    weighted = sum(r.score * r.weight for r in results)
+    score = weighted / total_weight if total_weight > 0 else (0.0 if results else 1.0)
+    named = named_scores(results)
+    errors = [r for r in results if r.status == "error" and r.weight != 0]
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return "error", score, f"{first.type} could not be graded: {first.reason}{more}", named
+    if threshold is not None:
+        passed = score >= threshold
+        sign = "≥" if passed else "<"
+        return ("pass" if passed else "fail"), score, f"Aggregate score {score:.2f} {sign} {threshold:g} threshold", named
+    failed = [r for r in results if r.status == "fail"]
+    if failed:
+        return "fail", score, failed[0].reason or f"{failed[0].type} failed", named
+    return "pass", score, "All assertions passed", named
+
+
+def named_scores(results: list[AssertionResult]) -> dict[str, float]:
+    """Per metric: the weighted mean of its assertions (plain mean when all weights are 0)."""
+    sums: dict[str, list[float]] = {}
+    for result in results:
+        if result.status == "error":
+            continue
+        entries = [(result.metric, result.score)] if result.metric else []
+        entries += list(result.named_scores.items())
+        for name, value in entries:
+            acc = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+            acc[0] += value * result.weight
+            acc[1] += result.weight
+            acc[2] += value
+            acc[3] += 1
+    return {name: (a[0] / a[1] if a[1] > 0 else a[2] / a[3]) for name, a in sums.items()}
+
+
+def grading_totals(results: list[AssertionResult]) -> tuple[TokenUsage, float]:
+    """Grader tokens and cost over results (a set's children are already in the set's totals)."""
+    usage = TokenUsage()
+    cost = 0.0
+    for result in results:
+        usage.add(result.token_usage)
+        cost += result.cost
+    return usage, cost
+
+
+async def grade_comparison(
+    assertion: Assertion,
+    members: list[tuple[GradingInput | None, Any, TestResult]],
+    run: RunContext,
+) -> list[AssertionResult]:
+    """Grade a comparison assertion across all outputs of one test (one result per member).
+
+    Members whose row already errored get an error result; fewer than two gradable outputs is an
+    error for all. Handlers put a shared grader call's usage on one grade only, so totals add up.
+    """
+    spec = registry.get(assertion.base_type)
+    base = {"type": assertion.type, "value": assertion.value, "metric": assertion.metric, "weight": assertion.effective_weight, "threshold": assertion.threshold}
+    valid = [(i, inp, output) for i, (inp, output, _) in enumerate(members) if inp is not None]
+    results = [AssertionResult(status="error", reason="not compared: this output could not be produced or graded", **base) for _ in members]
+    if spec is None or len(valid) < 2:
+        for i, _inp, _output in valid:
+            results[i].reason = f"{assertion.type} needs at least two outputs of the same test to compare (prompts x providers)"
+        return results
+    try:
+        contexts = [await build_context(assertion, inp, output, run) for _, inp, output in valid]
+        grades = await spec.handler(contexts)
+    except GraderError as exc:
+        for i, _inp, _output in valid:
+            results[i].reason = exc.reason
+            results[i].grader = exc.grader
+        if valid:
+            results[valid[0][0]].token_usage = exc.token_usage or TokenUsage()
+            results[valid[0][0]].cost = exc.cost or 0.0
+        return results
+    except Exception as exc:
+        for i, _inp, _output in valid:
+            results[i].reason = f"{type(exc).__name__}: {exc}"
+        return results
+    for (i, inp, _output), grade_ in zip(valid, grades, strict=True):
+        result = AssertionResult(**{**base, "metric": _render_metric(assertion.metric, inp.vars)}, status="error")
+        results[i] = _apply_weight(_from_grade(result, grade_))
+    return results
+
+
+def merge_comparison(row: TestResult, result: AssertionResult) -> None:
+    """Fold a comparison result into its row: a lost comparison fails a passing row, score 0."""
+    row.assertions.append(result)
+    row.grading_token_usage.add(result.token_usage)
+    row.grading_cost += result.cost
+    if result.status != "error":
+        if result.metric:
+            row.named_scores[result.metric] = result.score
+        row.named_scores.update(result.named_scores)
+    if row.status == "error" or result.weight == 0:
+        return
+    if result.status == "error":
+        row.status = "error"
+        row.error = row.reason = f"{result.type} could not be graded: {result.reason}"
+    elif result.status == "fail":
+        row.status = "fail"
+        row.score = result.score
+        row.reason = result.reason

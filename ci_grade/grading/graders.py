@@ -1,0 +1,109 @@
+"""Which provider grades an assertion.
+
+Order: the assertion's `provider` > the test's `options.provider` > `--grader` (which replaces
+`defaultTest.options.provider`, as in promptfoo) > `defaultTest.options.provider` > a default
+chosen from the environment. A provider is a string id, an `{id, config}` mapping, or a map by
+kind (`{text, embedding, classification, moderation}`); one provider given alone serves every
+kind an assertion needs. With nothing available the assertion is an ERROR that says what to set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ci_grade.config.models import ProviderSpec
+from ci_grade.grading.context import AssertionContext, GraderError
+from ci_grade.providers.base import Capability, Provider
+from ci_grade.providers.registry import ProviderPool, UnknownProviderError, as_spec
+
+KINDS: tuple[Capability, ...] = ("text", "embedding", "classification", "moderation")
+
+DEFAULT_OPENAI_TEXT = "openai:chat:gpt-4.1"
+DEFAULT_OPENAI_EMBEDDING = "openai:embedding:text-embedding-3-large"
+DEFAULT_OPENAI_MODERATION = "openai:moderation:omni-moderation-latest"
+DEFAULT_ANTHROPIC_TEXT = "anthropic:messages:claude-sonnet-4-5"
+DEFAULT_OLLAMA_TEXT = "ollama:chat:llama3.1"
+DEFAULT_OLLAMA_EMBEDDING = "ollama:embedding:nomic-embed-text"
+
+_HOW_TO = (
+    "set OPENAI_API_KEY (or ANTHROPIC_API_KEY, the Azure OpenAI variables, or OLLAMA_BASE_URL), "
+    "pass --grader, or set defaultTest.options.provider"
+)
+
+
+def is_kind_map(ref: Any) -> bool:
+    return isinstance(ref, dict) and "id" not in ref and bool(set(ref) & set(KINDS))
+
+
+class GraderResolver:
+    """Resolves and caches grader providers for a run (shared clients come from the pool)."""
+
+    def __init__(self, pool: ProviderPool, env: Mapping[str, str]):
+        self.pool = pool
+        self.env = env
+        self.used: set[str] = set()
+
+    def resolve(self, kind: Capability, ctx: AssertionContext) -> Provider:
+        """The provider that serves `kind` for this assertion (raises GraderError if none)."""
+        ref = ctx.assertion.provider if ctx.assertion.provider is not None else ctx.test.options.provider
+        provider = self._from_ref(ref, kind, ctx.type) if ref is not None else None
+        if provider is None:
+            provider = self.default(kind, ctx.type)
+        self.used.add(provider.describe())
+        return provider
+
+    def _from_ref(self, ref: Any, kind: Capability, check: str) -> Provider | None:
+        if is_kind_map(ref):
+            if ref.get(kind) is None:
+                return None
+            return self._from_ref(ref[kind], kind, check)
+        try:
+            spec = as_spec(ref)
+        except (ValueError, TypeError) as exc:
+            raise GraderError(f"invalid grader provider for {check}: {exc}") from None
+        provider = self._create(spec, check)
+        if not provider.supports(kind):
+            raise GraderError(
+                f"grader {spec.id} cannot serve {kind} calls needed by {check}; "
+                f"give a {kind} provider, e.g. options.provider: {{text: ..., {kind}: ...}}"
+            )
+        return provider
+
+    def _create(self, spec: ProviderSpec, check: str) -> Provider:
+        try:
+            return self.pool.get(spec)
+        except UnknownProviderError as exc:
+            raise GraderError(f"grader for {check}: {exc}") from None
+
+    def default(self, kind: Capability, check: str) -> Provider:
+        provider_id = self.default_id(kind)
+        if provider_id is None:
+            if kind == "classification":
+                raise GraderError(f"{check} needs a classification provider (e.g. huggingface:text-classification:<model>) in provider or options.provider")
+            raise GraderError(f"no {kind} grader available for {check}: {_HOW_TO}")
+        return self._create(ProviderSpec(id=provider_id), check)
+
+    def default_id(self, kind: Capability) -> str | None:
+        """The built-in grader for `kind`, chosen from which credentials are present."""
+        env = self.env
+        has_openai = bool(env.get("OPENAI_API_KEY"))
+        azure_key = env.get("AZURE_OPENAI_API_KEY") or env.get("AZURE_API_KEY")
+        azure_deployment = env.get("AZURE_OPENAI_DEPLOYMENT_NAME") or env.get("AZURE_DEPLOYMENT_NAME")
+        if kind == "classification":
+            return None
+        if has_openai:
+            return {"text": DEFAULT_OPENAI_TEXT, "embedding": DEFAULT_OPENAI_EMBEDDING, "moderation": DEFAULT_OPENAI_MODERATION}[kind]
+        if azure_key and azure_deployment:
+            if kind == "text":
+                return f"azureopenai:chat:{azure_deployment}"
+            embedding = env.get("AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME")
+            return f"azureopenai:embedding:{embedding}" if kind == "embedding" and embedding else None
+        if env.get("ANTHROPIC_API_KEY"):
+            return DEFAULT_ANTHROPIC_TEXT if kind == "text" else None
+        if env.get("OLLAMA_BASE_URL"):
+            if kind == "text":
+                return f"ollama:chat:{env.get('CI_GRADE_OLLAMA_GRADER_MODEL') or DEFAULT_OLLAMA_TEXT.split(':', 2)[2]}"
+            if kind == "embedding":
+                return f"ollama:embedding:{env.get('CI_GRADE_OLLAMA_EMBEDDING_MODEL') or DEFAULT_OLLAMA_EMBEDDING.split(':', 2)[2]}"
+        return None

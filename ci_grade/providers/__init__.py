@@ -1,0 +1,1 @@
+"""Providers: the models under test and the graders, behind one interface."""

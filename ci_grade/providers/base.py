@@ -1,0 +1,230 @@
+"""The provider contract: one typed response per call, errors as values, never exceptions.
+
+A provider may serve several kinds of call: text (`call`), embeddings (`embed`), moderation
+(`moderate`) and classification (`classify`). Targets use `call`; graders use whichever kinds an
+assertion needs. Each provider owns one HTTP client for its lifetime and bounds its own
+concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ci_grade.config.models import ProviderSpec
+
+Capability = Literal["text", "embedding", "moderation", "classification"]
+
+
+class TokenUsage(BaseModel):
+    """Token counts for one call or a sum of calls."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    prompt: int = 0
+    completion: int = 0
+    total: int = 0
+    cached: int = 0
+    reasoning: int = 0
+    num_requests: int = Field(default=0, alias="numRequests")
+
+    def add(self, other: TokenUsage | None) -> TokenUsage:
+        """Add `other` into this usage (in place) and return self."""
+        if other is not None:
+            self.prompt += other.prompt
+            self.completion += other.completion
+            self.total += other.total
+            self.cached += other.cached
+            self.reasoning += other.reasoning
+            self.num_requests += other.num_requests
+        return self
+
+    @classmethod
+    def of(cls, prompt: int | None = 0, completion: int | None = 0, total: int | None = None, cached: int | None = 0, reasoning: int | None = 0, requests: int = 1) -> TokenUsage:
+        prompt, completion = prompt or 0, completion or 0
+        return cls(prompt=prompt, completion=completion, total=total if total is not None else prompt + completion, cached=cached or 0, reasoning=reasoning or 0, num_requests=requests)
+
+
+class ProviderResponse(BaseModel):
+    """The result of one text call: an output or an error, with usage, cost and timing."""
+
+    output: Any = None
+    error: str | None = None
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float | None = None
+    latency_ms: float = 0.0
+    cached: bool = False
+    finish_reason: str | None = None
+    is_refusal: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class EmbeddingResponse(BaseModel):
+    embedding: list[float] | None = None
+    error: str | None = None
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float | None = None
+
+
+class ModerationFlag(BaseModel):
+    code: str
+    description: str
+    confidence: float = 1.0
+
+
+class ModerationResponse(BaseModel):
+    flags: list[ModerationFlag] | None = None
+    error: str | None = None
+    token_usage: TokenUsage | None = None
+
+
+class ClassificationResponse(BaseModel):
+    classification: dict[str, float] | None = None
+    error: str | None = None
+
+
+@dataclass
+class CallContext:
+    """What a provider may know about the test it is called for."""
+
+    vars: dict[str, Any] = field(default_factory=dict)
+    prompt_label: str = ""
+    prompt_raw: str = ""
+    test_metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class NotSupportedError(Exception):
+    """The provider does not offer this kind of call."""
+
+
+class Provider:
+    """Base class: subclasses override the kinds of call they support."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({"text"})
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16):
+        self.spec = spec
+        self.env = env
+        self._max_concurrency = int(spec.config.get("maxConcurrency") or max_concurrency)
+        self._semaphore: asyncio.Semaphore | None = None
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def label(self) -> str:
+        return self.spec.label or self.spec.id
+
+    @property
+    def model(self) -> str | None:
+        """The model name, where the id names one."""
+        return None
+
+    def describe(self) -> str:
+        """How results name this provider: its id (which carries the model)."""
+        return self.id
+
+    def supports(self, kind: Capability) -> bool:
+        return kind in self.capabilities
+
+    @property
+    def semaphore(self) -> asyncio.Semaphore:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self._max_concurrency)
+        return self._semaphore
+
+    def env_value(self, *names: str) -> str | None:
+        for name in names:
+            value = self.env.get(name)
+            if value:
+                return value
+        return None
+
+    async def call(self, prompt: str, context: CallContext | None = None) -> ProviderResponse:
+        """Send a prompt; subclasses implement `_call`, this adds the concurrency bound and timing."""
+        started = time.perf_counter()
+        async with self.semaphore:
+            try:
+                response = await self._call(prompt, context or CallContext())
+            except NotSupportedError:
+                raise
+            except Exception as exc:  # a provider bug must not crash the run
+                response = ProviderResponse(error=f"{type(exc).__name__}: {exc}")
+        if not response.latency_ms:
+            response.latency_ms = (time.perf_counter() - started) * 1000
+        return response
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        raise NotSupportedError(f"{self.id} does not generate text")
+
+    async def embed(self, text: str) -> EmbeddingResponse:
+        async with self.semaphore:
+            try:
+                return await self._embed(text)
+            except NotSupportedError:
+                raise
+            except Exception as exc:
+                return EmbeddingResponse(error=f"{type(exc).__name__}: {exc}")
+
+    async def _embed(self, text: str) -> EmbeddingResponse:
+        raise NotSupportedError(f"{self.id} does not provide embeddings")
+
+    async def moderate(self, prompt: str, output: str) -> ModerationResponse:
+        async with self.semaphore:
+            try:
+                return await self._moderate(prompt, output)
+            except NotSupportedError:
+                raise
+            except Exception as exc:
+                return ModerationResponse(error=f"{type(exc).__name__}: {exc}")
+
+    async def _moderate(self, prompt: str, output: str) -> ModerationResponse:
+        raise NotSupportedError(f"{self.id} does not moderate")
+
+    async def classify(self, text: str) -> ClassificationResponse:
+        async with self.semaphore:
+            try:
+                return await self._classify(text)
+            except NotSupportedError:
+                raise
+            except Exception as exc:
+                return ClassificationResponse(error=f"{type(exc).__name__}: {exc}")
+
+    async def _classify(self, text: str) -> ClassificationResponse:
+        raise NotSupportedError(f"{self.id} does not classify")
+
+    async def aclose(self) -> None:
+        """Release the provider's HTTP client."""
+
+
+def parse_chat_messages(prompt: str) -> list[dict[str, Any]]:
+    """A prompt that is a JSON (or YAML) chat-message array -> messages; anything else -> one user message."""
+    stripped = prompt.strip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            data = None
+        if _is_messages(data):
+            return data
+    elif stripped.startswith("- role:"):
+        from ci_grade.config.yaml12 import loads
+
+        try:
+            data = loads(stripped)
+        except Exception:
+            data = None
+        if _is_messages(data):
+            return data
+    return [{"role": "user", "content": prompt}]
+
+
+def _is_messages(data: Any) -> bool:
+    return isinstance(data, list) and bool(data) and all(isinstance(m, dict) and "role" in m for m in data)

@@ -1,0 +1,10 @@
+"""`echo`: returns the rendered prompt as the output (for grading canned replies offline)."""
+
+from __future__ import annotations
+
+from ci_grade.providers.base import CallContext, Provider, ProviderResponse, TokenUsage
+
+
+class EchoProvider(Provider):
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        return ProviderResponse(output=prompt, token_usage=TokenUsage(), cost=0.0, finish_reason="stop")

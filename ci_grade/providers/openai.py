@@ -1,0 +1,348 @@
+"""OpenAI through the official SDK: chat, Responses API, embeddings and moderation.
+
+Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
+`openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
+The SDK's own retries are off; ci-grade's retry policy (which honours Retry-After) applies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ci_grade.config.models import ProviderSpec
+from ci_grade.providers.base import (
+    CallContext,
+    Capability,
+    EmbeddingResponse,
+    ModerationFlag,
+    ModerationResponse,
+    Provider,
+    ProviderResponse,
+    TokenUsage,
+    parse_chat_messages,
+)
+from ci_grade.providers.pricing import estimate_cost
+from ci_grade.providers.retry import RETRYABLE_STATUS, TransientError, retry_after_seconds, with_retries
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+CHAT_OPTIONS = (
+    "temperature",
+    "max_tokens",
+    "max_completion_tokens",
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "stop",
+    "seed",
+    "response_format",
+    "tools",
+    "tool_choice",
+    "functions",
+    "function_call",
+    "reasoning_effort",
+    "logprobs",
+    "top_logprobs",
+    "n",
+    "user",
+    "parallel_tool_calls",
+    "metadata",
+    "store",
+    "verbosity",
+)
+
+
+class OpenAIError(Exception):
+    """A non-retryable API failure, with a message fit for a report."""
+
+
+def _finish_reason(value: str | None) -> str | None:
+    return {"function_call": "tool_calls", "max_tokens": "length", "end_turn": "stop"}.get(value or "", value)
+
+
+class OpenAIProvider(Provider):
+    """Shared client handling for every OpenAI-compatible endpoint (also used by Azure)."""
+
+    default_model: ClassVar[str | None] = None
+    key_names: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int = 16):
+        super().__init__(spec, env, max_concurrency)
+        self._model = model or self.default_model
+        self._client: Any = None
+
+    @property
+    def model(self) -> str | None:
+        return self._model
+
+    def api_key(self) -> str | None:
+        config = self.spec.config
+        if config.get("apiKey"):
+            return str(config["apiKey"])
+        if config.get("apiKeyEnvar"):
+            return self.env_value(str(config["apiKeyEnvar"]))
+        return self.env_value(*self.key_names)
+
+    def base_url(self) -> str:
+        config = self.spec.config
+        if config.get("apiBaseUrl"):
+            return str(config["apiBaseUrl"])
+        if config.get("apiHost"):
+            return f"https://{config['apiHost']}/v1"
+        explicit = self.env_value("OPENAI_BASE_URL", "OPENAI_API_BASE_URL")
+        if explicit:
+            return explicit
+        host = self.env_value("OPENAI_API_HOST")
+        return f"https://{host}/v1" if host else DEFAULT_BASE_URL
+
+    def client(self) -> Any:
+        if self._client is None:
+            from openai import AsyncOpenAI
+
+            self._client = AsyncOpenAI(
+                api_key=self.api_key(),
+                base_url=self.base_url(),
+                organization=self.spec.config.get("organization") or self.env_value("OPENAI_ORGANIZATION", "OPENAI_ORG_ID"),
+                max_retries=0,
+                timeout=float(self.spec.config.get("timeout", 300)),
+            )
+        return self._client
+
+    def missing_key_error(self) -> str | None:
+        if self.api_key():
+            return None
+        envar = self.spec.config.get("apiKeyEnvar")
+        names = envar or " or ".join(self.key_names)
+        return f"API key is not set: set {names} or config.apiKey for provider {self.id}"
+
+    async def request(self, method: Any, **body: Any) -> Any:
+        """Call an SDK method with ci-grade's retry policy; API errors become OpenAIError."""
+        import openai
+
+        async def attempt() -> Any:
+            try:
+                return await method(**body)
+            except openai.APIStatusError as exc:
+                message = _error_message(exc)
+                if exc.status_code in RETRYABLE_STATUS:
+                    raise TransientError(message, retry_after_seconds(dict(exc.response.headers))) from None
+                raise OpenAIError(message) from None
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                raise TransientError(f"{type(exc).__name__}: {exc}") from None
+
+        try:
+            return await with_retries(attempt)
+        except TransientError as exc:
+            raise OpenAIError(f"{exc} (after retries)") from None
+
+    def cost(self, usage: TokenUsage) -> float | None:
+        return estimate_cost(self._model, self.spec.config, usage.prompt, usage.completion)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+class OpenAIChatProvider(OpenAIProvider):
+    """`openai:chat:<model>` and `openai:<model>`: the Chat Completions API."""
+
+    default_model = "gpt-4.1-mini"
+
+    def describe(self) -> str:
+        return f"openai:chat:{self._model}"
+
+    def chat_body(self, prompt: str) -> dict[str, Any]:
+        config = self.spec.config
+        body: dict[str, Any] = {"model": self._model, "messages": parse_chat_messages(prompt)}
+        body.update({k: config[k] for k in CHAT_OPTIONS if config.get(k) is not None})
+        passthrough = config.get("passthrough")
+        if isinstance(passthrough, dict):
+            body.update(passthrough)
+        return body
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        if error := self.missing_key_error():
+            return ProviderResponse(error=error)
+        try:
+            completion = await self.request(self.client().chat.completions.create, **self.chat_body(prompt))
+        except OpenAIError as exc:
+            return ProviderResponse(error=str(exc))
+        return self.to_response(completion)
+
+    def to_response(self, completion: Any) -> ProviderResponse:
+        if not completion.choices:
+            return ProviderResponse(error="API returned no choices")
+        choice = completion.choices[0]
+        message = choice.message
+        usage = _usage(completion.usage)
+        common = {
+            "token_usage": usage,
+            "cost": self.cost(usage),
+            "finish_reason": _finish_reason(choice.finish_reason),
+            "cached": False,
+        }
+        if getattr(message, "refusal", None):
+            return ProviderResponse(output=message.refusal, is_refusal=True, **common)
+        tool_calls = [tc.model_dump(exclude_none=True) for tc in (message.tool_calls or [])]
+        function_call = message.function_call.model_dump() if getattr(message, "function_call", None) else None
+        output: Any
+        if message.content and (tool_calls or function_call):
+            output = message.model_dump(exclude_none=True)
+        elif message.content is None:
+            output = tool_calls or function_call
+        else:
+            output = message.content
+        if isinstance(output, str) and (self.spec.config.get("response_format") or {}).get("type") == "json_schema":
+            try:
+                output = json.loads(output)
+            except ValueError:
+                pass
+        if choice.finish_reason == "content_filter":
+            common["finish_reason"] = "content_filter"
+            return ProviderResponse(output=output, is_refusal=True, **common)
+        return ProviderResponse(output=output, **common)
+
+
+class OpenAIResponsesProvider(OpenAIProvider):
+    """`openai:responses:<model>`: the Responses API."""
+
+    default_model = "gpt-4.1-mini"
+
+    def describe(self) -> str:
+        return f"openai:responses:{self._model}"
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        if error := self.missing_key_error():
+            return ProviderResponse(error=error)
+        config = self.spec.config
+        messages = parse_chat_messages(prompt)
+        body: dict[str, Any] = {"model": self._model, "input": messages}
+        for key in ("temperature", "top_p", "tools", "tool_choice", "instructions", "seed", "reasoning", "metadata", "store"):
+            if config.get(key) is not None:
+                body[key] = config[key]
+        max_tokens = config.get("max_output_tokens", config.get("max_tokens"))
+        if max_tokens is not None:
+            body["max_output_tokens"] = max_tokens
+        response_format = config.get("response_format")
+        if isinstance(response_format, dict):
+            fmt = dict(response_format)
+            if fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), dict):
+                fmt = {"type": "json_schema", **fmt["json_schema"]}
+            body["text"] = {"format": fmt}
+        if "seed" in body:
+            body.setdefault("extra_body", {})["seed"] = body.pop("seed")
+        try:
+            result = await self.request(self.client().responses.create, **body)
+        except OpenAIError as exc:
+            return ProviderResponse(error=str(exc))
+        usage = TokenUsage.of(
+            getattr(result.usage, "input_tokens", 0) if result.usage else 0,
+            getattr(result.usage, "output_tokens", 0) if result.usage else 0,
+            getattr(result.usage, "total_tokens", None) if result.usage else None,
+        )
+        output: Any = getattr(result, "output_text", "") or ""
+        refusal = None
+        calls = []
+        for item in result.output or []:
+            if getattr(item, "type", None) == "function_call":
+                calls.append(item.model_dump(exclude_none=True))
+            for part in getattr(item, "content", None) or []:
+                if getattr(part, "type", None) == "refusal":
+                    refusal = getattr(part, "refusal", None)
+        if refusal:
+            return ProviderResponse(output=refusal, is_refusal=True, token_usage=usage, cost=self.cost(usage))
+        if not output and calls:
+            output = calls
+        status = getattr(result, "status", None)
+        finish = "length" if status == "incomplete" else ("tool_calls" if calls else "stop")
+        return ProviderResponse(output=output, token_usage=usage, cost=self.cost(usage), finish_reason=finish)
+
+
+class OpenAIEmbeddingProvider(OpenAIProvider):
+    """`openai:embedding:<model>`: embeddings (also usable as a similarity grader)."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({"embedding"})
+    default_model = "text-embedding-3-large"
+
+    def describe(self) -> str:
+        return f"openai:embedding:{self._model}"
+
+    async def _embed(self, text: str) -> EmbeddingResponse:
+        if error := self.missing_key_error():
+            return EmbeddingResponse(error=error)
+        try:
+            result = await self.request(self.client().embeddings.create, model=self._model, input=text)
+        except OpenAIError as exc:
+            return EmbeddingResponse(error=str(exc))
+        if not result.data:
+            return EmbeddingResponse(error="API returned no embedding")
+        usage = TokenUsage.of(result.usage.prompt_tokens if result.usage else 0, 0, result.usage.total_tokens if result.usage else None)
+        return EmbeddingResponse(embedding=list(result.data[0].embedding), token_usage=usage, cost=self.cost(usage))
+
+
+class OpenAIModerationProvider(OpenAIProvider):
+    """`openai:moderation[:<model>]`: the moderation endpoint."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({"moderation"})
+    default_model = "omni-moderation-latest"
+
+    def describe(self) -> str:
+        return f"openai:moderation:{self._model}"
+
+    async def _moderate(self, prompt: str, output: str) -> ModerationResponse:
+        if error := self.missing_key_error():
+            return ModerationResponse(error=error)
+        try:
+            result = await self.request(self.client().moderations.create, model=self._model, input=output)
+        except OpenAIError as exc:
+            return ModerationResponse(error=str(exc))
+        flags: list[ModerationFlag] = []
+        for item in result.results or []:
+            categories = item.categories.model_dump(by_alias=True)
+            scores = item.category_scores.model_dump(by_alias=True)
+            for name, flagged in categories.items():
+                if flagged:
+                    flags.append(ModerationFlag(code=name, description=name, confidence=float(scores.get(name) or 0.0)))
+        return ModerationResponse(flags=flags)
+
+
+def _usage(usage: Any) -> TokenUsage:
+    if usage is None:
+        return TokenUsage(num_requests=1)
+    details = getattr(usage, "completion_tokens_details", None)
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    return TokenUsage.of(
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.total_tokens,
+        cached=getattr(prompt_details, "cached_tokens", 0) if prompt_details else 0,
+        reasoning=getattr(details, "reasoning_tokens", 0) if details else 0,
+    )
+
+
+def _error_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    detail = None
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        detail = error.get("message") if isinstance(error, dict) else str(error)
+    return f"API error {exc.status_code}: {detail or exc.message}"
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> Provider:
+    """Build the OpenAI provider an `openai:...` id names."""
+    parts = spec.id.split(":", 2)
+    kind = parts[1] if len(parts) > 1 else ""
+    rest = parts[2] if len(parts) > 2 else None
+    if kind == "chat":
+        return OpenAIChatProvider(spec, env, rest, max_concurrency)
+    if kind == "responses":
+        return OpenAIResponsesProvider(spec, env, rest, max_concurrency)
+    if kind in ("embedding", "embeddings"):
+        return OpenAIEmbeddingProvider(spec, env, rest, max_concurrency)
+    if kind == "moderation":
+        return OpenAIModerationProvider(spec, env, rest, max_concurrency)
+    model = ":".join(parts[1:]) if len(parts) > 1 else None
+    return OpenAIChatProvider(spec, env, model, max_concurrency)

@@ -1,0 +1,91 @@
+"""The terminal: a progress line while running and a one-screen summary at the end."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from ci_grade.redact import Redactor
+from ci_grade.results.models import EvalRun, TestResult
+
+_MAX_LISTED = 8
+
+
+def format_cost(cost: float) -> str:
+    if cost == 0:
+        return "$0"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"
+
+
+def format_duration(ms: float) -> str:
+    seconds = ms / 1000
+    return f"{seconds:.1f}s" if seconds < 120 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _where(row: TestResult) -> str:
+    if not row.location:
+        return ""
+    return f" ({row.location.file}" + (f":{row.location.line})" if row.location.line else ")")
+
+
+class Progress:
+    """Reports progress on stderr: a live line on a terminal, a few milestones in CI logs."""
+
+    def __init__(self, stream: TextIO = sys.stderr, enabled: bool = True):
+        self.stream = stream
+        self.enabled = enabled
+        self.tty = stream.isatty()
+        self._last_decile = -1
+
+    def __call__(self, row: TestResult, done: int, total: int) -> None:
+        if not self.enabled or total == 0:
+            return
+        if self.tty:
+            end = "\n" if done == total else ""
+            self.stream.write(f"\r  running {done}/{total}{end}")
+            self.stream.flush()
+            return
+        decile = done * 10 // total
+        if decile != self._last_decile and (decile % 2 == 0 or done == total):
+            self._last_decile = decile
+            self.stream.write(f"  {done}/{total} rows done\n")
+            self.stream.flush()
+
+
+def summary(run: EvalRun, redactor: Redactor | None = None) -> str:
+    """Passed / failed / errors, tokens, cost and duration, then the first failures and errors."""
+    redactor = redactor or Redactor()
+    stats = run.stats
+    lines = []
+    title = f"ci-grade: {run.info.description}" if run.info.description else "ci-grade"
+    lines.append(title)
+    lines.append(
+        f"  {stats.successes} passed, {stats.failures} failed, {stats.errors} errors"
+        f"  ({stats.total} rows, pass rate {stats.pass_rate:.1%})"
+    )
+    grading = stats.grading_token_usage.total
+    tokens = stats.token_usage.total + grading
+    lines.append(
+        f"  tokens {tokens:,} (provider {stats.token_usage.total:,}, grading {grading:,})"
+        f"  cost {format_cost(stats.cost + stats.grading_cost)}  duration {format_duration(stats.duration_ms)}"
+    )
+    if run.info.graders:
+        lines.append(f"  graders: {', '.join(run.info.graders)}")
+    for status, heading in (("fail", "Failed"), ("error", "Errors")):
+        rows = [r for r in run.results if r.status == status]
+        if not rows:
+            continue
+        lines.append(f"{heading}:")
+        for row in rows[:_MAX_LISTED]:
+            reason = row.error if status == "error" else row.reason
+            lines.append(f"  - [{row.provider.display}] {_one_line(row.name, 60)}{_where(row)}: {_one_line(reason or '')}")
+        if len(rows) > _MAX_LISTED:
+            lines.append(f"  ... and {len(rows) - _MAX_LISTED} more (see the results file)")
+    for warning in run.warnings[:5]:
+        lines.append(f"warning: {warning}")
+    return redactor.text("\n".join(lines))

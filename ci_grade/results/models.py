@@ -1,0 +1,189 @@
+"""The typed results of a run: the contract every stage after grading works from.
+
+Compare, reports and GitHub publishing read only these models, so they also work on a results
+file written on another machine (or by promptfoo itself; see `promptfoo.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ci_grade.providers.base import TokenUsage
+
+Status = Literal["pass", "fail", "error"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class AssertionResult(_Model):
+    """One graded assertion: pass, fail or error, with score, reason and grader accounting."""
+
+    type: str
+    value: Any = None
+    metric: str | None = None
+    weight: float = 1.0
+    threshold: float | None = None
+    status: Status
+    score: float = 0.0
+    reason: str = ""
+    named_scores: dict[str, float] = Field(default_factory=dict)
+    grader: str | None = None
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float = 0.0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    children: list[AssertionResult] = Field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def flat(self) -> list[AssertionResult]:
+        """This result followed by its children (promptfoo's flattened componentResults)."""
+        out = [self]
+        for child in self.children:
+            out.extend(child.flat())
+        return out
+
+
+class PromptInfo(_Model):
+    raw: str
+    label: str
+    key: str
+    template: str = ""
+
+
+class ProviderInfo(_Model):
+    id: str
+    label: str | None = None
+
+    @property
+    def display(self) -> str:
+        return self.label or self.id
+
+
+class SourceRef(_Model):
+    file: str
+    line: int | None = None
+
+
+class TestResult(_Model):
+    """One row: a test x prompt x provider (x repeat), run and graded."""
+
+    test_id: str
+    fingerprint: str = ""
+    description: str | None = None
+    test_index: int = 0
+    prompt_index: int = 0
+    provider_index: int = 0
+    repeat_index: int = 0
+    vars: dict[str, Any] = Field(default_factory=dict)
+    prompt: PromptInfo
+    provider: ProviderInfo
+    output: Any = None
+    status: Status
+    score: float = 0.0
+    named_scores: dict[str, float] = Field(default_factory=dict)
+    reason: str = ""
+    error: str | None = None
+    latency_ms: float = 0.0
+    cached: bool = False
+    finish_reason: str | None = None
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float | None = None
+    grading_token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    grading_cost: float = 0.0
+    assertions: list[AssertionResult] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    location: SourceRef | None = None
+    test_case: dict[str, Any] = Field(default_factory=dict)
+    response_metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def name(self) -> str:
+        """A human name for the test: its description, else its vars."""
+        if self.description:
+            return self.description
+        if self.vars:
+            shown = ", ".join(f"{k}={_short(v)}" for k, v in self.vars.items() if not str(k).startswith("_"))
+            return shown or self.test_id
+        return self.test_id
+
+    def failed_assertions(self) -> list[AssertionResult]:
+        return [a for result in self.assertions for a in result.flat() if a.status != "pass" and a.weight != 0]
+
+    @property
+    def total_cost(self) -> float:
+        return (self.cost or 0.0) + self.grading_cost
+
+
+class Stats(_Model):
+    successes: int = 0
+    failures: int = 0
+    errors: int = 0
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    grading_token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float = 0.0
+    grading_cost: float = 0.0
+    duration_ms: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return self.successes + self.failures + self.errors
+
+    @property
+    def pass_rate(self) -> float:
+        return self.successes / self.total if self.total else 0.0
+
+
+class RunInfo(_Model):
+    """Provenance: what produced these results (stored in baselines too)."""
+
+    ci_grade_version: str = ""
+    created_at: str = ""
+    description: str | None = None
+    config_files: list[str] = Field(default_factory=list)
+    config_hash: str = ""
+    commit: str | None = None
+    graders: list[str] = Field(default_factory=list)
+    grader_templates: dict[str, str] = Field(default_factory=dict)
+    repeat: int = 1
+    source: Literal["ci-grade", "promptfoo"] = "ci-grade"
+
+
+class EvalRun(_Model):
+    """Everything one `ci-grade eval` produced."""
+
+    info: RunInfo = Field(default_factory=RunInfo)
+    results: list[TestResult] = Field(default_factory=list)
+    stats: Stats = Field(default_factory=Stats)
+    warnings: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def summarize(cls, results: list[TestResult]) -> Stats:
+        stats = Stats()
+        for row in results:
+            if row.status == "pass":
+                stats.successes += 1
+            elif row.status == "fail":
+                stats.failures += 1
+            else:
+                stats.errors += 1
+            stats.token_usage.add(row.token_usage)
+            stats.grading_token_usage.add(row.grading_token_usage)
+            stats.cost += row.cost or 0.0
+            stats.grading_cost += row.grading_cost
+        return stats
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = value if isinstance(value, str) else str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,306 @@
+"""promptfoo's results JSON (`promptfoo eval -o results.json`, summary version 3), both ways.
+
+ci-grade writes the shape promptfoo's own tools read (`results.results[]` rows with `testCase`,
+`prompt`, `provider`, `response`, `success`, `score`, `namedScores`, `failureReason`,
+`gradingResult.componentResults[]`, and `results.stats`), adding its own fields under keys
+promptfoo ignores. It reads the same shape back, including files written by promptfoo itself,
+so a baseline or comparison can come from either tool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from ci_grade import __version__
+from ci_grade.providers.base import TokenUsage
+from ci_grade.results.models import (
+    AssertionResult,
+    EvalRun,
+    PromptInfo,
+    ProviderInfo,
+    RunInfo,
+    SourceRef,
+    TestResult,
+)
+
+FAILURE_REASON = {"pass": 0, "fail": 1, "error": 2}
+
+
+def _usage(usage: TokenUsage) -> dict[str, Any]:
+    return {
+        "total": usage.total,
+        "prompt": usage.prompt,
+        "completion": usage.completion,
+        "cached": usage.cached,
+        "numRequests": usage.num_requests,
+        "completionDetails": {"reasoning": usage.reasoning, "acceptedPrediction": 0, "rejectedPrediction": 0},
+    }
+
+
+def _read_usage(data: Any) -> TokenUsage:
+    if not isinstance(data, dict):
+        return TokenUsage()
+    details = data.get("completionDetails") or {}
+    return TokenUsage(
+        prompt=int(data.get("prompt") or 0),
+        completion=int(data.get("completion") or 0),
+        total=int(data.get("total") or 0),
+        cached=int(data.get("cached") or 0),
+        reasoning=int(details.get("reasoning") or 0) if isinstance(details, dict) else 0,
+        num_requests=int(data.get("numRequests") or 0),
+    )
+
+
+def _component(result: AssertionResult, depth: int) -> dict[str, Any]:
+    assertion = {"type": result.type, "value": result.value}
+    for key, value in (("metric", result.metric), ("threshold", result.threshold)):
+        if value is not None:
+            assertion[key] = value
+    if result.weight != 1.0:
+        assertion["weight"] = result.weight
+    return {
+        "pass": result.status == "pass",
+        "score": result.score,
+        "reason": result.reason,
+        "namedScores": result.named_scores,
+        "tokensUsed": _usage(result.token_usage),
+        "assertion": assertion,
+        "metadata": {**result.metadata, "ciGrade": {"status": result.status, "grader": result.grader, "cost": result.cost, "depth": depth}},
+    }
+
+
+def _components(results: list[AssertionResult], depth: int = 0) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for result in results:
+        out.append(_component(result, depth))
+        out.extend(_components(result.children, depth + 1))
+    return out
+
+
+def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
+    return {
+        "id": f"{row.test_id}#{row.repeat_index}" if row.repeat_index else row.test_id,
+        "testId": row.test_id,
+        "testIdx": row.test_index,
+        "promptIdx": row.prompt_index,
+        "repeatIndex": row.repeat_index,
+        "description": row.description,
+        "promptId": row.prompt.key,
+        "prompt": {"raw": row.prompt.raw, "label": row.prompt.label, "template": row.prompt.template},
+        "provider": {"id": row.provider.id, "label": row.provider.label},
+        "vars": row.vars,
+        "testCase": row.test_case,
+        "response": {
+            "output": row.output,
+            "tokenUsage": _usage(row.token_usage),
+            "cached": row.cached,
+            "cost": row.cost,
+            "finishReason": row.finish_reason,
+            "metadata": row.response_metadata,
+        },
+        "error": row.error,
+        "failureReason": FAILURE_REASON[row.status],
+        "success": row.status == "pass",
+        "score": row.score,
+        "latencyMs": round(row.latency_ms, 3),
+        "namedScores": row.named_scores,
+        "cost": row.total_cost,
+        "gradingResult": {
+            "pass": row.status == "pass",
+            "score": row.score,
+            "reason": row.reason,
+            "namedScores": row.named_scores,
+            "tokensUsed": _usage(row.grading_token_usage),
+            "componentResults": _components(row.assertions),
+        },
+        "metadata": {
+            **row.metadata,
+            "ciGrade": {
+                "status": row.status,
+                "fingerprint": row.fingerprint,
+                "providerIndex": row.provider_index,
+                "gradingCost": row.grading_cost,
+                "providerCost": row.cost,
+                "location": row.location.model_dump() if row.location else None,
+            },
+        },
+    }
+
+
+def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
+    prompts: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in run.results:
+        key = (row.prompt.key, row.provider.display)
+        entry = prompts.setdefault(
+            key,
+            {
+                "raw": row.prompt.template,
+                "label": row.prompt.label,
+                "id": hashlib.sha256(row.prompt.template.encode()).hexdigest(),
+                "provider": row.provider.display,
+                "metrics": {
+                    "score": 0.0, "testPassCount": 0, "testFailCount": 0, "testErrorCount": 0,
+                    "assertPassCount": 0, "assertFailCount": 0, "totalLatencyMs": 0.0,
+                    "tokenUsage": TokenUsage(), "namedScores": {}, "namedScoresCount": {}, "cost": 0.0,
+                },
+            },
+        )
+        metrics = entry["metrics"]
+        metrics["score"] += row.score
+        metrics[{"pass": "testPassCount", "fail": "testFailCount", "error": "testErrorCount"}[row.status]] += 1
+        for assertion in row.assertions:
+            for item in assertion.flat():
+                metrics["assertPassCount" if item.status == "pass" else "assertFailCount"] += 1
+        metrics["totalLatencyMs"] += row.latency_ms
+        metrics["tokenUsage"].add(row.token_usage)
+        metrics["cost"] += row.total_cost
+        for name, value in row.named_scores.items():
+            metrics["namedScores"][name] = metrics["namedScores"].get(name, 0.0) + value
+            metrics["namedScoresCount"][name] = metrics["namedScoresCount"].get(name, 0) + 1
+    for entry in prompts.values():
+        entry["metrics"]["tokenUsage"] = _usage(entry["metrics"]["tokenUsage"])
+    return list(prompts.values())
+
+
+def to_promptfoo(run: EvalRun, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole run in promptfoo's OutputFile shape."""
+    created = run.info.created_at or datetime.now(UTC).isoformat()
+    token_usage = _usage(run.stats.token_usage)
+    token_usage["assertions"] = _usage(run.stats.grading_token_usage)
+    return {
+        "evalId": f"eval-cigrade-{hashlib.sha256((created + run.info.config_hash).encode()).hexdigest()[:12]}",
+        "results": {
+            "version": 3,
+            "timestamp": created,
+            "results": [row_to_promptfoo(row) for row in run.results],
+            "prompts": _prompt_metrics(run),
+            "stats": {
+                "successes": run.stats.successes,
+                "failures": run.stats.failures,
+                "errors": run.stats.errors,
+                "tokenUsage": token_usage,
+                "durationMs": round(run.stats.duration_ms),
+                "cost": run.stats.cost + run.stats.grading_cost,
+            },
+        },
+        "config": config or {},
+        "shareableUrl": None,
+        "metadata": {"ciGradeVersion": __version__, "exportedAt": datetime.now(UTC).isoformat(), "evaluationCreatedAt": created},
+        "ciGrade": {
+            "info": run.info.model_dump(mode="json"),
+            "stats": {"providerCost": run.stats.cost, "gradingCost": run.stats.grading_cost},
+            "warnings": run.warnings,
+        },
+    }
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def from_promptfoo(data: dict[str, Any]) -> EvalRun:
+    """Read a results JSON written by ci-grade or by promptfoo (summary v2 rows are not read)."""
+    summary = data.get("results")
+    if not isinstance(summary, dict) or not isinstance(summary.get("results"), list):
+        raise ValueError("not a promptfoo results file: expected results.results[]")
+    ours = data.get("ciGrade") if isinstance(data.get("ciGrade"), dict) else None
+    info = RunInfo.model_validate(ours["info"]) if ours and isinstance(ours.get("info"), dict) else RunInfo(source="promptfoo", created_at=str(summary.get("timestamp") or ""))
+    rows = [_row_from(item) for item in summary["results"] if isinstance(item, dict)]
+    run = EvalRun(info=info, results=rows, stats=EvalRun.summarize(rows), warnings=list(ours.get("warnings") or []) if ours else [])
+    stats = summary.get("stats") if isinstance(summary.get("stats"), dict) else {}
+    run.stats.duration_ms = float(stats.get("durationMs") or 0)
+    return run
+
+
+def _row_from(item: dict[str, Any]) -> TestResult:
+    ours = (item.get("metadata") or {}).get("ciGrade") or {}
+    prompt = item.get("prompt") or {}
+    provider = item.get("provider") or {}
+    if isinstance(provider, str):
+        provider = {"id": provider}
+    grading = item.get("gradingResult") or {}
+    response = item.get("response") or {}
+    status = ours.get("status") or ("error" if item.get("failureReason") == 2 else "pass" if item.get("success") else "fail")
+    test_case = item.get("testCase") or {}
+    description = item.get("description") or test_case.get("description")
+    variables = item.get("vars") or test_case.get("vars") or {}
+    label = prompt.get("label") or ""
+    provider_key = provider.get("label") or provider.get("id") or ""
+    test_id = item.get("testId") or _derived_id(description, variables, label, provider_key)
+    metadata = {k: v for k, v in (item.get("metadata") or {}).items() if k != "ciGrade"}
+    location = ours.get("location")
+    return TestResult(
+        test_id=test_id,
+        fingerprint=ours.get("fingerprint") or _derived_id(None, variables, label, provider_key),
+        description=description,
+        test_index=int(item.get("testIdx") or 0),
+        prompt_index=int(item.get("promptIdx") or 0),
+        provider_index=int(ours.get("providerIndex") or 0),
+        repeat_index=int(item.get("repeatIndex") or 0),
+        vars=variables,
+        prompt=PromptInfo(raw=str(prompt.get("raw") or ""), label=label, key=str(item.get("promptId") or label), template=str(prompt.get("template") or "")),
+        provider=ProviderInfo(id=str(provider.get("id") or ""), label=provider.get("label")),
+        output=response.get("output"),
+        status=status,
+        score=float(item.get("score") or 0.0),
+        named_scores={str(k): float(v) for k, v in (item.get("namedScores") or {}).items() if isinstance(v, int | float)},
+        reason=str(grading.get("reason") or item.get("error") or ""),
+        error=item.get("error"),
+        latency_ms=float(item.get("latencyMs") or 0.0),
+        cached=bool(response.get("cached")),
+        finish_reason=response.get("finishReason"),
+        token_usage=_read_usage(response.get("tokenUsage")),
+        cost=ours.get("providerCost", response.get("cost")),
+        grading_token_usage=_read_usage(grading.get("tokensUsed")),
+        grading_cost=float(ours.get("gradingCost") or 0.0),
+        assertions=_assertions_from(grading.get("componentResults") or []),
+        metadata=metadata,
+        location=SourceRef.model_validate(location) if isinstance(location, dict) else None,
+        test_case=test_case,
+        response_metadata=response.get("metadata") or {},
+    )
+
+
+def _assertions_from(components: list[Any]) -> list[AssertionResult]:
+    """Rebuild the nesting ci-grade recorded (depth); promptfoo's flat lists stay flat."""
+    roots: list[AssertionResult] = []
+    stack: list[tuple[int, AssertionResult]] = []
+    for component in components:
+        if not isinstance(component, dict):
+            continue
+        meta = dict(component.get("metadata") or {})
+        ours = meta.pop("ciGrade", None) or {}
+        assertion = component.get("assertion") or {}
+        passed = bool(component.get("pass"))
+        status = ours.get("status") or ("error" if meta.get("graderError") else "pass" if passed else "fail")
+        result = AssertionResult(
+            type=str(assertion.get("type") or "unknown"),
+            value=assertion.get("value"),
+            metric=assertion.get("metric"),
+            weight=float(assertion.get("weight", 1.0) if assertion.get("weight") is not None else 1.0),
+            threshold=assertion.get("threshold"),
+            status=status,
+            score=float(component.get("score") or 0.0),
+            reason=str(component.get("reason") or ""),
+            named_scores={str(k): float(v) for k, v in (component.get("namedScores") or {}).items() if isinstance(v, int | float)},
+            grader=ours.get("grader"),
+            token_usage=_read_usage(component.get("tokensUsed")),
+            cost=float(ours.get("cost") or 0.0),
+            metadata=meta,
+        )
+        depth = int(ours.get("depth") or 0)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        if stack:
+            stack[-1][1].children.append(result)
+        else:
+            roots.append(result)
+        stack.append((depth, result))
+    return roots
+
+
+def _derived_id(description: str | None, variables: dict[str, Any], prompt_label: str, provider: str) -> str:
+    identity = f"d:{description}" if description else "v:" + json.dumps(variables, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256("\x1f".join((identity, prompt_label, provider)).encode()).hexdigest()[:12]

@@ -1,0 +1,203 @@
+"""Run a plan: render prompts, call providers, grade outputs, all concurrently and bounded.
+
+Every planned row ends as exactly one TestResult, whatever fails: a provider error, a broken
+transform, a grader outage or a bug in one assertion becomes an ERROR row with its reason and
+the run goes on. Comparison assertions (select-best, max-score) are graded once all rows of a
+test are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ci_grade.config import templating
+from ci_grade.grading import engine, registry
+from ci_grade.grading.context import RunContext
+from ci_grade.grading.graders import GraderResolver
+from ci_grade.grading.transforms import TransformError, apply_transform
+from ci_grade.plan import Plan, PlannedRow
+from ci_grade.providers.base import CallContext, ProviderResponse, TokenUsage
+from ci_grade.providers.registry import ProviderPool
+from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
+
+Progress = Callable[[TestResult, int, int], None]
+
+
+@dataclass
+class RunOptions:
+    env: Mapping[str, str]
+    base_dir: Path
+    concurrency: int = 16
+    delay_ms: int = 0
+    timeout_ms: int | None = None
+    env_overrides: dict[str, str] = field(default_factory=dict)
+    progress: Progress | None = None
+
+
+@dataclass
+class _Row:
+    planned: PlannedRow
+    result: TestResult
+    grading_input: engine.GradingInput | None = None
+    output: Any = None
+
+
+async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
+    """Run every row of `plan`; returns the results (never raises for a single row's failure)."""
+    started = time.perf_counter()
+    concurrency = 1 if options.delay_ms > 0 else max(1, options.concurrency)
+    pool = ProviderPool(options.env, max_concurrency=concurrency)
+    graders = GraderResolver(pool, options.env)
+    run_context = RunContext(env=options.env, base_dir=options.base_dir, graders=graders, env_overrides=options.env_overrides)
+    semaphore = asyncio.Semaphore(concurrency)
+    done = 0
+    total = len(plan.rows)
+
+    async def one(planned: PlannedRow) -> _Row:
+        nonlocal done
+        async with semaphore:
+            if options.delay_ms:
+                await asyncio.sleep(options.delay_ms / 1000)
+            row = await _run_row_with_timeout(planned, pool, run_context, options.timeout_ms)
+        done += 1
+        if options.progress:
+            options.progress(row.result, done, total)
+        return row
+
+    try:
+        rows = list(await asyncio.gather(*(one(p) for p in plan.rows)))
+        await _grade_comparisons(rows, run_context)
+    finally:
+        await pool.aclose()
+    results = [row.result for row in rows]
+    run = EvalRun(results=results, stats=EvalRun.summarize(results))
+    run.stats.duration_ms = (time.perf_counter() - started) * 1000
+    run.info.graders = sorted(graders.used)
+    return run
+
+
+async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, timeout_ms: int | None) -> _Row:
+    if not timeout_ms:
+        return await _run_row(planned, pool, run)
+    try:
+        return await asyncio.wait_for(_run_row(planned, pool, run), timeout_ms / 1000)
+    except TimeoutError:
+        result = _base_result(planned, planned.prompt.raw)
+        result.status, result.error = "error", f"test timed out after {timeout_ms} ms"
+        result.reason = result.error
+        return _Row(planned, result)
+
+
+async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext) -> _Row:
+    test = planned.test
+    template = (test.options.prefix or "") + planned.prompt.raw + (test.options.suffix or "")
+    try:
+        prompt = templating.render_prompt(template, planned.vars, run.env_overrides)
+    except templating.TemplateError as exc:
+        return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
+    result = _base_result(planned, prompt)
+    try:
+        response = await _respond(planned, prompt, pool)
+        result.latency_ms = response.latency_ms
+        result.cached = response.cached
+        result.finish_reason = response.finish_reason
+        result.token_usage = response.token_usage
+        result.cost = response.cost
+        result.response_metadata = response.metadata
+        result.output = response.output
+        if response.error:
+            return _fail_row(planned, result, response.error)
+        if response.output is None:
+            return _fail_row(planned, result, "provider returned no output")
+        if planned.provider.transform:
+            context = {"vars": planned.vars, "prompt": {"label": planned.prompt.label, "raw": prompt}, "metadata": response.metadata}
+            response.output = await apply_transform(planned.provider.transform, response.output, context, run.base_dir)
+            result.output = response.output
+        grading_input = engine.GradingInput(test, planned.vars, prompt, planned.prompt.label, response, planned.provider)
+        graded = await engine.grade(grading_input, run)
+    except TransformError as exc:
+        return _fail_row(planned, result, f"provider transform failed: {exc}")
+    except Exception as exc:  # never lose a row to an unexpected failure
+        return _fail_row(planned, result, f"{type(exc).__name__}: {exc}")
+    result.output = graded.output
+    result.status = graded.status
+    result.score = graded.score
+    result.reason = graded.reason
+    result.named_scores = graded.named_scores
+    result.assertions = graded.assertions
+    result.grading_token_usage = graded.token_usage
+    result.grading_cost = graded.cost
+    if graded.status == "error":
+        result.error = graded.reason
+    return _Row(planned, result, grading_input, graded.output)
+
+
+async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool) -> ProviderResponse:
+    test = planned.test
+    if test.providerOutput is not None:
+        return ProviderResponse(output=test.providerOutput, token_usage=TokenUsage(), cost=0.0)
+    spec = planned.provider
+    if test.provider is not None:
+        from ci_grade.providers.registry import as_spec
+
+        spec = as_spec(test.provider)
+    provider = pool.get(spec)
+    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw, test_metadata=test.metadata or {})
+    return await provider.call(prompt, context)
+
+
+def _base_result(planned: PlannedRow, prompt: str) -> TestResult:
+    test = planned.test
+    loc = planned.location
+    return TestResult(
+        test_id=planned.test_id,
+        fingerprint=planned.fingerprint,
+        description=test.description,
+        test_index=planned.test_index,
+        prompt_index=planned.prompt_index,
+        provider_index=planned.provider_index,
+        repeat_index=planned.repeat_index,
+        vars=planned.vars,
+        prompt=PromptInfo(raw=prompt, label=planned.prompt.label, key=planned.prompt.key, template=planned.prompt.raw),
+        provider=ProviderInfo(id=planned.provider.id, label=planned.provider.label),
+        status="error",
+        metadata=test.metadata or {},
+        location=SourceRef(file=loc.file, line=loc.line) if loc else None,
+        test_case=test.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True),
+    )
+
+
+def _error_row(planned: PlannedRow, prompt: str, message: str) -> _Row:
+    return _fail_row(planned, _base_result(planned, prompt), message)
+
+
+def _fail_row(planned: PlannedRow, result: TestResult, message: str) -> _Row:
+    result.status = "error"
+    result.error = message
+    result.reason = message
+    result.score = 0.0
+    return _Row(planned, result)
+
+
+async def _grade_comparisons(rows: list[_Row], run: RunContext) -> None:
+    """select-best / max-score: grade all outputs of one test together, then merge per row."""
+    groups: dict[int, list[_Row]] = defaultdict(list)
+    for row in rows:
+        if any(_is_comparison(a.base_type) for a in (row.planned.test.assert_ or [])):
+            groups[row.planned.test_index].append(row)
+    for members in groups.values():
+        for assertion in [a for a in (members[0].planned.test.assert_ or []) if _is_comparison(a.base_type)]:
+            results = await engine.grade_comparison(assertion, [(r.grading_input, r.output, r.result) for r in members], run)
+            for row, result in zip(members, results, strict=True):
+                engine.merge_comparison(row.result, result)
+
+
+def _is_comparison(base_type: str) -> bool:
+    spec = registry.get(base_type)
+    return bool(spec and spec.comparison)

@@ -1,0 +1,184 @@
+"""JavaScript from configs (`transform`, `contextTransform`, `javascript` asserts) on mini-racer.
+
+One V8 isolate per process, created on first use and driven from one dedicated thread (V8
+work never runs on the event loop's thread, so a slow expression cannot stall other tests).
+Every call runs under a time limit and the isolate under a memory limit, so a runaway expression
+fails its own assertion instead of hanging or exhausting the run. Data crosses as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT_MS = int(os.environ.get("CI_GRADE_JS_TIMEOUT_MS", "5000"))
+DEFAULT_MAX_MEMORY = int(os.environ.get("CI_GRADE_JS_MAX_MEMORY_MB", "256")) * 1024 * 1024
+
+
+class JsError(Exception):
+    """A JavaScript snippet failed: syntax error, exception, timeout or memory limit."""
+
+
+_BOOTSTRAP = """
+var process = { env: %s };
+function __cigrade_call(name, argsJson) {
+  var result = globalThis[name].apply(null, JSON.parse(argsJson));
+  if (result === undefined) return '{}';
+  return JSON.stringify({ v: result === undefined ? null : result });
+}
+"""
+
+
+class JsRuntime:
+    """A V8 isolate that compiles each distinct function once and calls it with JSON arguments."""
+
+    def __init__(self, timeout_ms: int = DEFAULT_TIMEOUT_MS, max_memory: int = DEFAULT_MAX_MEMORY):
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-grade-js")
+        self._timeout = timeout_ms / 1000
+        self._functions: dict[str, str] = {}
+        self._ctx = self._executor.submit(self._start, max_memory).result()
+
+    def _start(self, max_memory: int) -> object:
+        from py_mini_racer import MiniRacer
+
+        ctx = MiniRacer()
+        ctx.set_hard_memory_limit(max_memory)
+        ctx.eval(_BOOTSTRAP % json.dumps(dict(os.environ)), timeout_sec=self._timeout)
+        return ctx
+
+    def define(self, params: tuple[str, ...], body: str) -> str:
+        """Compile `function(params) { body }` once; returns its global name."""
+        key = hashlib.sha1(("\0".join(params) + "\0" + body).encode()).hexdigest()[:16]
+        name = f"__cigrade_fn_{key}"
+        if key not in self._functions:
+            source = f"globalThis.{name} = function({', '.join(params)}) {{\n{body}\n}};"
+            self._eval(source)
+            self._functions[key] = name
+        return name
+
+    def define_module(self, source: str, filename: str) -> str:
+        """Evaluate a CommonJS or simple ES module once; returns the global holding its exports."""
+        key = hashlib.sha1(source.encode()).hexdigest()[:16]
+        name = f"__cigrade_mod_{key}"
+        if key not in self._functions:
+            wrapped = (
+                f"globalThis.{name} = (function() {{ var module = {{ exports: {{}} }}; var exports = module.exports;\n"
+                f"{_commonjs(source)}\n;return module.exports; }})();"
+            )
+            try:
+                self._eval(wrapped)
+            except JsError as exc:
+                raise JsError(f"{filename}: {exc}") from None
+            self._functions[key] = name
+        return name
+
+    def call(self, name: str, args: list[Any]) -> tuple[bool, Any]:
+        """Call a defined function; returns (returned_something, value). Undefined -> (False, None)."""
+        return _decode(self._eval(_call_source(name, args)))
+
+    async def acall(self, name: str, args: list[Any]) -> tuple[bool, Any]:
+        """`call` without blocking the event loop."""
+        loop = asyncio.get_running_loop()
+        return _decode(await loop.run_in_executor(self._executor, self._eval_here, _call_source(name, args)))
+
+    def _eval(self, source: str) -> Any:
+        return self._executor.submit(self._eval_here, source).result()
+
+    def _eval_here(self, source: str) -> Any:
+        from py_mini_racer import JSEvalException, JSOOMException, JSTimeoutException
+
+        try:
+            return self._ctx.eval(source, timeout_sec=self._timeout)  # type: ignore[attr-defined]
+        except JSTimeoutException:
+            raise JsError(f"timed out after {self._timeout:g}s") from None
+        except JSOOMException:
+            raise JsError("ran out of memory") from None
+        except JSEvalException as exc:
+            raise JsError(_first_error_line(str(exc))) from None
+
+
+def _call_source(name: str, args: list[Any]) -> str:
+    payload = json.dumps(args, default=str)
+    return f"__cigrade_call({json.dumps(name)}, {json.dumps(payload)})"
+
+
+def _decode(raw: Any) -> tuple[bool, Any]:
+    decoded = json.loads(raw) if isinstance(raw, str) else {}
+    return ("v" in decoded, decoded.get("v"))
+
+
+_runtime: JsRuntime | None = None
+_runtime_lock = threading.Lock()
+
+
+def runtime() -> JsRuntime:
+    """The process-wide JavaScript runtime (created on first use)."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = JsRuntime()
+        return _runtime
+
+
+def inline_body(code: str) -> str:
+    """promptfoo's inline rule: one line is an expression; several lines are a function body."""
+    stripped = code.strip()
+    if "\n" not in stripped:
+        return stripped if stripped.startswith("return ") else f"return {stripped};"
+    if re.search(r"\breturn\b", stripped):
+        return stripped
+    return f"return (\n{stripped}\n);"
+
+
+def run_inline(code: str, params: tuple[str, ...], args: list[Any]) -> tuple[bool, Any]:
+    """Run an inline snippet (expression or body) with named parameters."""
+    rt = runtime()
+    return rt.call(rt.define(params, inline_body(code)), args)
+
+
+async def arun_inline(code: str, params: tuple[str, ...], args: list[Any]) -> tuple[bool, Any]:
+    """`run_inline` without blocking the event loop."""
+    rt = runtime()
+    return await rt.acall(rt.define(params, inline_body(code)), args)
+
+
+def call_js_file_function(path: Path, function: str | None, args: list[Any]) -> Any:
+    """Call `function` (or the default export) of a JavaScript file with JSON arguments."""
+    rt = runtime()
+    module = rt.define_module(path.read_text(encoding="utf-8"), str(path))
+    target = f"{module}[{json.dumps(function)}]" if function else f"({module}.default || {module})"
+    missing = json.dumps(f"{path.name} has no function {function or 'default'}")
+    name = rt.define(
+        (), f"var f = {target}; if (typeof f !== 'function') throw new Error({missing}); return f.apply(null, arguments[0]);"
+    )
+    _, value = rt.call(name, [args])
+    return value
+
+
+def _commonjs(source: str) -> str:
+    """Rewrite top-level ES `export` forms to CommonJS assignments (enough for config helpers)."""
+    names: list[str] = []
+
+    def named(match: re.Match[str]) -> str:
+        names.append(match.group(2))
+        return f"{match.group(1)}{match.group(2)}"
+
+    source = re.sub(r"^export\s+default\s+", "module.exports.default = ", source, flags=re.M)
+    source = re.sub(r"^export\s+((?:async\s+)?function\*?\s+|const\s+|let\s+|var\s+|class\s+)(\w+)", named, source, flags=re.M)
+    exports = "".join(f"\nmodule.exports.{n} = {n};" for n in names)
+    return source + exports
+
+
+def _first_error_line(message: str) -> str:
+    lines = [line for line in message.splitlines() if line.strip()]
+    for line in lines:
+        if re.search(r"\b\w*Error\b", line):
+            return line.strip()
+    return lines[0].strip() if lines else "JavaScript error"

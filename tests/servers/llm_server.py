@@ -1,0 +1,426 @@
+"""A scripted OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
+
+Serves `/v1/chat/completions`, `/v1/responses`, `/v1/embeddings` and `/v1/moderations` with
+scripted answers, per-rule latency and injected faults (error statuses with Retry-After, dropped
+connections, malformed bodies), and records every request. Extra routes (an HTTP target, other
+vendors' APIs) can be registered with `route()`.
+
+Run standalone for benchmarks: `python -m tests.servers.llm_server --port 8765 --latency-ms 100`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import math
+import re
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Matcher = str | re.Pattern[str] | Callable[[dict[str, Any]], bool] | None
+Reply = str | dict[str, Any] | Callable[[dict[str, Any]], "str | dict[str, Any]"]
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: Any
+
+
+@dataclass
+class Response:
+    status: int = 200
+    json: Any = None
+    body: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Rule:
+    matcher: Matcher
+    reply: Reply | None
+    status: int
+    headers: dict[str, str]
+    latency: float | None
+    times: int | None
+    usage: dict[str, int] | None
+    finish_reason: str
+    tool_calls: list[dict[str, Any]] | None
+    kind: str = "chat"
+
+    def matches(self, request: dict[str, Any], text: str) -> bool:
+        if self.times is not None and self.times <= 0:
+            return False
+        if self.matcher is None:
+            return True
+        if isinstance(self.matcher, str):
+            return self.matcher in text
+        if isinstance(self.matcher, re.Pattern):
+            return bool(self.matcher.search(text))
+        return bool(self.matcher(request))
+
+
+@dataclass
+class _Fault:
+    path: str | None
+    status: int
+    times: int
+    retry_after: str | None
+    body: Any
+    drop: bool
+
+
+def request_text(request: dict[str, Any]) -> str:
+    """All message text of a chat or responses request, joined (what rules match against)."""
+    parts: list[str] = []
+    for message in request.get("messages") or (request.get("input") if isinstance(request.get("input"), list) else []):
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    if isinstance(request.get("input"), str):
+        parts.append(request["input"])
+    if isinstance(request.get("system"), str):
+        parts.append(request["system"])
+    if isinstance(request.get("prompt"), str):
+        parts.append(request["prompt"])
+    return "\n".join(parts)
+
+
+def last_user_text(request: dict[str, Any]) -> str:
+    messages = request.get("messages") or (request.get("input") if isinstance(request.get("input"), list) else [])
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            return str(content)
+    return request_text(request)
+
+
+def bag_of_words_embedding(text: str, dims: int = 64) -> list[float]:
+    """A deterministic embedding: texts sharing words are close, identical texts are identical."""
+    vector = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.md5(word.encode()).digest()
+        vector[digest[0] % dims] += 1.0 if digest[1] % 2 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
+class LLMServer:
+    """Start with `start()` (or as a context manager); script with `on_chat`, `fail`, `route`..."""
+
+    def __init__(self, latency: float = 0.0):
+        self.latency = latency
+        self.requests: list[Recorded] = []
+        self._rules: list[_Rule] = []
+        self._faults: list[_Fault] = []
+        self._routes: dict[tuple[str, str], Callable[[Recorded], Response]] = {}
+        self._embeddings: dict[str, list[float]] = {}
+        self._flags: list[tuple[str, str, float]] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.default_reply: Callable[[dict[str, Any]], str] = lambda req: f"echo: {last_user_text(req)}"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self, port: int = 0) -> LLMServer:
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="llm-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> LLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "server not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    # -- scripting -------------------------------------------------------------------------------
+
+    def on_chat(
+        self,
+        match: Matcher = None,
+        reply: Reply | None = None,
+        *,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        latency: float | None = None,
+        times: int | None = None,
+        usage: dict[str, int] | None = None,
+        finish_reason: str = "stop",
+        tool_calls: list[dict[str, Any]] | None = None,
+    ) -> LLMServer:
+        """Answer chat/responses requests whose text matches `match` (substring, regex or predicate)."""
+        with self._lock:
+            self._rules.append(_Rule(match, reply, status, headers or {}, latency, times, usage, finish_reason, tool_calls))
+        return self
+
+    def fail(self, status: int = 500, *, times: int = 1, path: str | None = None, retry_after: str | None = None, body: Any = None, drop: bool = False) -> LLMServer:
+        """Make the next `times` requests (to `path`, if given) fail with `status` or a dropped connection."""
+        with self._lock:
+            self._faults.append(_Fault(path, status, times, retry_after, body, drop))
+        return self
+
+    def set_embedding(self, text: str, vector: list[float]) -> LLMServer:
+        with self._lock:
+            self._embeddings[text] = vector
+        return self
+
+    def flag(self, word: str, category: str, score: float = 0.9) -> LLMServer:
+        """Moderation flags `category` for any input containing `word`."""
+        with self._lock:
+            self._flags.append((word, category, score))
+        return self
+
+    def route(self, method: str, path: str, handler: Callable[[Recorded], Response]) -> LLMServer:
+        with self._lock:
+            self._routes[(method.upper(), path)] = handler
+        return self
+
+    def requests_to(self, path: str) -> list[Recorded]:
+        return [r for r in self.requests if r.path.split("?")[0] == path]
+
+    # -- dispatch --------------------------------------------------------------------------------
+
+    def _take_fault(self, path: str) -> _Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.times > 0 and (fault.path is None or fault.path == path):
+                    fault.times -= 1
+                    return fault
+        return None
+
+    def _pick_rule(self, request: dict[str, Any]) -> _Rule | None:
+        text = request_text(request)
+        with self._lock:
+            for rule in self._rules:
+                if rule.matches(request, text):
+                    if rule.times is not None:
+                        rule.times -= 1
+                    return rule
+        return None
+
+    def handle(self, recorded: Recorded) -> Response | None:
+        """Returns None to drop the connection."""
+        path = recorded.path.split("?")[0]
+        fault = self._take_fault(path)
+        if fault is not None:
+            if fault.drop:
+                return None
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            body = fault.body if fault.body is not None else {"error": {"message": f"injected fault {fault.status}", "type": "server_error"}}
+            return Response(fault.status, json=body if not isinstance(body, bytes) else None, body=body if isinstance(body, bytes) else None, headers=headers)
+        custom = self._routes.get((recorded.method, path))
+        if custom is not None:
+            if self.latency:
+                time.sleep(self.latency)
+            return custom(recorded)
+        request = recorded.json if isinstance(recorded.json, dict) else {}
+        if path.endswith("/chat/completions"):
+            return self._chat(request)
+        if path.endswith("/responses"):
+            return self._responses(request)
+        if path.endswith("/embeddings"):
+            return self._embed(request)
+        if path.endswith("/moderations"):
+            return self._moderate(request)
+        return Response(404, json={"error": {"message": f"no route for {recorded.method} {path}"}})
+
+    def _reply_for(self, request: dict[str, Any]) -> tuple[_Rule | None, Any]:
+        rule = self._pick_rule(request)
+        delay = rule.latency if rule and rule.latency is not None else self.latency
+        if delay:
+            time.sleep(delay)
+        reply = rule.reply if rule and rule.reply is not None else self.default_reply
+        if callable(reply):
+            reply = reply(request)
+        return rule, reply
+
+    def _chat(self, request: dict[str, Any]) -> Response:
+        rule, reply = self._reply_for(request)
+        if rule and rule.status != 200:
+            return Response(rule.status, json=reply if isinstance(reply, dict) else {"error": {"message": str(reply)}}, headers=rule.headers)
+        if isinstance(reply, dict) and "choices" in reply:
+            return Response(200, json=reply, headers=rule.headers if rule else {})
+        content = json.dumps(reply) if isinstance(reply, dict) else reply
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if rule and rule.tool_calls is not None:
+            message["tool_calls"] = rule.tool_calls
+            if not content:
+                message["content"] = None
+        usage = (rule.usage if rule else None) or _usage(request_text(request), content or "")
+        body = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "test-model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": rule.finish_reason if rule else "stop"}],
+            "usage": usage,
+        }
+        return Response(200, json=body, headers=rule.headers if rule else {})
+
+    def _responses(self, request: dict[str, Any]) -> Response:
+        rule, reply = self._reply_for(request)
+        if rule and rule.status != 200:
+            return Response(rule.status, json=reply if isinstance(reply, dict) else {"error": {"message": str(reply)}}, headers=rule.headers)
+        text = json.dumps(reply) if isinstance(reply, dict) else reply
+        usage = _usage(request_text(request), text)
+        body = {
+            "id": "resp-test",
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": request.get("model", "test-model"),
+            "status": "completed",
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg-test",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            ],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": usage["prompt_tokens"],
+                "output_tokens": usage["completion_tokens"],
+                "total_tokens": usage["total_tokens"],
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+        return Response(200, json=body)
+
+    def _embed(self, request: dict[str, Any]) -> Response:
+        if self.latency:
+            time.sleep(self.latency)
+        inputs = request.get("input")
+        texts = inputs if isinstance(inputs, list) else [inputs]
+        data = []
+        for i, text in enumerate(texts):
+            vector = self._embeddings.get(str(text)) or bag_of_words_embedding(str(text))
+            encoded: Any = vector
+            if request.get("encoding_format") == "base64":
+                encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            data.append({"object": "embedding", "index": i, "embedding": encoded})
+        tokens = sum(max(1, len(str(t)) // 4) for t in texts)
+        body = {"object": "list", "data": data, "model": request.get("model", "test-embedding"), "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        return Response(200, json=body)
+
+    def _moderate(self, request: dict[str, Any]) -> Response:
+        if self.latency:
+            time.sleep(self.latency)
+        inputs = request.get("input")
+        texts = inputs if isinstance(inputs, list) else [inputs]
+        text = " ".join(t if isinstance(t, str) else str(t.get("text", "")) for t in texts)
+        names = [
+            "harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent",
+            "self-harm", "self-harm/intent", "self-harm/instructions", "sexual", "sexual/minors", "violence", "violence/graphic",
+        ]
+        categories = dict.fromkeys(names, False)
+        scores = dict.fromkeys(names, 0.001)
+        for word, category, score in self._flags:
+            if word.lower() in text.lower():
+                categories[category] = True
+                scores[category] = score
+        result = {"flagged": any(categories.values()), "categories": categories, "category_scores": scores, "category_applied_input_types": {n: ["text"] for n in names}}
+        return Response(200, json={"id": "modr-test", "model": request.get("model", "omni-moderation-latest"), "results": [result]})
+
+
+def _usage(prompt: str, completion: str) -> dict[str, int]:
+    prompt_tokens = max(1, len(prompt) // 4)
+    completion_tokens = max(1, len(completion) // 4)
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+
+
+def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            try:
+                parsed = json.loads(body) if body else None
+            except ValueError:
+                parsed = None
+            recorded = Recorded(self.command, self.path, {k: v for k, v in self.headers.items()}, body, parsed)
+            with server._lock:
+                server.requests.append(recorded)
+            response = server.handle(recorded)
+            if response is None:
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            payload = response.body if response.body is not None else json.dumps(response.json).encode()
+            self.send_response(response.status)
+            content_type = "application/json" if response.body is None else response.headers.get("Content-Type", "application/octet-stream")
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            for key, value in response.headers.items():
+                if key.lower() != "content-type":
+                    self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+    return Handler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--reply", default=None, help="fixed chat reply (default: echo the last user message)")
+    args = parser.parse_args()
+    server = LLMServer(latency=args.latency_ms / 1000)
+    if args.reply is not None:
+        server.on_chat(None, args.reply)
+    server.start(args.port)
+    print(f"listening on {server.url}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""The shared grading engine: weights, thresholds, metrics, assert-set, not-, transforms, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, write
+
+
+def run_config(tmp_path: Path, config: str) -> tuple[int, list[dict]]:
+    write(tmp_path / "promptfooconfig.yaml", config)
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code in (0, 1), result.err
+    rows = json.loads((tmp_path / "out.json").read_text())["results"]["results"]
+    return result.code, rows
+
+
+def components(row: dict) -> list[dict]:
+    return row["gradingResult"]["componentResults"]
+
+
+def test_all_must_pass_without_threshold(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - vars: {q: hello world}
+            assert:
+              - {type: contains, value: hello}
+              - {type: contains, value: zzz}
+        """,
+    )
+    assert code == 1
+    (row,) = rows
+    assert row["success"] is False and row["failureReason"] == 1
+    assert row["score"] == pytest.approx(0.5)
+    assert row["gradingResult"]["reason"] == "Expected output to contain 'zzz'"
+
+
+def test_threshold_lets_weighted_score_decide(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - vars: {q: hello world}
+            threshold: 0.6
+            assert:
+              - {type: contains, value: hello, weight: 3}
+              - {type: contains, value: zzz}
+        """,
+    )
+    assert code == 0
+    assert rows[0]["score"] == pytest.approx(0.75)
+    assert rows[0]["gradingResult"]["reason"] == "Aggregate score 0.75 ≥ 0.6 threshold"
+
+
+def test_weight_zero_is_informational_and_metrics_are_weighted_means(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - vars: {q: hello world}
+            assert:
+              - {type: contains, value: zzz, weight: 0, metric: info}
+              - {type: contains, value: hello, metric: quality, weight: 2}
+              - {type: not-contains, value: bye, metric: quality}
+              - {type: icontains, value: WORLD, metric: 'quality_{{q | length}}'}
+        """,
+    )
+    assert code == 0
+    row = rows[0]
+    assert row["success"] is True
+    assert row["score"] == pytest.approx(1.0)
+    assert row["namedScores"] == {"info": 0.0, "quality": 1.0, "quality_11": 1.0}
+    assert components(row)[0]["pass"] is True and components(row)[0]["score"] == 0.0
+
+
+def test_assert_set_threshold_weight_and_flattened_components(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - description: set passes at its own threshold
+            vars: {q: hello world}
+            assert:
+              - type: assert-set
+                threshold: 0.5
+                assert:
+                  - {type: contains, value: hello}
+                  - {type: contains, value: zzz}
+          - description: set without threshold fails and weighs 2
+            vars: {q: hello world}
+            assert:
+              - type: assert-set
+                weight: 2
+                assert:
+                  - {type: contains, value: hello}
+                  - {type: contains, value: zzz}
+              - {type: contains, value: world}
+        """,
+    )
+    assert code == 1
+    first, second = rows
+    assert first["success"] is True and first["score"] == pytest.approx(0.5)
+    assert [c["assertion"]["type"] for c in components(first)] == ["assert-set", "contains", "contains"]
+    assert second["success"] is False
+    assert second["score"] == pytest.approx((0.5 * 2 + 1) / 3)
+    assert second["gradingResult"]["reason"] == "Expected output to contain 'zzz'"
+
+
+def test_not_prefix_inverts_and_error_is_never_inverted(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - description: inverted pass
+            vars: {q: hello}
+            assert: [{type: not-contains, value: bye}]
+          - description: inverted error stays an error
+            vars: {q: hello}
+            assert: [{type: not-javascript, value: 'output.nope.deeper'}]
+        """,
+    )
+    assert code == 1
+    inverted, errored = rows
+    assert inverted["success"] is True
+    assert errored["failureReason"] == 2
+    (component,) = components(errored)
+    assert component["pass"] is False
+    assert component["metadata"]["ciGrade"]["status"] == "error"
+    assert "TypeError" in component["reason"]
+
+
+def test_transforms_apply_in_promptfoo_order(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers:
+          - id: echo
+            transform: output + ' [provider]'
+        tests:
+          - vars: {q: '{"items": ["a", "b"]}'}
+            options:
+              transform: JSON.parse(output.replace(' [provider]', ''))
+            assert:
+              - type: equals
+                transform: output.items.join('-')
+                value: a-b
+              - type: javascript
+                value: output.items.length === 2
+        """,
+    )
+    assert code == 0, rows
+    assert rows[0]["response"]["output"] == {"items": ["a", "b"]}
+
+
+def test_a_broken_transform_is_an_error_row_and_the_run_goes_on(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - vars: {q: not json}
+            options: {transform: JSON.parse(output)}
+            assert: [{type: contains, value: x}]
+          - vars: {q: fine}
+            assert: [{type: contains, value: fine}]
+        """,
+    )
+    assert code == 1
+    broken, fine = rows
+    assert broken["failureReason"] == 2 and "SyntaxError" in broken["error"]
+    assert fine["success"] is True
+
+
+def test_provider_output_is_graded_without_a_call_and_no_assertions_pass(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        providers: [openai:gpt-4.1-mini]
+        tests:
+          - vars: {prompt: ignored}
+            providerOutput: canned answer
+            assert: [{type: equals, value: canned answer}]
+          - vars: {prompt: also ignored}
+            providerOutput: anything
+        """,
+    )
+    assert code == 0
+    assert rows[0]["response"]["output"] == "canned answer"
+    assert rows[1]["gradingResult"]["reason"] == "No assertions"
