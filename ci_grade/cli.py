@@ -15,13 +15,12 @@ from ci_grade import __version__
 from ci_grade.errors import CiGradeError, ExitCode
 
 # Each command module offers `add_parser(subparsers)` and `main(args) -> int`.
-COMMANDS = ("ci_grade.commands.eval_cmd",)
+COMMANDS = ("ci_grade.commands.eval_cmd", "ci_grade.commands.compare_cmd", "ci_grade.commands.baseline_cmd", "ci_grade.commands.action_cmd")
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # usage errors exit 2 with one line
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"ci-grade: error: {message}\n")
+        sys.stderr.write(f"ci-grade: error: {message} (see '{self.prog} --help')\n")
         raise SystemExit(ExitCode.USAGE)
 
 

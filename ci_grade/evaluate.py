@@ -7,12 +7,14 @@ import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ci_grade import __version__
+from ci_grade.cache import ResponseCache
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
@@ -40,6 +42,7 @@ class EvalOptions:
     env_files: list[str] = field(default_factory=list)
     progress: bool = True
     cwd: Path | None = None
+    cache_dir: str | None = None
 
 
 @dataclass
@@ -123,10 +126,13 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         concurrency=concurrency,
         delay_ms=int(eval_options.delay or cli_defaults.get("delay") or 0),
         timeout_ms=eval_options.timeoutMs or None,
-        env_overrides=config.env_overrides(),
+        env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
         progress=Progress(enabled=options.progress),
+        cache=_cache(options.cache_dir or env.get("CI_GRADE_CACHE_DIR"), repeat),
     )
-    with contextlib.redirect_stdout(sys.stderr):  # user code's prints must not mix with our stdout
+    # User code's prints must not mix with our stdout; user code (Python providers, asserts)
+    # sees the config's `env:` and --env-file values as promptfoo's does.
+    with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides):
         run = asyncio.run(run_plan(plan, run_options))
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -137,6 +143,28 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
     run.info.repeat = repeat
     run.warnings = list(loaded.warnings)
     return EvalOutcome(run=run, loaded=loaded, env=env, redactor=redactor, output_paths=paths)
+
+
+@contextlib.contextmanager
+def _process_env(overrides: dict[str, str]) -> Iterator[None]:
+    """Apply `overrides` to os.environ for the duration of the run, then restore it."""
+    saved = {key: os.environ.get(key) for key in overrides}
+    os.environ.update(overrides)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _cache(folder: str | None, repeat: int) -> ResponseCache | None:
+    """The response cache, when a folder is given and repeats do not need fresh samples."""
+    if not folder or repeat > 1:
+        return None
+    return ResponseCache(Path(folder))
 
 
 def _git_commit(folder: Path) -> str | None:

@@ -9,17 +9,17 @@ from another run matches the same test even when tests are reordered.
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import itertools
 import json
 import mimetypes
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ci_grade.config import files
+from ci_grade.config import files, templating
 from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
 from ci_grade.config.loader import LoadedConfig, suggest
 from ci_grade.config.models import Assertion, Prompt, ProviderSpec, TestCase, TestOptions
@@ -67,67 +67,146 @@ class Plan:
     providers: list[ProviderSpec]
 
 
+@dataclass
+class _Case:
+    """A test after defaultTest (and scenario) merging, with where it was written."""
+
+    test: TestCase
+    location: Location | None
+    path: str
+    raw: Any = None
+
+
 def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan:
-    """Validate assertion types and provider ids, then expand every row."""
+    """Validate assertion types, provider ids and prompt templates, then expand every row."""
     options = options or PlanOptions()
     config = loaded.config
     default_test = _default_test(loaded, options)
     cases = _cases(loaded, default_test)
-    validate(loaded, [case for case, _ in cases], default_test)
-    if options.filter_pattern:
-        try:
-            pattern = re.compile(options.filter_pattern)
-        except re.error as exc:
-            raise ConfigError(f"--filter-pattern is not a valid regular expression: {exc}") from None
-        cases = [(c, loc) for c, loc in cases if pattern.search(c.description or "")]
+    validate(loaded)
+    pattern = _compile_pattern(options.filter_pattern)
+    if pattern is not None:
+        cases = [c for c in cases if pattern.search(c.test.description or "")]
     if options.filter_metadata:
-        cases = [(c, loc) for c, loc in cases if all(_metadata_matches(c.metadata or {}, k, v) for k, v in options.filter_metadata.items())]
+        cases = [c for c in cases if all(_metadata_matches(c.test.metadata or {}, k, v) for k, v in options.filter_metadata.items())]
     if options.filter_first_n is not None:
         cases = cases[: options.filter_first_n]
 
     var_loader = _VarLoader(loaded.base_dir)
-    cells: list[tuple[int, TestCase, dict[str, Any], Location | None, Prompt, int, ProviderSpec, int, str, str]] = []
-    seen: dict[str, int] = {}
+    cells: list[_Cell] = []
     group = 0
-    for case, loc in cases:
-        for identity_vars in _var_combinations(case, loaded.base_dir, loc):
-            variables = var_loader.resolve(identity_vars, loc)
-            if case.options.transformVars:
-                variables = _transform_vars(case.options.transformVars, variables, loaded.base_dir)
-            test = case.model_copy(update={"vars": variables})
-            for provider_index, provider in enumerate(config.providers):
-                if not _allowed(provider.label or provider.id, provider.id, case.providers):
-                    continue
-                for prompt_index, prompt in enumerate(config.prompts):
-                    if not (_prompt_allowed(prompt, provider.prompts) and _prompt_allowed(prompt, case.prompts)):
-                        continue
-                    provider_key = provider.label or provider.id
-                    base_id = _digest(_identity(case, identity_vars), prompt.key, provider_key)
-                    seen[base_id] = seen.get(base_id, 0) + 1
-                    test_id = base_id if seen[base_id] == 1 else f"{base_id}~{seen[base_id]}"
-                    fingerprint = _digest(_canonical(identity_vars), prompt.key, provider_key)
-                    cells.append((group, test, variables, loc, prompt, prompt_index, provider, provider_index, test_id, fingerprint))
+    for case in cases:
+        pairs = _pairs(case, config.prompts, config.providers)
+        for identity_vars in _var_combinations(case, loaded.base_dir):
+            variables = templating.resolve_references(var_loader.resolve(identity_vars, case))
+            if case.test.options.transformVars:
+                variables = _transform_vars(case, variables)
+            test = case.test.model_copy(update={"vars": variables})
+            identity = _identity(case.test, identity_vars)
+            for (prompt_index, prompt), (provider_index, provider) in pairs:
+                provider_key = provider.label or provider.id
+                cells.append(
+                    _Cell(
+                        group=group,
+                        case=case,
+                        test=test,
+                        vars=variables,
+                        prompt=prompt,
+                        prompt_index=prompt_index,
+                        provider=provider,
+                        provider_index=provider_index,
+                        base_id=_digest(identity, prompt.key, provider_key),
+                        tiebreak=_digest(_canonical(identity_vars), _canonical(case.test.model_dump(mode="json", by_alias=True, exclude_none=True))),
+                        fingerprint=_digest(_canonical(identity_vars), prompt.key, provider_key),
+                    )
+                )
             group += 1
+    _assign_ids(cells)
     rows: list[PlannedRow] = []
     for repeat_index in range(options.repeat):
-        for group_index, test, variables, loc, prompt, prompt_index, provider, provider_index, test_id, fingerprint in cells:
+        for cell in cells:
             rows.append(
                 PlannedRow(
                     index=len(rows),
-                    test_index=repeat_index * group + group_index,
+                    test_index=repeat_index * group + cell.group,
                     repeat_index=repeat_index,
-                    test=test,
-                    vars=variables,
-                    prompt=prompt,
-                    prompt_index=prompt_index,
-                    provider=provider,
-                    provider_index=provider_index,
-                    test_id=test_id,
-                    fingerprint=fingerprint,
-                    location=loc,
+                    test=cell.test,
+                    vars=cell.vars,
+                    prompt=cell.prompt,
+                    prompt_index=cell.prompt_index,
+                    provider=cell.provider,
+                    provider_index=cell.provider_index,
+                    test_id=cell.test_id,
+                    fingerprint=cell.fingerprint,
+                    location=cell.case.location,
                 )
             )
     return Plan(rows=rows, prompts=config.prompts, providers=config.providers)
+
+
+@dataclass
+class _Cell:
+    group: int
+    case: _Case
+    test: TestCase
+    vars: dict[str, Any]
+    prompt: Prompt
+    prompt_index: int
+    provider: ProviderSpec
+    provider_index: int
+    base_id: str
+    tiebreak: str
+    fingerprint: str
+    test_id: str = ""
+
+
+def _assign_ids(cells: list[_Cell]) -> None:
+    """Stable ids: the base id; where different tests share one (the same description, say), the
+    base plus a digest of the whole test; cells identical in every respect are numbered in order."""
+    tiebreaks: dict[str, set[str]] = {}
+    for cell in cells:
+        tiebreaks.setdefault(cell.base_id, set()).add(cell.tiebreak)
+    seen: dict[str, int] = {}
+    for cell in cells:
+        test_id = cell.base_id if len(tiebreaks[cell.base_id]) == 1 else f"{cell.base_id}-{cell.tiebreak[:6]}"
+        seen[test_id] = seen.get(test_id, 0) + 1
+        cell.test_id = test_id if seen[test_id] == 1 else f"{test_id}-{seen[test_id]}"
+
+
+def _compile_pattern(text: str | None) -> re.Pattern[str] | None:
+    if not text:
+        return None
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise ConfigError(f"--filter-pattern {text!r} is not a valid regular expression: {exc}") from None
+
+
+def _pairs(case: _Case, prompts: list[Prompt], providers: list[ProviderSpec]) -> list[tuple[tuple[int, Prompt], tuple[int, ProviderSpec]]]:
+    """The prompt x provider pairs a test runs on, after provider and test filters."""
+    test = case.test
+    pairs = []
+    for provider_index, provider in enumerate(providers):
+        if not _allowed(provider.label or provider.id, provider.id, test.providers):
+            continue
+        for prompt_index, prompt in enumerate(prompts):
+            if _prompt_allowed(prompt, provider.prompts) and _prompt_allowed(prompt, test.prompts):
+                pairs.append(((prompt_index, prompt), (provider_index, provider)))
+    if not pairs:
+        loc = case.location
+        chosen = []
+        if test.prompts is not None:
+            chosen.append(f"prompts {test.prompts}")
+        if test.providers is not None:
+            chosen.append(f"providers {test.providers}")
+        detail = " and ".join(chosen) or "its providers' prompts: filters"
+        raise ConfigError(
+            f"this test runs on no prompt x provider ({detail} match nothing; prompts are {[p.label for p in prompts]}, providers {[p.label or p.id for p in providers]})",
+            file=loc.file if loc else None,
+            line=loc.line if loc else None,
+            path=case.path,
+        )
+    return pairs
 
 
 def _default_test(loaded: LoadedConfig, options: PlanOptions) -> TestCase:
@@ -159,58 +238,101 @@ def merge_default(test: TestCase, default: TestCase) -> TestCase:
     )
 
 
-def _cases(loaded: LoadedConfig, default: TestCase) -> list[tuple[TestCase, Location | None]]:
+def _cases(loaded: LoadedConfig, default: TestCase) -> list[_Case]:
     config = loaded.config
-    raw_tests = loaded.raw.get("tests") or []
-    cases: list[tuple[TestCase, Location | None]] = []
+    sources = loaded.sources
+    raw_tests = _list(loaded.raw.get("tests"))
+    cases: list[_Case] = []
     for i, test in enumerate(config.tests):
-        raw = raw_tests[i] if i < len(raw_tests) else None
-        cases.append((merge_default(test, default), loaded.sources.location(raw) if raw is not None else None))
+        raw = _item(raw_tests, i)
+        cases.append(_Case(merge_default(test, default), sources.location(raw) if raw is not None else None, f"tests[{i}]", raw))
+    raw_scenarios = _list(loaded.raw.get("scenarios"))
     for s_index, scenario in enumerate(config.scenarios or []):
-        raw_scenario = (loaded.raw.get("scenarios") or [])[s_index]
-        location = loaded.sources.location(raw_scenario)
-        for data in scenario.config:
-            for test in scenario.tests or [TestCase()]:
+        raw_scenario = _item(raw_scenarios, s_index) or {}
+        raw_configs, raw_scenario_tests = _list(raw_scenario.get("config")), _list(raw_scenario.get("tests"))
+        for c_index, data in enumerate(scenario.config):
+            for t_index, test in enumerate(scenario.tests or [TestCase()]):
+                raw = _item(raw_scenario_tests, t_index) if scenario.tests else _item(raw_configs, c_index)
                 combined = test.model_copy(
                     update={
                         "vars": {**(data.vars or {}), **(test.vars or {})},
                         "assert_": [*(data.assert_ or []), *(test.assert_ or [])],
                         "metadata": {**(data.metadata or {}), **(test.metadata or {})},
                         "description": test.description or data.description or scenario.description,
+                        "threshold": test.threshold if test.threshold is not None else data.threshold,
+                        "provider": test.provider or data.provider,
                         "options": TestOptions.model_validate({**data.options.model_dump(exclude_unset=True), **test.options.model_dump(exclude_unset=True)}),
                     }
                 )
-                cases.append((merge_default(combined, default), location))
+                location = sources.location(raw) if raw is not None else sources.location(raw_scenario)
+                path = f"scenarios[{s_index}].config[{c_index}]" + (f" x tests[{t_index}]" if scenario.tests else "")
+                cases.append(_Case(merge_default(combined, default), location, path, raw))
     if not cases and not config.scenarios:
-        cases.append((merge_default(TestCase(), default), None))
+        cases.append(_Case(merge_default(TestCase(), default), None, "defaultTest"))
     return cases
 
 
-def validate(loaded: LoadedConfig, cases: list[TestCase], default: TestCase) -> None:
-    """Fail early, with file and line, on assertion types and provider ids ci-grade cannot run."""
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _item(values: list[Any], index: int) -> Any:
+    return values[index] if index < len(values) else None
+
+
+def validate(loaded: LoadedConfig) -> None:
+    """Fail early, with file and line, on assertion types, provider ids, prompt filters and
+    prompt templates ci-grade cannot run."""
     registry.load_all()
-    raw_tests = loaded.raw.get("tests") or []
+    sources = loaded.sources
+    raw_providers = _list(loaded.raw.get("providers"))
     for spec_index, spec in enumerate(loaded.config.providers):
+        raw = _item(raw_providers, spec_index)
+        loc = sources.location(raw, "id") if isinstance(raw, dict) else None
+        where = {"file": loc.file if loc else None, "line": loc.line if loc else None}
         if not provider_is_known(spec.id):
-            raw = (loaded.raw.get("providers") or [None] * (spec_index + 1))[spec_index]
-            loc = loaded.sources.location(raw, "id") if isinstance(raw, dict) else loaded.sources.location(loaded.raw.get("providers"), spec_index)
             from ci_grade.providers.registry import SUPPORTED_PREFIXES
 
+            prefix = spec.id.split(":", 1)[0]
             raise ConfigError(
-                f"unknown provider {spec.id!r}; ci-grade supports {', '.join(SUPPORTED_PREFIXES)}",
-                file=loc.file if loc else None,
-                line=loc.line if loc else None,
+                f"unknown provider {spec.id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; ci-grade supports {', '.join(SUPPORTED_PREFIXES)}",
                 path=f"providers[{spec_index}]",
+                **where,
             )
+        if spec.id.startswith("file://") and not files.split_function(spec.id)[0].endswith(".py"):
+            raise ConfigError(
+                f"provider {spec.id!r}: only Python file providers (file://x.py[:fn]) are supported by ci-grade",
+                path=f"providers[{spec_index}]",
+                **where,
+            )
+        if spec.prompts is not None and not any(_prompt_allowed(p, spec.prompts) for p in loaded.config.prompts):
+            raise ConfigError(
+                f"prompts {spec.prompts} match no prompt (prompts are {[p.label for p in loaded.config.prompts]})",
+                path=f"providers[{spec_index}].prompts",
+                **where,
+            )
+    raw_prompts = _list(loaded.raw.get("prompts"))
+    for index, prompt in enumerate(loaded.config.prompts):
+        try:
+            templating.check(prompt.raw)
+        except templating.TemplateError as exc:
+            loc = sources.location(_item(raw_prompts, index))
+            raise ConfigError(str(exc), file=loc.file if loc else None, line=loc.line if loc else None, path=f"prompts[{index}]") from None
+    raw_tests = _list(loaded.raw.get("tests"))
     for index, test in enumerate(loaded.config.tests):
-        raw = raw_tests[index] if index < len(raw_tests) else None
+        raw = _item(raw_tests, index)
         _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"tests[{index}].assert")
     if loaded.config.defaultTest is not None:
         raw_default = loaded.raw.get("defaultTest")
         _check_assertions(loaded.config.defaultTest.assert_ or [], loaded, raw_default.get("assert") if isinstance(raw_default, dict) else None, "defaultTest.assert")
+    raw_scenarios = _list(loaded.raw.get("scenarios"))
     for s_index, scenario in enumerate(loaded.config.scenarios or []):
-        for t_index, test in enumerate([*scenario.config, *scenario.tests]):
-            _check_assertions(test.assert_ or [], loaded, None, f"scenarios[{s_index}].tests[{t_index}].assert")
+        raw_scenario = _item(raw_scenarios, s_index) or {}
+        for kind, tests in (("config", scenario.config), ("tests", scenario.tests)):
+            raw_list = _list(raw_scenario.get(kind)) if isinstance(raw_scenario, dict) else []
+            for t_index, test in enumerate(tests):
+                raw = _item(raw_list, t_index)
+                _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"scenarios[{s_index}].{kind}[{t_index}].assert")
 
 
 def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_list: Any, path: str) -> None:
@@ -239,16 +361,17 @@ def _metadata_matches(metadata: dict[str, Any], key: str, expected: str) -> bool
     return value is not None and str(value) == expected
 
 
-def _var_combinations(test: TestCase, base_dir: Path, loc: Location | None) -> list[dict[str, Any]]:
+def _var_combinations(case: _Case, base_dir: Path) -> list[dict[str, Any]]:
     """promptfoo's expansion: string arrays and file globs fan out into a cartesian product."""
+    test = case.test
     variables = test.vars or {}
     if test.options.disableVarExpansion:
         return [dict(variables)]
     choices: list[list[Any]] = []
     for key, value in variables.items():
         if isinstance(value, str) and value.startswith("file://") and files.is_glob(value):
-            matches = files.expand_glob(value, base_dir, loc, f"vars.{key}")
-            choices.append([f"file://{p}" for p in matches])
+            matches = files.expand_glob(value, base_dir, case.location, f"{case.path}.vars.{key}")
+            choices.append([f"file://{_relative(p, base_dir)}" for p in matches])
         elif isinstance(value, list) and value and isinstance(value[0], str):
             choices.append(list(value))
         else:
@@ -257,28 +380,40 @@ def _var_combinations(test: TestCase, base_dir: Path, loc: Location | None) -> l
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*choices)]
 
 
+def _relative(path: Path, base_dir: Path) -> str:
+    """A matched file as the config would name it: relative to the config folder when inside it."""
+    try:
+        return path.relative_to(base_dir).as_posix()
+    except ValueError:
+        return str(path)
+
+
 class _VarLoader:
-    """Loads `file://` variable values (text, JSON/YAML, images as base64), once per file."""
+    """Loads `file://` variable values (text, JSON/YAML, images as base64), once per file per plan."""
 
     def __init__(self, base_dir: Path):
         self.base_dir = base_dir
+        self._loaded: dict[Path, Any] = {}
 
-    def resolve(self, variables: dict[str, Any], loc: Location | None) -> dict[str, Any]:
-        return {k: self.value(k, v, loc) for k, v in variables.items()}
+    def resolve(self, variables: dict[str, Any], case: _Case) -> dict[str, Any]:
+        return {k: self.value(k, v, case) for k, v in variables.items()}
 
-    def value(self, key: str, value: Any, loc: Location | None) -> Any:
+    def value(self, key: str, value: Any, case: _Case) -> Any:
         if not (isinstance(value, str) and value.startswith("file://")):
             return value
         path_text, function = files.split_function(value)
         path = files.resolve(path_text, self.base_dir)
+        where = f"{case.path}.vars.{key}"
+        loc = case.location
         if function or path.suffix in (".py", ".js", ".ts", ".mjs"):
-            raise ConfigError(f"vars.{key}: variables computed by scripts ({value}) are not supported by ci-grade", file=loc.file if loc else None, line=loc.line if loc else None)
+            raise ConfigError(f"variables computed by scripts ({value}) are not supported by ci-grade", file=loc.file if loc else None, line=loc.line if loc else None, path=where)
         if not path.is_file():
-            raise files.missing_file_error(f"file not found: {path}", loc, f"vars.{key}")
-        return _load_var_file(path)
+            raise files.missing_file_error(f"file not found: {files.display_path(path)}", loc, where)
+        if path not in self._loaded:
+            self._loaded[path] = _load_var_file(path)
+        return copy.deepcopy(self._loaded[path])
 
 
-@lru_cache(maxsize=256)
 def _load_var_file(path: Path) -> Any:
     suffix = path.suffix.lower()
     if suffix in _STRUCTURED:
@@ -288,17 +423,20 @@ def _load_var_file(path: Path) -> Any:
     return files.read_text(path)
 
 
-def _transform_vars(code: str, variables: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+def _transform_vars(case: _Case, variables: dict[str, Any]) -> dict[str, Any]:
     from ci_grade.scripting import js
 
+    code = case.test.options.transformVars or ""
+    loc = case.location
+    where = {"file": loc.file if loc else None, "line": loc.line if loc else None, "path": f"{case.path}.options.transformVars"}
     if code.startswith("file://"):
-        raise ConfigError("options.transformVars from a file is not supported by ci-grade; use an inline expression")
+        raise ConfigError("transformVars from a file is not supported by ci-grade; use an inline expression", **where)
     try:
         _, value = js.run_inline(code, ("vars", "context"), [variables, {}])
     except js.JsError as exc:
-        raise ConfigError(f"options.transformVars failed: {exc}") from None
+        raise ConfigError(f"transformVars failed: {exc}", **where) from None
     if not isinstance(value, dict):
-        raise ConfigError("options.transformVars must return an object")
+        raise ConfigError("transformVars must return an object", **where)
     return {**variables, **value}
 
 

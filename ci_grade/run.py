@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ci_grade.cache import ResponseCache
 from ci_grade.config import templating
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
@@ -38,6 +39,7 @@ class RunOptions:
     timeout_ms: int | None = None
     env_overrides: dict[str, str] = field(default_factory=dict)
     progress: Progress | None = None
+    cache: ResponseCache | None = None
 
 
 @dataclass
@@ -52,7 +54,7 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     """Run every row of `plan`; returns the results (never raises for a single row's failure)."""
     started = time.perf_counter()
     concurrency = 1 if options.delay_ms > 0 else max(1, options.concurrency)
-    pool = ProviderPool(options.env, max_concurrency=concurrency)
+    pool = ProviderPool(options.env, max_concurrency=concurrency, base_dir=options.base_dir, cache=options.cache)
     graders = GraderResolver(pool, options.env)
     run_context = RunContext(env=options.env, base_dir=options.base_dir, graders=graders, env_overrides=options.env_overrides)
     semaphore = asyncio.Semaphore(concurrency)
@@ -79,6 +81,7 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     run = EvalRun(results=results, stats=EvalRun.summarize(results))
     run.stats.duration_ms = (time.perf_counter() - started) * 1000
     run.info.graders = sorted(graders.used)
+    run.info.grader_templates = dict(sorted(run_context.templates.items()))
     return run
 
 

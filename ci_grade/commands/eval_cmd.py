@@ -26,6 +26,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--filter-metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="only tests whose metadata matches (repeatable, all must match)")
     parser.add_argument("--var", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="set a variable for every test (repeatable)")
     parser.add_argument("--env-file", action="append", default=[], metavar="FILE", help="load environment variables from a .env file (repeatable)")
+    parser.add_argument("--cache-dir", metavar="DIR", help="cache model replies on disk in DIR (reused across runs; off with --repeat > 1). Also CI_GRADE_CACHE_DIR")
     parser.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
     parser.add_argument("--verbose", action="store_true", help="show tracebacks for internal errors")
 
@@ -53,26 +54,48 @@ def eval_options(args: argparse.Namespace) -> Any:
         vars=dict(args.var),
         env_files=args.env_file,
         progress=not args.no_progress,
+        cache_dir=args.cache_dir,
     )
 
 
 def add_parser(subparsers: Any) -> None:
+    from ci_grade.commands.compare_cmd import add_gate_arguments
+
     parser = subparsers.add_parser("eval", help="run and grade a promptfoo config", description=__doc__)
     add_eval_arguments(parser)
+    add_gate_arguments(parser)
+    parser.add_argument("--save-baseline", metavar="PATH", help="also save this run as a baseline file")
     parser.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace) -> int:
+    """Run, compare with `--baseline` (read first: a bad one exits 2 before any call), write the
+    results (`.md` is the gate report when `--baseline` is given), and exit per the gate."""
+    from pathlib import Path
+
+    from ci_grade.baseline import baseline_from_run, save_baseline
+    from ci_grade.commands.compare_cmd import gate_policy, read_baseline, write_reports
+    from ci_grade.compare import compare
     from ci_grade.errors import ExitCode
     from ci_grade.evaluate import evaluate
     from ci_grade.report import console, outputs
+    from ci_grade.report.gate_summary import terminal_summary
 
+    policy = gate_policy(args)
+    baseline = read_baseline(args.baseline, Path.cwd())
     outcome = evaluate(eval_options(args))
     for warning in outcome.run.warnings:
         sys.stderr.write(f"warning: {outcome.redactor.text(warning)}\n")
-    written = outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output, outcome.redactor)
+    comparison = compare(outcome.run, baseline, policy)
+    if args.baseline:
+        written = write_reports(outcome.output_paths, outcome.run, comparison, outcome.redactor, args.title, config=outcome.config_for_output)
+    else:
+        written = outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output, outcome.redactor)
+    if args.save_baseline:
+        save_baseline(baseline_from_run(outcome.run), Path(args.save_baseline), redactor=outcome.redactor)
+        written.append(Path(args.save_baseline))
     print(console.summary(outcome.run, outcome.redactor))
+    print(terminal_summary(comparison, outcome.redactor))
     for path in written:
         print(f"  wrote {path}")
-    stats = outcome.run.stats
-    return ExitCode.OK if stats.failures == 0 and stats.errors == 0 else ExitCode.GATE_FAILED
+    return ExitCode.GATE_FAILED if comparison.gate_failed else ExitCode.OK

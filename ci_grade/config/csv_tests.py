@@ -79,10 +79,10 @@ def _split_metadata_list(value: str) -> list[str]:
 def test_from_row(row: dict[str, str], known_types: set[str], file: str, line: int) -> dict[str, Any]:
     """One CSV row -> one raw test mapping."""
     variables: dict[str, str] = {}
-    asserts: list[dict[str, Any]] = []
+    asserts: dict[str, dict[str, Any]] = {}
     options: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
-    configs: dict[int, dict[str, float]] = {}
+    configs: dict[str, dict[str, float]] = {}
     test: dict[str, Any] = {}
     metric: str | None = None
     for raw_key, value in row.items():
@@ -90,9 +90,9 @@ def test_from_row(row: dict[str, str], known_types: set[str], file: str, line: i
             raise ConfigError("row has more cells than the header has columns", file=file, line=line)
         key = raw_key.strip()
         value = value if value is not None else ""
-        if key.startswith("__expected"):
+        if re.fullmatch(r"__expected\d*", key):
             if value.strip():
-                asserts.append(assertion_from_string(value.strip(), known_types))
+                asserts[key] = assertion_from_string(value.strip(), known_types)
         elif key in ("__prefix", "__suffix"):
             options[key[2:]] = value
         elif key == "__description":
@@ -102,7 +102,7 @@ def test_from_row(row: dict[str, str], known_types: set[str], file: str, line: i
             if value:
                 test["providerOutput"] = value
         elif key == "__metric":
-            metric = value
+            metric = value.strip() or None
         elif key == "__threshold":
             threshold = _js_parse_float(value)
             if threshold is not None:
@@ -117,41 +117,44 @@ def test_from_row(row: dict[str, str], known_types: set[str], file: str, line: i
                 else:
                     metadata[name] = value
         elif key.startswith("__config:"):
-            parts = key[len("__config:") :].split(":")
-            if len(parts) != 2:
-                raise ConfigError(
-                    "expected a column named __config:__expected:threshold or __config:__expected<N>:threshold",
-                    file=file,
-                    line=1,
-                    path=key,
-                )
-            target, setting = parts
-            index_match = re.fullmatch(r"__expected(\d*)", target)
-            if not index_match:
-                raise ConfigError(f"{target!r} is not __expected or __expected<N>", file=file, line=1, path=key)
-            if setting != "threshold":
-                raise ConfigError(f"unknown setting {setting!r}; only threshold is supported", file=file, line=1, path=key)
-            if not value.strip():
-                continue
-            number = _js_parse_float(value)
-            if number is None:
-                raise ConfigError(f"expected a number, got {value!r}", file=file, line=line, path=key)
-            index = int(index_match.group(1)) - 1 if index_match.group(1) else 0
-            configs.setdefault(index, {})[setting] = number
+            target, number = _config_cell(key, value, file, line)
+            if number is not None:
+                configs.setdefault(target, {})["threshold"] = number
         elif key == "__metadata":
             continue
         else:
             variables[key] = value
-    for index, assertion in enumerate(asserts):
+    ordered = list(asserts.values())
+    for assertion in ordered:
         if metric is not None:
             assertion["metric"] = metric
-        for setting, number in configs.get(index, {}).items():
-            assertion[setting] = number
-            metadata[setting] = number
-    test.update({"vars": variables, "assert": asserts, "options": options})
+    for target, settings in configs.items():
+        # `__expected` names the column of that name, else (as in promptfoo) the first assertion.
+        assertion = asserts.get(target) or (ordered[0] if target == "__expected" and ordered else None)
+        if assertion is not None:
+            assertion.update(settings)
+    test.update({"vars": variables, "assert": ordered, "options": options})
     if metadata:
         test["metadata"] = metadata
     return test
+
+
+def _config_cell(key: str, value: str, file: str, line: int) -> tuple[str, float | None]:
+    """A `__config:__expected<N>:threshold` cell -> (target column, number or None if blank)."""
+    parts = key[len("__config:") :].split(":")
+    if len(parts) != 2:
+        raise ConfigError("expected a column named __config:__expected:threshold or __config:__expected<N>:threshold", file=file, line=1, path=key)
+    target, setting = parts
+    if not re.fullmatch(r"__expected\d*", target):
+        raise ConfigError(f"{target!r} is not __expected or __expected<N>", file=file, line=1, path=key)
+    if setting != "threshold":
+        raise ConfigError(f"unknown setting {setting!r}; only threshold is supported", file=file, line=1, path=key)
+    if not value.strip():
+        return target, None
+    number = _js_parse_float(value)
+    if number is None:
+        raise ConfigError(f"expected a number, got {value!r}", file=file, line=line, path=key)
+    return target, number
 
 
 def read_csv_tests(text: str, file: str, known_types: set[str]) -> list[tuple[dict[str, Any], int]]:

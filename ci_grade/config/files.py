@@ -45,17 +45,18 @@ def expand_glob(ref: str, base: Path, referenced_from: Location | None, what: st
     if is_glob(str(path)):
         matches = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
         if not matches:
-            raise missing_file_error(f"no files match {ref!r}", referenced_from, what)
+            raise missing_file_error(f"no files match {display_path(path)}", referenced_from, what)
         return matches
     if not path.is_file():
-        raise missing_file_error(f"file not found: {path}", referenced_from, what)
+        raise missing_file_error(f"file not found: {display_path(path)}", referenced_from, what)
     return [path]
 
 
 def missing_file_error(message: str, referenced_from: Location | None, what: str) -> ConfigError:
+    """A ConfigError for a referenced file that is not there, pointing at the reference."""
     if referenced_from is None:
-        return ConfigError(f"{what}: {message}")
-    return ConfigError(f"{what}: {message}", file=referenced_from.file, line=referenced_from.line)
+        return ConfigError(message, path=what)
+    return ConfigError(message, file=referenced_from.file, line=referenced_from.line, path=what)
 
 
 def display_path(path: Path) -> str:
@@ -70,7 +71,7 @@ def read_text(path: Path, referenced_from: Location | None = None, what: str = "
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise missing_file_error(f"file not found: {path}", referenced_from, what)
+        raise missing_file_error(f"file not found: {display_path(path)}", referenced_from, what)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=display_path(path))
     except OSError as exc:

@@ -42,6 +42,12 @@ class SourceMap:
             self._keep.append(obj)
         self._entries[id(obj)] = _Entry(file, line, dict(children or {}))
 
+    def alias(self, obj: Any, new_key: Any, old_key: Any) -> None:
+        """Let `new_key` of `obj` point at the line where `old_key` was written (a renamed key)."""
+        entry = self._entries.get(id(obj))
+        if entry is not None and old_key in entry.children:
+            entry.children[new_key] = entry.children[old_key]
+
     def location(self, obj: Any, key: Any = None) -> Location | None:
         """Where `obj` (or its `key`) was written, if it came from a file."""
         entry = self._entries.get(id(obj))

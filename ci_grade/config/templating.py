@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -38,15 +40,17 @@ def js_string(value: Any) -> str:
             return "Infinity" if value > 0 else "-Infinity"
         if value.is_integer() and abs(value) < 1e21:
             return str(int(value))
-        return repr(value)
+        return re.sub(r"e([-+])0*(\d)", r"e\1\2", repr(value))
     if isinstance(value, list | tuple):
         return ",".join("" if v is None else js_string(v) for v in value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return "[object Object]"
     return str(value)
 
 
 def _dump(value: Any, indent: int | None = None) -> str:
+    if isinstance(value, jinja2.Undefined):
+        return ""
     return json.dumps(value, ensure_ascii=False, indent=indent, separators=None if indent else (",", ":"), default=str)
 
 
@@ -62,8 +66,36 @@ def _finalize(value: Any) -> Any:
     return js_string(value)
 
 
+class _EnvView(Mapping[str, str]):
+    """The `env` global: the config's `env:` overrides over the live process environment."""
+
+    def __init__(self, overrides: dict[str, str]):
+        self._overrides = overrides
+
+    def __getitem__(self, key: str) -> str:
+        if key in self._overrides:
+            return self._overrides[key]
+        return os.environ[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**os.environ, **self._overrides})
+
+    def __len__(self) -> int:
+        return len({**os.environ, **self._overrides})
+
+
+class _Environment(ImmutableSandboxedEnvironment):
+    """Adds JavaScript's `.length` on strings and lists, as nunjucks templates use it (a mapping's
+    `length` stays its `length` key, as on a JavaScript object)."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if attribute == "length" and isinstance(obj, str | list | tuple):
+            return len(obj)
+        return super().getattr(obj, attribute)
+
+
 def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
-    env = ImmutableSandboxedEnvironment(
+    env = _Environment(
         autoescape=False,
         undefined=_Undefined,
         finalize=_finalize,
@@ -73,7 +105,7 @@ def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     env.filters["dump"] = _dump
     env.filters["load"] = _load
     env.filters["json"] = _dump
-    env.globals["env"] = {**os.environ, **dict(extra_env)}
+    env.globals["env"] = _EnvView(dict(extra_env))
     return env
 
 
@@ -89,11 +121,7 @@ class TemplateError(ValueError):
 _TEMPLATE_CACHE: dict[tuple[str, tuple], jinja2.Template] = {}
 
 
-def render(template: str, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> str:
-    """Render one nunjucks-style template string with `variables`."""
-    if "{" not in template:
-        return template
-    key = tuple(sorted((env_overrides or {}).items()))
+def _compile(template: str, key: tuple[tuple[str, str], ...]) -> jinja2.Template:
     cache_key = (template, key)
     compiled = _TEMPLATE_CACHE.get(cache_key)
     if compiled is None:
@@ -104,6 +132,23 @@ def render(template: str, variables: dict[str, Any], env_overrides: dict[str, st
         if len(_TEMPLATE_CACHE) > 4096:
             _TEMPLATE_CACHE.clear()
         _TEMPLATE_CACHE[cache_key] = compiled
+    return compiled
+
+
+def check(template: str) -> None:
+    """Raise TemplateError if `template` (a chat-message JSON prompt included) does not parse."""
+    parsed = _json_prompt(template)
+    texts = _strings(parsed) if parsed is not None else [template]
+    for text in texts:
+        if "{" in text:
+            _compile(text, ())
+
+
+def render(template: str, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> str:
+    """Render one nunjucks-style template string with `variables`."""
+    if "{" not in template:
+        return template
+    compiled = _compile(template, tuple(sorted((env_overrides or {}).items())))
     try:
         return compiled.render(variables)
     except jinja2.TemplateError as exc:
@@ -125,12 +170,58 @@ def render_value(value: Any, variables: dict[str, Any], env_overrides: dict[str,
 
 def render_prompt(template: str, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> str:
     """Render a prompt; a prompt that parses as JSON is rendered string by string and re-serialised."""
-    stripped = template.lstrip()
-    if stripped[:1] in ("[", "{"):
-        try:
-            parsed = json.loads(template)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, list | dict):
-            return json.dumps(render_value(parsed, variables, env_overrides), ensure_ascii=False, indent=2)
+    parsed = _json_prompt(template)
+    if parsed is not None:
+        return json.dumps(render_value(parsed, variables, env_overrides), ensure_ascii=False, indent=2)
     return render(template, variables, env_overrides)
+
+
+def _json_prompt(template: str) -> list | dict | None:
+    """The JSON array or object `template` is, if it is one."""
+    if template.lstrip()[:1] not in ("[", "{"):
+        return None
+    try:
+        parsed = json.loads(template)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, list | dict) else None
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    return []
+
+
+_REFERENCE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def resolve_references(variables: dict[str, Any], rounds: int = 5) -> dict[str, Any]:
+    """Fill `{{ other }}` in string variables with the other variables' values (a few rounds deep)."""
+    out = dict(variables)
+    for _ in range(rounds):
+        changed = False
+        for key, value in out.items():
+            if not isinstance(value, str) or "{{" not in value:
+                continue
+
+            def fill(match: re.Match[str], key: str = key) -> str:
+                name = match.group(1)
+                if name == key or name not in out:
+                    return match.group(0)
+                other = out[name]
+                if isinstance(other, str):
+                    return other
+                return js_string(other) if isinstance(other, int | float | bool) else match.group(0)
+
+            new = _REFERENCE.sub(fill, value)
+            if new != value:
+                out[key] = new
+                changed = True
+        if not changed:
+            break
+    return out

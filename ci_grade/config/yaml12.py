@@ -18,9 +18,21 @@ _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class Yaml12Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """SafeLoader with YAML 1.2 core-schema implicit typing."""
+    """SafeLoader with YAML 1.2 core-schema implicit typing; a key written twice is an error."""
 
     yaml_implicit_resolvers: dict = {}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            if key_node.value in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key_node.value!r} is written twice in this mapping", key_node.start_mark
+                )
+            seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _add(tag: str, pattern: str, first: str) -> None:

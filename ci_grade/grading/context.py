@@ -55,6 +55,8 @@ class RunContext:
     base_dir: Path
     graders: GraderResolver
     env_overrides: dict[str, str] = field(default_factory=dict)
+    templates: dict[str, str] = field(default_factory=dict)
+    """Built-in grader templates used in this run: name -> content hash."""
 
 
 @dataclass
@@ -72,6 +74,8 @@ class AssertionContext:
     run: RunContext
     provider: ProviderSpec | None = None
     provider_output: Any = None
+    components: list[AssertionResult] = field(default_factory=list)
+    """For comparison types: the row's other graded assertions (max-score aggregates them)."""
 
     @property
     def type(self) -> str:
@@ -111,4 +115,4 @@ def output_as_text(output: Any) -> str:
         return output
     if output is None:
         return ""
-    return json.dumps(output, ensure_ascii=False)
+    return json.dumps(output, ensure_ascii=False, separators=(",", ":"))  # as JSON.stringify

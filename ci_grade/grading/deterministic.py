@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -122,14 +123,30 @@ async def word_count(ctx: AssertionContext) -> Grade:
     count = len(ctx.output_text.split())
     value = ctx.value
     if isinstance(value, dict):
-        low, high = value.get("min"), value.get("max")
+        low, high = _bound(value, "min"), _bound(value, "max")
         if low is None and high is None:
             raise GraderError("word-count needs a number or {min, max}")
-        ok = (low is None or count >= float(low)) and (high is None or count <= float(high))
-        bounds = " and ".join(b for b in (f"at least {low}" if low is not None else "", f"at most {high}" if high is not None else "") if b)
+        if low is not None and high is not None and low > high:
+            raise GraderError(f"word-count min ({low:g}) is greater than max ({high:g})")
+        ok = (low is None or count >= low) and (high is None or count <= high)
+        bounds = " and ".join(b for b in (f"at least {low:g}" if low is not None else "", f"at most {high:g}" if high is not None else "") if b)
         return ctx.check(ok, f"have {bounds} words (found {count})")
+    expected = _number(_require_value(ctx), "word-count needs a number or {min, max}")
+    return ctx.check(count == expected, f"have exactly {expected:g} words (found {count})")
+
+
+def _bound(value: dict[str, Any], key: str) -> float | None:
+    bound = value.get(key)
+    return None if bound is None else _number(bound, f"word-count {key} must be a number")
+
+
+def _number(value: Any, message: str) -> float:
+    if isinstance(value, bool):
+        raise GraderError(f"{message}, got {value!r}")
     try:
-        expected = int(float(_text(_require_value(ctx))))
-    except ValueError:
-        raise GraderError(f"word-count needs a number or {{min, max}}, got {value!r}") from None
-    return ctx.check(count == expected, f"have exactly {expected} words (found {count})")
+        number = float(value)
+    except (TypeError, ValueError):
+        raise GraderError(f"{message}, got {value!r}") from None
+    if not math.isfinite(number):
+        raise GraderError(f"{message}, got {value!r}")
+    return number

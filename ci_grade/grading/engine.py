@@ -299,6 +299,8 @@ async def grade_comparison(
         return results
     try:
         contexts = [await build_context(assertion, inp, output, run) for _, inp, output in valid]
+        for (i, _inp, _output), ctx in zip(valid, contexts, strict=True):
+            ctx.components = members[i][2].assertions
         grades = await spec.handler(contexts)
     except GraderError as exc:
         for i, _inp, _output in valid:

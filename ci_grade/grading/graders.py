@@ -25,6 +25,10 @@ DEFAULT_OPENAI_MODERATION = "openai:moderation:omni-moderation-latest"
 DEFAULT_ANTHROPIC_TEXT = "anthropic:messages:claude-sonnet-4-5"
 DEFAULT_OLLAMA_TEXT = "ollama:chat:llama3.1"
 DEFAULT_OLLAMA_EMBEDDING = "ollama:embedding:nomic-embed-text"
+DEFAULT_OPENAI_SEARCH = ProviderSpec(id="openai:responses:gpt-4.1", config={"tools": [{"type": "web_search_preview"}]})
+DEFAULT_ANTHROPIC_SEARCH = ProviderSpec(
+    id=DEFAULT_ANTHROPIC_TEXT, config={"tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}]}
+)
 
 _HOW_TO = (
     "set OPENAI_API_KEY (or ANTHROPIC_API_KEY, the Azure OpenAI variables, or OLLAMA_BASE_URL), "
@@ -34,6 +38,20 @@ _HOW_TO = (
 
 def is_kind_map(ref: Any) -> bool:
     return isinstance(ref, dict) and "id" not in ref and bool(set(ref) & set(KINDS))
+
+
+def has_web_search(spec: ProviderSpec) -> bool:
+    """Whether a provider as configured can search the web (a search model or a search tool)."""
+    provider_id = spec.id.lower()
+    config = spec.config or {}
+    if "perplexity" in provider_id or "search-preview" in provider_id or "search-api" in provider_id:
+        return True
+    tools = config.get("tools") if isinstance(config.get("tools"), list) else []
+    for tool in tools:
+        if isinstance(tool, dict) and (str(tool.get("type", "")).startswith("web_search") or "googleSearch" in tool or "google_search" in tool):
+            return True
+    search = config.get("search_parameters")
+    return isinstance(search, dict) and search.get("mode") == "on"
 
 
 class GraderResolver:
@@ -52,6 +70,33 @@ class GraderResolver:
             provider = self.default(kind, ctx.type)
         self.used.add(provider.describe())
         return provider
+
+    def resolve_search(self, ctx: AssertionContext) -> tuple[Provider, bool]:
+        """The grader for search-rubric and whether it can search the web.
+
+        A configured grader is used as it is, even without web search (the caller says so in
+        its result); only when none is configured is a web-search default chosen.
+        """
+        ref = ctx.assertion.provider if ctx.assertion.provider is not None else ctx.test.options.provider
+        provider = self._from_ref(ref, "text", ctx.type) if ref is not None else None
+        if provider is not None:
+            searching = has_web_search(provider.spec)
+        else:
+            provider, searching = self._create(self.default_search_spec(ctx.type), ctx.type), True
+        self.used.add(provider.describe())
+        return provider, searching
+
+    def default_search_spec(self, check: str) -> ProviderSpec:
+        """The built-in web-search grader: OpenAI's Responses API or Claude, each with its search tool."""
+        if self.env.get("OPENAI_API_KEY"):
+            return DEFAULT_OPENAI_SEARCH
+        if self.env.get("ANTHROPIC_API_KEY"):
+            return DEFAULT_ANTHROPIC_SEARCH
+        raise GraderError(
+            f"no web-search grader available for {check}: set OPENAI_API_KEY (grades with {DEFAULT_OPENAI_SEARCH.id} and its "
+            "web_search_preview tool) or ANTHROPIC_API_KEY, or set provider to a grader with a web search tool, e.g. "
+            "{id: openai:responses:gpt-4.1, config: {tools: [{type: web_search_preview}]}}"
+        )
 
     def _from_ref(self, ref: Any, kind: Capability, check: str) -> Provider | None:
         if is_kind_map(ref):

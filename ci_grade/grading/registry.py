@@ -38,6 +38,10 @@ _REGISTRY: dict[str, AssertionType] = {}
 _MODULES = (
     "ci_grade.grading.deterministic",
     "ci_grade.grading.scripts",
+    "ci_grade.grading.structured",
+    "ci_grade.grading.text_metrics",
+    "ci_grade.grading.runtime_checks",
+    "ci_grade.grading.model_graded",
 )
 _loaded = False
 

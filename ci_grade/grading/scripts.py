@@ -125,16 +125,29 @@ def _from_mapping(value: dict[str, Any], ctx: AssertionContext) -> Grade:
     passed = _pick(value, "pass", "pass_", "passed")
     if not isinstance(passed, bool):
         raise GraderError(f"script result needs a boolean 'pass', got {passed!r}")
-    score = _pick(value, "score")
-    score = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else (1.0 if passed else 0.0)
-    if ctx.threshold is not None:
-        passed = passed and score >= ctx.threshold
-    reason = str(_pick(value, "reason") or ("Assertion passed" if passed else "Custom function returned pass: false"))
-    named = _pick(value, "namedScores", "named_scores") or {}
+    raw_score = _pick(value, "score")
+    if raw_score is not None and (isinstance(raw_score, bool) or not isinstance(raw_score, int | float)):
+        raise GraderError(f"script result has a non-numeric score: {raw_score!r}")
+    score = (1.0 if passed else 0.0) if raw_score is None else float(raw_score)
+    reason = str(_pick(value, "reason") or "")
+    if ctx.threshold is not None and score < ctx.threshold:
+        passed = False
+        reason = f"score {score:g} is less than threshold {ctx.threshold:g}" + (f": {reason}" if reason else "")
     if ctx.inverse:
         passed, score = not passed, 1.0 - score
+        reason = "Assertion passed" if passed else reason or "Custom function returned pass: true"
+    elif not reason:
+        reason = "Assertion passed" if passed else "Custom function returned pass: false"
     children = [_component(c) for c in (_pick(value, "componentResults", "component_results") or []) if isinstance(c, dict)]
-    return Grade(passed, score, reason, {str(k): float(v) for k, v in named.items()}, children=children)
+    return Grade(passed, score, reason, _named_scores(_pick(value, "namedScores", "named_scores")), children=children)
+
+
+def _named_scores(named: Any) -> dict[str, float]:
+    if not named:
+        return {}
+    if not isinstance(named, dict) or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in named.values()):
+        raise GraderError(f"script result's namedScores must map names to numbers, got {named!r}")
+    return {str(k): float(v) for k, v in named.items()}
 
 
 def _component(item: dict[str, Any]) -> AssertionResult:

@@ -13,11 +13,15 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ci_grade.config.models import ProviderSpec
+
+if TYPE_CHECKING:
+    from ci_grade.cache import ResponseCache
 
 Capability = Literal["text", "embedding", "moderation", "classification"]
 
@@ -91,12 +95,19 @@ class ClassificationResponse(BaseModel):
 
 @dataclass
 class CallContext:
-    """What a provider may know about the test it is called for."""
+    """What a provider may know about the call.
+
+    `response_schema` is set by graders that want a JSON reply: providers that support
+    structured output (JSON mode, JSON schema, a forced tool) use it; others ignore it and the
+    grader parses the text.
+    """
 
     vars: dict[str, Any] = field(default_factory=dict)
     prompt_label: str = ""
     prompt_raw: str = ""
     test_metadata: dict[str, Any] = field(default_factory=dict)
+    response_schema: dict[str, Any] | None = None
+    response_schema_name: str = "verdict"
 
 
 class NotSupportedError(Exception):
@@ -104,13 +115,21 @@ class NotSupportedError(Exception):
 
 
 class Provider:
-    """Base class: subclasses override the kinds of call they support."""
+    """Base class: subclasses override the kinds of call they support.
+
+    `cacheable` families (remote model APIs) use the run's response cache when one is set;
+    local code (echo, exec, Python providers) is always called.
+    """
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"text"})
+    cacheable: ClassVar[bool] = False
+    # The folder of the config that named this provider (relative file paths resolve here); set by the registry.
+    base_dir: Path | None = None
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16):
         self.spec = spec
         self.env = env
+        self.cache: ResponseCache | None = None
         self._max_concurrency = int(spec.config.get("maxConcurrency") or max_concurrency)
         self._semaphore: asyncio.Semaphore | None = None
 
@@ -134,6 +153,15 @@ class Provider:
     def supports(self, kind: Capability) -> bool:
         return kind in self.capabilities
 
+    def cache_identity(self) -> dict[str, Any]:
+        """What, besides the request, determines a reply (subclasses add their endpoint)."""
+        return {"class": type(self).__name__, "id": self.spec.id, "config": self.spec.config}
+
+    def _cache_key(self, request: dict[str, Any]) -> str | None:
+        if self.cache is None or not self.cacheable:
+            return None
+        return self.cache.key(self.cache_identity(), request)
+
     @property
     def semaphore(self) -> asyncio.Semaphore:
         if self._semaphore is None:
@@ -149,29 +177,44 @@ class Provider:
 
     async def call(self, prompt: str, context: CallContext | None = None) -> ProviderResponse:
         """Send a prompt; subclasses implement `_call`, this adds the concurrency bound and timing."""
+        context = context or CallContext()
+        key = self._cache_key({"kind": "text", "prompt": prompt, "schema": context.response_schema})
+        if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
+            return _from_cache(ProviderResponse.model_validate(hit))
         started = time.perf_counter()
         async with self.semaphore:
             try:
-                response = await self._call(prompt, context or CallContext())
+                response = await self._call(prompt, context)
             except NotSupportedError:
                 raise
             except Exception as exc:  # a provider bug must not crash the run
                 response = ProviderResponse(error=f"{type(exc).__name__}: {exc}")
         if not response.latency_ms:
             response.latency_ms = (time.perf_counter() - started) * 1000
+        if key is not None and self.cache is not None and not response.error and response.output not in (None, ""):
+            self.cache.put(key, response.model_dump(mode="json"))
         return response
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
         raise NotSupportedError(f"{self.id} does not generate text")
 
     async def embed(self, text: str) -> EmbeddingResponse:
+        key = self._cache_key({"kind": "embedding", "text": text})
+        if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
+            cached = EmbeddingResponse.model_validate(hit)
+            cached.token_usage = TokenUsage(cached=cached.token_usage.total, total=cached.token_usage.total)
+            cached.cost = 0.0
+            return cached
         async with self.semaphore:
             try:
-                return await self._embed(text)
+                response = await self._embed(text)
             except NotSupportedError:
                 raise
             except Exception as exc:
                 return EmbeddingResponse(error=f"{type(exc).__name__}: {exc}")
+        if key is not None and self.cache is not None and not response.error and response.embedding:
+            self.cache.put(key, response.model_dump(mode="json"))
+        return response
 
     async def _embed(self, text: str) -> EmbeddingResponse:
         raise NotSupportedError(f"{self.id} does not provide embeddings")
@@ -202,6 +245,15 @@ class Provider:
 
     async def aclose(self) -> None:
         """Release the provider's HTTP client."""
+
+
+def _from_cache(response: ProviderResponse) -> ProviderResponse:
+    """A stored reply marked as cached: no new cost, its tokens counted as cached, no latency."""
+    response.cached = True
+    response.cost = 0.0
+    response.latency_ms = 0.0
+    response.token_usage = TokenUsage(cached=response.token_usage.total, total=response.token_usage.total)
+    return response
 
 
 def parse_chat_messages(prompt: str) -> list[dict[str, Any]]:

@@ -66,6 +66,7 @@ class OpenAIProvider(Provider):
 
     default_model: ClassVar[str | None] = None
     key_names: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    cacheable = True
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int = 16):
         super().__init__(spec, env, max_concurrency)
@@ -95,6 +96,9 @@ class OpenAIProvider(Provider):
             return explicit
         host = self.env_value("OPENAI_API_HOST")
         return f"https://{host}/v1" if host else DEFAULT_BASE_URL
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {**super().cache_identity(), "model": self._model, "base_url": self.base_url()}
 
     def client(self) -> Any:
         if self._client is None:
@@ -153,10 +157,12 @@ class OpenAIChatProvider(OpenAIProvider):
     def describe(self) -> str:
         return f"openai:chat:{self._model}"
 
-    def chat_body(self, prompt: str) -> dict[str, Any]:
+    def chat_body(self, prompt: str, context: CallContext | None = None) -> dict[str, Any]:
         config = self.spec.config
         body: dict[str, Any] = {"model": self._model, "messages": parse_chat_messages(prompt)}
         body.update({k: config[k] for k in CHAT_OPTIONS if config.get(k) is not None})
+        if context is not None and context.response_schema is not None and "response_format" not in body:
+            body["response_format"] = {"type": "json_object"}
         passthrough = config.get("passthrough")
         if isinstance(passthrough, dict):
             body.update(passthrough)
@@ -166,7 +172,7 @@ class OpenAIChatProvider(OpenAIProvider):
         if error := self.missing_key_error():
             return ProviderResponse(error=error)
         try:
-            completion = await self.request(self.client().chat.completions.create, **self.chat_body(prompt))
+            completion = await self.request(self.client().chat.completions.create, **self.chat_body(prompt, context))
         except OpenAIError as exc:
             return ProviderResponse(error=str(exc))
         return self.to_response(completion)
@@ -231,6 +237,8 @@ class OpenAIResponsesProvider(OpenAIProvider):
             if fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), dict):
                 fmt = {"type": "json_schema", **fmt["json_schema"]}
             body["text"] = {"format": fmt}
+        elif context.response_schema is not None:
+            body["text"] = {"format": {"type": "json_object"}}
         if "seed" in body:
             body.setdefault("extra_body", {})["seed"] = body.pop("seed")
         try:
@@ -245,19 +253,28 @@ class OpenAIResponsesProvider(OpenAIProvider):
         output: Any = getattr(result, "output_text", "") or ""
         refusal = None
         calls = []
+        searches = 0
+        sources: list[dict[str, Any]] = []
         for item in result.output or []:
-            if getattr(item, "type", None) == "function_call":
+            kind = getattr(item, "type", None)
+            if kind == "function_call":
                 calls.append(item.model_dump(exclude_none=True))
+            elif kind == "web_search_call":
+                searches += 1
             for part in getattr(item, "content", None) or []:
                 if getattr(part, "type", None) == "refusal":
                     refusal = getattr(part, "refusal", None)
+                for note in getattr(part, "annotations", None) or []:
+                    if getattr(note, "type", None) == "url_citation":
+                        sources.append({"url": getattr(note, "url", None), "title": getattr(note, "title", None)})
+        metadata: dict[str, Any] = {"webSearchCalls": searches, "searchResults": sources} if searches or sources else {}
         if refusal:
             return ProviderResponse(output=refusal, is_refusal=True, token_usage=usage, cost=self.cost(usage))
         if not output and calls:
             output = calls
         status = getattr(result, "status", None)
         finish = "length" if status == "incomplete" else ("tool_calls" if calls else "stop")
-        return ProviderResponse(output=output, token_usage=usage, cost=self.cost(usage), finish_reason=finish)
+        return ProviderResponse(output=output, token_usage=usage, cost=self.cost(usage), finish_reason=finish, metadata=metadata)
 
 
 class OpenAIEmbeddingProvider(OpenAIProvider):

@@ -8,8 +8,10 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from ci_grade.cache import ResponseCache
 from ci_grade.config.models import ProviderSpec
 from ci_grade.providers.base import Provider
 
@@ -26,6 +28,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("http://", "ci_grade.providers.http", "HttpProvider"),
     ("https://", "ci_grade.providers.http", "HttpProvider"),
     ("http", "ci_grade.providers.http", "HttpProvider"),
+    ("https", "ci_grade.providers.http", "HttpProvider"),
     ("exec:", "ci_grade.providers.exec", "ExecProvider"),
     ("file://", "ci_grade.providers.python", "create"),
     ("python:", "ci_grade.providers.python", "create"),
@@ -40,7 +43,7 @@ class UnknownProviderError(ValueError):
 
 def _family(provider_id: str) -> tuple[str, str] | None:
     for prefix, module, attribute in _FAMILIES:
-        if prefix in ("echo", "http"):
+        if prefix in ("echo", "http", "https"):
             if provider_id == prefix:
                 return module, attribute
             continue
@@ -53,8 +56,12 @@ def is_known(provider_id: str) -> bool:
     return _family(provider_id) is not None
 
 
-def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16) -> Provider:
-    """Build the provider `spec.id` names (raises UnknownProviderError for unknown ids)."""
+def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16, base_dir: Path | None = None) -> Provider:
+    """Build the provider `spec.id` names (raises UnknownProviderError for unknown ids).
+
+    `base_dir` is the config's folder: relative paths in the id or config (a Python file, a
+    script, a transform) resolve against it.
+    """
     family = _family(spec.id)
     if family is None:
         raise UnknownProviderError(
@@ -62,9 +69,9 @@ def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency:
         )
     module_name, attribute = family
     factory: Any = getattr(importlib.import_module(module_name), attribute)
-    if isinstance(factory, type):
-        return factory(spec, env, max_concurrency=max_concurrency)
-    return factory(spec, env, max_concurrency)
+    provider: Provider = factory(spec, env, max_concurrency=max_concurrency) if isinstance(factory, type) else factory(spec, env, max_concurrency)
+    provider.base_dir = base_dir
+    return provider
 
 
 def as_spec(value: Any) -> ProviderSpec:
@@ -81,16 +88,19 @@ def as_spec(value: Any) -> ProviderSpec:
 class ProviderPool:
     """One provider instance (and so one HTTP client) per distinct configuration, per run."""
 
-    def __init__(self, env: Mapping[str, str], max_concurrency: int = 16):
+    def __init__(self, env: Mapping[str, str], max_concurrency: int = 16, base_dir: Path | None = None, cache: ResponseCache | None = None):
         self.env = env
         self.max_concurrency = max_concurrency
+        self.base_dir = base_dir
+        self.cache = cache
         self._providers: dict[str, Provider] = {}
 
     def get(self, spec: ProviderSpec) -> Provider:
         key = json.dumps(spec.model_dump(exclude={"label", "prompts"}), sort_keys=True, default=str)
         provider = self._providers.get(key)
         if provider is None:
-            provider = create_provider(spec, self.env, self.max_concurrency)
+            provider = create_provider(spec, self.env, self.max_concurrency, self.base_dir)
+            provider.cache = self.cache
             self._providers[key] = provider
         return provider
 

@@ -36,10 +36,10 @@ def _where(row: TestResult) -> str:
 class Progress:
     """Reports progress on stderr: a live line on a terminal, a few milestones in CI logs."""
 
-    def __init__(self, stream: TextIO = sys.stderr, enabled: bool = True):
-        self.stream = stream
+    def __init__(self, stream: TextIO | None = None, enabled: bool = True):
+        self.stream = stream or sys.stderr
         self.enabled = enabled
-        self.tty = stream.isatty()
+        self.tty = self.stream.isatty()
         self._last_decile = -1
 
     def __call__(self, row: TestResult, done: int, total: int) -> None:
@@ -76,6 +76,7 @@ def summary(run: EvalRun, redactor: Redactor | None = None) -> str:
     )
     if run.info.graders:
         lines.append(f"  graders: {', '.join(run.info.graders)}")
+    several_prompts = len({r.prompt.key for r in run.results}) > 1
     for status, heading in (("fail", "Failed"), ("error", "Errors")):
         rows = [r for r in run.results if r.status == status]
         if not rows:
@@ -83,9 +84,9 @@ def summary(run: EvalRun, redactor: Redactor | None = None) -> str:
         lines.append(f"{heading}:")
         for row in rows[:_MAX_LISTED]:
             reason = row.error if status == "error" else row.reason
-            lines.append(f"  - [{row.provider.display}] {_one_line(row.name, 60)}{_where(row)}: {_one_line(reason or '')}")
+            target = f"{row.provider.display} | {_one_line(row.prompt.label, 30)}" if several_prompts else row.provider.display
+            repeat = f" (repeat {row.repeat_index + 1})" if row.repeat_index else ""
+            lines.append(f"  - [{target}] {_one_line(row.name, 60)}{repeat}{_where(row)}: {_one_line(reason or '')}")
         if len(rows) > _MAX_LISTED:
             lines.append(f"  ... and {len(rows) - _MAX_LISTED} more (see the results file)")
-    for warning in run.warnings[:5]:
-        lines.append(f"warning: {warning}")
     return redactor.text("\n".join(lines))

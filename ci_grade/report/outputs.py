@@ -29,31 +29,45 @@ def output_kind(path: str | Path) -> str:
 
 
 def check_outputs(paths: list[str]) -> None:
-    """Reject unsupported output paths before running anything."""
+    """Reject unsupported output types (usage) and unwritable places (infrastructure) before running."""
     for path in paths:
         output_kind(path)
+    for path in paths:
+        target = Path(path)
+        if target.is_dir():
+            raise InfrastructureError(f"cannot write {path}: it is a folder")
+        folder = target.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise InfrastructureError(f"cannot write {path}: {folder} is not a folder")
+        if not os.access(folder, os.W_OK):
+            raise InfrastructureError(f"cannot write {path}: {folder} is not writable")
 
 
 def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write `text` to a temporary file beside `path`, then rename it into place."""
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InfrastructureError(f"cannot write {path}: {exc.strerror}") from exc
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise InfrastructureError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, redactor: Redactor, regressions: Mapping[str, str] | None = None) -> str:
     kind = output_kind(path)
     renderers: dict[str, Callable[[], str]] = {
-        ".json": lambda: json.dumps(redactor.data(to_promptfoo(run, config)), ensure_ascii=False, indent=2, default=str),
+        ".json": lambda: json.dumps(redactor.data(to_promptfoo(run, config)), ensure_ascii=False, separators=(",", ":"), default=str),
         ".jsonl": lambda: "".join(json.dumps(redactor.data(row_to_promptfoo(r)), ensure_ascii=False, default=str) + "\n" for r in run.results),
         ".junit.xml": lambda: render_junit(run, redactor, regressions),
         ".xml": lambda: render_junit(run, redactor, regressions),
-        ".md": lambda: redactor.text(markdown_table(run)),
+        ".md": lambda: redactor.text(markdown_table(run, redactor)),
         ".csv": lambda: redactor.text(csv_table(run)),
         ".yaml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
         ".yml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
@@ -63,11 +77,18 @@ def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, redact
 
 
 def write_outputs(paths: list[str], run: EvalRun, config: dict[str, Any] | None, redactor: Redactor, regressions: Mapping[str, str] | None = None) -> list[Path]:
-    written = []
+    """Write every path it can; if any failed, raise once naming them all (after trying the rest)."""
+    written, failed = [], []
     for path in paths:
         target = Path(path)
-        write_atomic(target, render(target, run, config, redactor, regressions))
+        try:
+            write_atomic(target, render(target, run, config, redactor, regressions))
+        except InfrastructureError as exc:
+            failed.append(str(exc))
+            continue
         written.append(target)
+    if failed:
+        raise InfrastructureError("; ".join(failed))
     return written
 
 
@@ -77,17 +98,15 @@ def _yaml(data: Any) -> str:
     return yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=False, allow_unicode=True)
 
 
-def _cell(text: Any, limit: int = 200) -> str:
-    value = " ".join(str(text if text is not None else "").split())
-    value = value if len(value) <= limit else value[: limit - 1] + "…"
-    return value.replace("|", "\\|")
+def markdown_table(run: EvalRun, redactor: Redactor | None = None) -> str:
+    """A plain Markdown table of every row; untrusted text is made inert (the PR report is elsewhere)."""
+    from ci_grade.report.markdown_escape import Escaper
 
-
-def markdown_table(run: EvalRun) -> str:
-    """A plain Markdown table of every row (the PR report is rendered elsewhere)."""
+    cell = Escaper(redactor or Redactor()).inline
     stats = run.stats
+    title = f": {cell(run.info.description, 200)}" if run.info.description else ""
     lines = [
-        f"# ci-grade results{': ' + run.info.description if run.info.description else ''}",
+        f"# ci-grade results{title}",
         "",
         f"{stats.successes} passed, {stats.failures} failed, {stats.errors} errors ({stats.total} rows)",
         "",
@@ -97,8 +116,20 @@ def markdown_table(run: EvalRun) -> str:
     for row in run.results:
         status = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[row.status]
         reason = row.error if row.status == "error" else ("" if row.status == "pass" else row.reason)
-        lines.append(f"| {status} | {_cell(row.name, 80)} | {_cell(row.prompt.label, 60)} | {_cell(row.provider.display, 40)} | {row.score:.2f} | {_cell(reason)} |")
+        lines.append(f"| {status} | {cell(row.name, 80)} | {cell(row.prompt.label, 60)} | {cell(row.provider.display, 40)} | {row.score:.2f} | {cell(reason, 200)} |")
     return "\n".join(lines) + "\n"
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_text(value: Any) -> str:
+    """A CSV cell for untrusted text; a leading formula character is quoted with `'` (OWASP),
+    so a spreadsheet opening the file does not run a model's output as a formula."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def csv_table(run: EvalRun) -> str:
@@ -107,8 +138,7 @@ def csv_table(run: EvalRun) -> str:
     writer = csv.writer(buffer)
     writer.writerow(["test_id", "description", *variables, "prompt", "provider", "status", "score", "reason", "output"])
     for row in run.results:
-        output = row.output if isinstance(row.output, str) else json.dumps(row.output, ensure_ascii=False, default=str)
-        values = [row.vars.get(k) for k in variables]
-        values = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str) for v in values]
-        writer.writerow([row.test_id, row.description or "", *values, row.prompt.label, row.provider.display, row.status.upper(), f"{row.score:.4f}", row.error or row.reason, output])
+        values = [_csv_text(row.vars.get(k)) for k in variables]
+        texts = [_csv_text(v) for v in (row.description, row.prompt.label, row.provider.display)]
+        writer.writerow([row.test_id, texts[0], *values, texts[1], texts[2], row.status.upper(), f"{row.score:.4f}", _csv_text(row.error or row.reason), _csv_text(row.output)])
     return buffer.getvalue()

@@ -9,12 +9,15 @@ fails its own assertion instead of hanging or exhausting the run. Data crosses a
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import json
 import os
+import queue
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +40,33 @@ function __cigrade_call(name, argsJson) {
 
 
 class JsRuntime:
-    """A V8 isolate that compiles each distinct function once and calls it with JSON arguments."""
+    """A V8 isolate that compiles each distinct function once and calls it with JSON arguments.
+
+    All V8 work runs on one daemon thread fed by a queue; the isolate is disposed of on that
+    thread at interpreter exit (left to garbage collection, V8's teardown crashes the process).
+    """
 
     def __init__(self, timeout_ms: int = DEFAULT_TIMEOUT_MS, max_memory: int = DEFAULT_MAX_MEMORY):
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-grade-js")
         self._timeout = timeout_ms / 1000
         self._functions: dict[str, str] = {}
-        self._ctx = self._executor.submit(self._start, max_memory).result()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="ci-grade-js", daemon=True)
+        self._thread.start()
+        self._ctx = self._submit(lambda: self._start(max_memory)).result()
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            function, future = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(function())
+                except BaseException as exc:
+                    future.set_exception(exc)
+
+    def _submit(self, function: Callable[[], Any]) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._jobs.put((function, future))
+        return future
 
     def _start(self, max_memory: int) -> object:
         from py_mini_racer import MiniRacer
@@ -85,11 +108,17 @@ class JsRuntime:
 
     async def acall(self, name: str, args: list[Any]) -> tuple[bool, Any]:
         """`call` without blocking the event loop."""
-        loop = asyncio.get_running_loop()
-        return _decode(await loop.run_in_executor(self._executor, self._eval_here, _call_source(name, args)))
+        source = _call_source(name, args)
+        return _decode(await asyncio.wrap_future(self._submit(lambda: self._eval_here(source))))
 
     def _eval(self, source: str) -> Any:
-        return self._executor.submit(self._eval_here, source).result()
+        return self._submit(lambda: self._eval_here(source)).result()
+
+    def close(self) -> None:
+        """Dispose of the isolate on its thread and stop the thread."""
+        self._submit(self._ctx.close).result()  # type: ignore[attr-defined]
+        self._jobs.put(None)
+        self._thread.join(timeout=5)
 
     def _eval_here(self, source: str) -> Any:
         from py_mini_racer import JSEvalException, JSOOMException, JSTimeoutException
@@ -124,6 +153,7 @@ def runtime() -> JsRuntime:
     with _runtime_lock:
         if _runtime is None:
             _runtime = JsRuntime()
+            atexit.register(_runtime.close)  # daemon threads still run when atexit handlers do
         return _runtime
 
 

@@ -84,10 +84,7 @@ async def call(function: Callable[..., Any], *args: Any) -> Any:
 def compile_inline(code: str, params: tuple[str, ...] = ("output", "context")) -> Callable[..., Any]:
     """promptfoo's inline rule: one line is an expression to return; several lines are a body."""
     stripped = textwrap.dedent(code).strip("\n")
-    if "\n" in stripped:
-        body = textwrap.indent(stripped, "    ")
-    else:
-        body = f"    return ({stripped.strip()})"
+    body = textwrap.indent(stripped, "    ") if "\n" in stripped else f"    return ({stripped.strip()})"
     source = f"def __inline__({', '.join(params)}):\n{body}\n"
     namespace: dict[str, Any] = {"__name__": "ci_grade_inline"}
     exec(compile(source, "<inline python>", "exec"), namespace)

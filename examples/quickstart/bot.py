@@ -2,12 +2,17 @@
 
 Replace the provider in promptfooconfig.yaml with your real bot (for example
 `openai:chat:gpt-4.1-mini`) and keep the tests.
+
+This version is the "pull request" of the quickstart: it adds a billing intent whose keywords
+also catch double-charge complaints, so the refund test regresses against `baseline.json`,
+which was saved from the previous version of this file.
 """
 
 import json
 import re
 
 ANSWERS = {
+    "billing": "You can see your invoices and change your payment method under Settings > Billing.",
     "reset": "To reset your password, open https://acme.example/reset, enter your account email and follow the link we send you. The link expires after 30 minutes.",
     "refund": "I'm sorry about the double charge. Refunds for duplicate payments are issued automatically within 5 business days. If you would like, I can hand this over to a human billing agent.",
     "outage": "There is a known incident affecting the EU-West region since 14:02 UTC. Our engineers expect a fix by 18:00 UTC; you can follow updates at https://status.acme.example.",
@@ -19,6 +24,7 @@ ANSWERS = {
 def _intent(question: str) -> str:
     q = question.lower()
     for key, words in {
+        "billing": ("invoice", "billing", "charged", "payment"),
         "reset": ("password", "log in", "login"),
         "refund": ("charged", "refund", "twice"),
         "outage": ("down", "outage", "not working"),

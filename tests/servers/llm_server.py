@@ -139,9 +139,8 @@ class LLMServer:
 
     def start(self, port: int = 0) -> LLMServer:
         handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="llm-server", daemon=True)
+        self._server = _Server(("127.0.0.1", port), handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="llm-server", daemon=True)
         self._thread.start()
         return self
 
@@ -365,6 +364,11 @@ def _usage(prompt: str, completion: str) -> dict[str, int]:
     prompt_tokens = max(1, len(prompt) // 4)
     completion_tokens = max(1, len(completion) // 4)
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # the default (5) drops bursts of concurrent connections
+    daemon_threads = True
 
 
 def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:

@@ -1,0 +1,36 @@
+# The ci-grade GitHub Action: `ci-grade action` in a small Python image.
+#
+# User: the image runs as root on purpose. GitHub documents that Docker actions must run as the
+# default (root) user: the runner mounts the workspace owned by its own user, and a non-root
+# user in the container could not write results into it. ci-grade gives the files it writes
+# back to the workspace's owner (ci_grade/github/ownership.py), so later steps can change them.
+
+# Build stage: wheels for ci-grade and its pinned dependencies (docker/constraints.txt).
+FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_CONSTRAINT=/src/docker/constraints.txt
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY docker/constraints.txt docker/constraints.txt
+COPY ci_grade ci_grade
+RUN pip wheel --wheel-dir /wheels .
+
+# Runtime stage: only the installed package and git (for git:REF:PATH baselines).
+FROM python:3.11-slim
+ARG DEBIAN_FRONTEND=noninteractive
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+# git's version follows the Debian release of the base image; the workspace belongs to another
+# user than the container's, so git must be told it is safe.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git \
+    && rm -rf /var/lib/apt/lists/* \
+    && git config --system --add safe.directory '*'
+COPY --from=build /wheels /wheels
+RUN pip install --no-index --find-links=/wheels /wheels/ci_grade-*.whl \
+    && rm -rf /wheels
+ENTRYPOINT ["ci-grade", "action"]

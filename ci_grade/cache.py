@@ -1,0 +1,74 @@
+"""A content-addressed disk cache of provider responses (text and embeddings).
+
+Keys hash what determines a reply: the provider's identity (id, model, endpoint, non-secret
+config), the prompt or text, and any structured-output request. Errors and empty replies are
+never cached. Entries expire after a TTL (default 14 days). Off unless a cache folder is given
+(`--cache-dir`, the action's `cache-dir` input, or CI_GRADE_CACHE_DIR); with `--repeat` above 1
+it is off, since repeats exist to sample the model again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ci_grade.redact import is_secret_name
+
+DEFAULT_TTL_SECONDS = 14 * 24 * 3600
+
+
+def _public(value: Any) -> Any:
+    """`value` without secret-named fields (keys never enter cache keys)."""
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items() if not is_secret_name(str(k))}
+    if isinstance(value, list):
+        return [_public(v) for v in value]
+    return value
+
+
+class ResponseCache:
+    """One JSON file per entry under `folder`, sharded by the first two hex digits of the key."""
+
+    def __init__(self, folder: Path, ttl_seconds: float | None = None):
+        self.folder = folder
+        self.ttl = float(os.environ.get("CI_GRADE_CACHE_TTL", ttl_seconds or DEFAULT_TTL_SECONDS))
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(identity: dict[str, Any], request: Any) -> str:
+        blob = json.dumps({"provider": _public(identity), "request": request}, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self._path(key)
+        try:
+            if time.time() - path.stat().st_mtime > self.ttl:
+                self.misses += 1
+                return None
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        """Store atomically; a full disk or read-only folder only costs the cache, never the run."""
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(value, handle, ensure_ascii=False, default=str)
+            os.replace(tmp, path)
+        except OSError:
+            return

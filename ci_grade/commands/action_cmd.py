@@ -1,0 +1,251 @@
+"""`ci-grade action`: the GitHub Action's entrypoint.
+
+Reads the inputs from `INPUT_*` variables, runs the eval, compares it with the baseline, writes
+the results JSON and JUnit, posts one sticky PR comment (pull-request events), writes the job
+summary (always), outputs and annotations, and exits per the gate. GitHub problems (a read-only
+token on fork PRs, API errors) are warnings: they never change the gate's verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from ci_grade.compare import Comparison, GatePolicy
+    from ci_grade.github.event import ActionEvent
+    from ci_grade.github.inputs import ActionInputs
+    from ci_grade.github.workflow_commands import WorkflowCommands
+    from ci_grade.redact import Redactor
+    from ci_grade.results.models import EvalRun
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("action", help="run as the GitHub Action (inputs from INPUT_* variables)", description=__doc__)
+    parser.add_argument("--verbose", action="store_true", help="show tracebacks for internal errors")
+    parser.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from ci_grade.errors import CiGradeError
+    from ci_grade.github.event import ActionEvent
+    from ci_grade.github.inputs import read_inputs
+    from ci_grade.github.workflow_commands import WorkflowCommands
+
+    commands = WorkflowCommands()
+    env = dict(os.environ)
+    mask_secrets(commands, env)
+    event = ActionEvent.from_env(env)
+    inputs = None
+    try:
+        inputs = read_inputs(env)
+        return run_action(commands, env, event, inputs)
+    except CiGradeError as exc:
+        report_failure(commands, env, event, inputs, exc)
+        raise
+
+
+def mask_secrets(commands: WorkflowCommands, env: Mapping[str, str]) -> None:
+    """`::add-mask::` every secret-looking variable (tokens, provider keys) before anything is printed."""
+    from ci_grade.redact import is_secret_name
+
+    for value in sorted({v.strip() for k, v in env.items() if is_secret_name(k) and len(v.strip()) >= 6}):
+        commands.add_mask(value)
+
+
+def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs) -> int:
+    """Evaluate, compare, publish everywhere, and return the gate's exit code."""
+    from ci_grade.compare import GatePolicy
+    from ci_grade.errors import ExitCode, UsageError
+    from ci_grade.github.comment import marker_for
+    from ci_grade.report.markdown import render_markdown
+
+    workdir = (event.workspace / inputs.working_directory).resolve()
+    if not workdir.is_dir():
+        raise UsageError(f"input `working-directory`: {inputs.working_directory} is not a folder in the workspace")
+    if event.problem:
+        commands.warning(event.problem, title="ci-grade")
+    if event.name == "pull_request_target" and event.from_fork:
+        commands.warning(
+            "running under pull_request_target on a fork's pull request: its config can run code with this repository's secrets and write token. Use pull_request (see the docs).",
+            title="ci-grade: unsafe trigger",
+        )
+    policy = GatePolicy(
+        fail_on=inputs.fail_on,
+        max_score_drop=inputs.max_score_drop,
+        max_metric_drop=inputs.max_metric_drop,
+        min_pass_rate=inputs.min_pass_rate,
+        max_errors=inputs.max_errors,
+    )
+    graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace)
+    marker = marker_for(inputs.comment_title)
+    report = graded.redactor.text(render_markdown(graded.run, graded.comparison, title=inputs.comment_title, marker=marker, redactor=graded.redactor))
+    comment_url, comment_problem = publish_comment(commands, event, inputs, report, marker)
+    warnings = [comment_problem] if comment_problem else []
+    if inputs.baseline and not graded.comparison.has_baseline:
+        warnings.append(f"baseline {inputs.baseline} not found: judged by thresholds only")
+    warnings += [*graded.comparison.warnings, *graded.run.warnings]
+    emit_annotations(commands, graded, warnings, workdir, event.workspace)
+    if env.get("GITHUB_STEP_SUMMARY"):
+        from ci_grade.github.env_files import append_summary
+
+        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), report + warning_note(comment_problem, graded.redactor))
+    if env.get("GITHUB_OUTPUT"):
+        from ci_grade.github.env_files import write_outputs
+
+        values = step_outputs(graded, event.workspace, comment_url)
+        write_outputs(Path(env["GITHUB_OUTPUT"]), {k: graded.redactor.text(v) for k, v in values.items()})
+    return ExitCode.GATE_FAILED if graded.comparison.gate_failed else ExitCode.OK
+
+
+class Graded(NamedTuple):
+    """A finished evaluation, compared, with the files written for it."""
+
+    run: EvalRun
+    comparison: Comparison
+    redactor: Redactor
+    results_path: Path
+    junit_path: Path
+
+
+def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path) -> Graded:
+    """Run the eval in the working directory, compare with the baseline, write the results files."""
+    from ci_grade.baseline import load_baseline
+    from ci_grade.compare import compare
+    from ci_grade.errors import ConfigError
+    from ci_grade.evaluate import EvalOptions, evaluate
+    from ci_grade.github.ownership import hand_over
+    from ci_grade.report import console, outputs
+
+    cache = (workdir / inputs.cache_dir).resolve() if inputs.cache_dir else None
+    with contextlib.chdir(workdir):
+        try:
+            baseline = load_baseline(inputs.baseline, workdir) if inputs.baseline else None
+            options = EvalOptions(
+                configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
+                cache_dir=str(cache) if cache else None,
+            )
+            with commands.group("ci-grade: evaluate"), commands.commands_stopped():
+                outcome = evaluate(options)
+        except ConfigError as exc:
+            if exc.file:  # keep the message as written, but make the path usable outside this folder
+                exc.file = str(Path(exc.file).resolve())
+            raise
+        run, redactor = outcome.run, outcome.redactor
+        redactor.add([inputs.github_token or ""])
+        comparison = compare(run, baseline, policy)
+        paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
+        written = outputs.write_outputs(paths, run, outcome.config_for_output, redactor, regressions=comparison.regression_notes())
+        hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
+        with commands.commands_stopped():
+            print(console.summary(run, redactor))
+            print(f"verdict: {comparison.verdict}: {redactor.text(comparison.reason)}", flush=True)
+        return Graded(run, comparison, redactor, Path(inputs.results_path).resolve(), Path(inputs.junit_path).resolve())
+
+
+def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: ActionInputs, report: str, marker: str) -> tuple[str, str | None]:
+    """Post or update the sticky comment; returns (url, problem) and never raises for GitHub errors."""
+    from ci_grade.github.comment import CommentFailed, upsert_comment
+
+    number = event.pull_request_number
+    if not inputs.comment:
+        return "", None
+    if number is None:
+        commands.line(f"ci-grade: {event.name or 'this run'} is not a pull-request event: no PR comment, the report is in the job summary")
+        return "", None
+    if not inputs.github_token:
+        return "", "no GitHub token (input `github-token` or GITHUB_TOKEN): the PR comment was skipped; the report is in the job summary"
+    if not event.repository:
+        return "", "GITHUB_REPOSITORY is not set: the PR comment was skipped; the report is in the job summary"
+    try:
+        posted = upsert_comment(api_url=event.api_url, token=inputs.github_token, repository=event.repository, number=number, marker=marker, body=report)
+    except CommentFailed as exc:
+        hint = ""
+        if exc.forbidden:
+            hint = " (pull requests from forks get a read-only token; the workflow needs `permissions: pull-requests: write`)"
+        return "", f"could not post the PR comment: {exc}{hint}; the report is in the job summary"
+    commands.line(f"ci-grade: {'created' if posted.created else 'updated'} the PR comment {posted.url}")
+    return posted.url, None
+
+
+def emit_annotations(commands: WorkflowCommands, graded: Graded, warnings: list[str], workdir: Path, workspace: Path) -> None:
+    """Warnings about the run first (they are few and matter), then one annotation per failing test."""
+    from ci_grade.github.annotations import annotate, findings
+
+    redact = graded.redactor.text
+    for text in warnings:
+        commands.warning(redact(text), title="ci-grade")
+    items = findings(graded.run, graded.comparison.regression_notes(), workdir, workspace)
+    for item in items:
+        item.lines = [redact(line) for line in item.lines]
+        item.name = redact(item.name)
+    annotate(commands, items, "error" if graded.comparison.gate_failed else "warning")
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
+
+
+def step_outputs(graded: Graded, workspace: Path, comment_url: str) -> dict[str, str]:
+    """The step's outputs (documented in action.yml)."""
+    from ci_grade.github.annotations import workspace_path
+
+    def shown(path: Path) -> str:
+        return workspace_path(str(path), workspace, workspace) or str(path)
+
+    c = graded.comparison
+    scores = [t.head_score for t in c.tests if t.change != "removed" and t.head_score is not None]
+    return {
+        "passed": "false" if c.gate_failed else "true",
+        "verdict": c.verdict,
+        "pass-rate": _number(c.pass_rate_head.value),
+        "score": _number(sum(scores) / len(scores) if scores else None),
+        "score-delta": _number(c.mean_score.delta),
+        "regressions": str(len(c.regressions)),
+        "failures": str(len(c.failures)),
+        "errors": str(c.error_rows),
+        "results-path": shown(graded.results_path),
+        "junit-path": shown(graded.junit_path),
+        "comment-url": comment_url,
+    }
+
+
+def warning_note(problem: str | None, redactor: Redactor) -> str:
+    """A GitHub-style warning block for the job summary (empty without a problem)."""
+    from ci_grade.report.markdown_escape import Escaper
+
+    return f"\n> [!WARNING]\n> {Escaper(redactor).inline(problem, limit=1000)}\n" if problem else ""
+
+
+def report_failure(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs | None, exc: Exception) -> None:
+    """A run that could not complete: an error annotation (at the config line when known), the
+    sticky comment (so it never shows a stale result) and the job summary say why."""
+    from ci_grade.errors import ConfigError
+    from ci_grade.github.annotations import workspace_path
+    from ci_grade.github.comment import marker_for
+    from ci_grade.redact import Redactor
+    from ci_grade.report.markdown_escape import Escaper
+
+    redactor = Redactor.from_env(env)
+    message = redactor.text(str(exc))
+    file = line = None
+    if isinstance(exc, ConfigError) and exc.file:
+        file = workspace_path(exc.file, Path.cwd(), event.workspace)
+        line = exc.line if file else None
+    commands.annotate("error", message, file=file, line=line, title="ci-grade could not run")
+    title = inputs.comment_title if inputs else "ci-grade"
+    report = f"### {Escaper(redactor).inline(title, limit=200)}: could not run\n\n{Escaper(redactor).inline(message, limit=4000)}\n"
+    problem = None
+    if inputs is not None:
+        marker = marker_for(inputs.comment_title)
+        _, problem = publish_comment(commands, event, inputs, redactor.text(f"{report}\n{marker}\n"), marker)
+        if problem:
+            commands.warning(problem, title="ci-grade")
+    summary_path = env.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        from ci_grade.github.env_files import append_summary
+
+        append_summary(Path(summary_path), report + warning_note(problem, redactor))

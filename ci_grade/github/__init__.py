@@ -1,0 +1,1 @@
+"""GitHub Actions mode: inputs, event, workflow commands, output files, annotations, the PR comment."""

@@ -1,0 +1,161 @@
+"""Action inputs from `INPUT_*` variables, validated here (the runner enforces nothing).
+
+The runner upper-cases an input's name and keeps its hyphens (`INPUT_FAIL-ON`); some runners
+and wrappers use underscores (`INPUT_FAIL_ON`). Both are read; the hyphen form wins when both
+are set. An empty value means "use the default", as it does for inputs the workflow leaves out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ci_grade.errors import UsageError
+
+FailOn = Literal["failures", "regressions", "never"]
+
+# Defaults, mirrored in action.yml (a test keeps the two in step).
+DEFAULTS: dict[str, str] = {
+    "config": "promptfooconfig.yaml",
+    "baseline": "",
+    "fail-on": "regressions",
+    "max-score-drop": "0.1",
+    "max-metric-drop": "0.02",
+    "min-pass-rate": "",
+    "max-errors": "",
+    "grader": "",
+    "max-concurrency": "",
+    "repeat": "",
+    "comment": "on",
+    "comment-title": "ci-grade",
+    "working-directory": ".",
+    "junit-path": "ci-grade-results/results.junit.xml",
+    "results-path": "ci-grade-results/results.json",
+    "cache-dir": "",
+    "github-token": "",
+}
+
+_TRUE = {"on", "true", "yes", "1"}
+_FALSE = {"off", "false", "no", "0"}
+
+
+def raw_input(env: Mapping[str, str], name: str) -> str:
+    """The input's value (trimmed) from either spelling, else its default."""
+    upper = name.upper().replace(" ", "_")
+    for key in (f"INPUT_{upper}", f"INPUT_{upper.replace('-', '_')}"):
+        value = env.get(key)
+        if value is not None and value.strip():
+            return value.strip()
+    return DEFAULTS.get(name, "")
+
+
+@dataclass
+class ActionInputs:
+    """Every input, typed and checked."""
+
+    config: list[str]
+    baseline: str | None
+    fail_on: FailOn
+    max_score_drop: float
+    max_metric_drop: float
+    min_pass_rate: float | None
+    max_errors: int | None
+    grader: str | None
+    max_concurrency: int | None
+    repeat: int | None
+    comment: bool
+    comment_title: str
+    working_directory: str
+    junit_path: str
+    results_path: str
+    cache_dir: str | None
+    github_token: str | None = field(repr=False)
+
+
+def _number(name: str, text: str, *, low: float = 0.0, high: float | None = None) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"input `{name}` must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value < low or (high is not None and value > high):
+        bounds = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
+        raise UsageError(f"input `{name}` must be {bounds}, got {text!r}")
+    return value
+
+
+def _whole(name: str, text: str, *, low: int) -> int:
+    if not re.fullmatch(r"[+]?\d+", text):
+        raise UsageError(f"input `{name}` must be a whole number, got {text!r}")
+    value = int(text)
+    if value < low:
+        raise UsageError(f"input `{name}` must be at least {low}, got {text!r}")
+    return value
+
+
+def _rate(name: str, text: str) -> float:
+    """A fraction (0.8) or a percentage (80%)."""
+    if text.endswith("%"):
+        return _number(name, text[:-1].strip(), high=100.0) / 100
+    return _number(name, text, high=1.0)
+
+
+def _switch(name: str, text: str) -> bool:
+    lowered = text.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise UsageError(f"input `{name}` must be on or off (true/false), got {text!r}")
+
+
+def _path(name: str, text: str, suffixes: tuple[str, ...]) -> str:
+    if not text.lower().endswith(suffixes):
+        raise UsageError(f"input `{name}` must end with {' or '.join(suffixes)}, got {text!r}")
+    return text
+
+
+def split_list(text: str) -> list[str]:
+    """Newline- or comma-separated values, trimmed, empties dropped."""
+    return [part.strip() for part in re.split(r"[\n,]", text) if part.strip()]
+
+
+def read_inputs(env: Mapping[str, str]) -> ActionInputs:
+    """Parse and validate every input; a bad value is a usage error (exit 2) naming the input."""
+
+    def get(name: str) -> str:
+        return raw_input(env, name)
+
+    def optional(name: str) -> str | None:
+        return get(name) or None
+
+    fail_on = get("fail-on").lower()
+    if fail_on not in ("failures", "regressions", "never"):
+        raise UsageError(f"input `fail-on` must be one of failures, regressions, never; got {get('fail-on')!r}")
+    configs = split_list(get("config"))
+    if not configs:
+        raise UsageError("input `config` names no config file")
+    title = " ".join(get("comment-title").split())
+    if not title:
+        raise UsageError("input `comment-title` must not be empty")
+    return ActionInputs(
+        config=configs,
+        baseline=optional("baseline"),
+        fail_on=fail_on,  # type: ignore[arg-type]
+        max_score_drop=_number("max-score-drop", get("max-score-drop"), high=1.0),
+        max_metric_drop=_number("max-metric-drop", get("max-metric-drop"), high=1.0),
+        min_pass_rate=_rate("min-pass-rate", text) if (text := get("min-pass-rate")) else None,
+        max_errors=_whole("max-errors", text, low=0) if (text := get("max-errors")) else None,
+        grader=optional("grader"),
+        max_concurrency=_whole("max-concurrency", text, low=1) if (text := get("max-concurrency")) else None,
+        repeat=_whole("repeat", text, low=1) if (text := get("repeat")) else None,
+        comment=_switch("comment", get("comment")),
+        comment_title=title,
+        working_directory=get("working-directory"),
+        junit_path=_path("junit-path", get("junit-path"), (".xml",)),
+        results_path=_path("results-path", get("results-path"), (".json",)),
+        cache_dir=optional("cache-dir"),
+        github_token=optional("github-token") or (env.get("GITHUB_TOKEN") or "").strip() or None,
+    )

@@ -1,0 +1,97 @@
+"""Workflow commands (`::name key=value::message`) printed to stdout for the Actions runner.
+
+Every value is escaped so untrusted text (model outputs, grader reasons) can neither end a
+command early nor start a new one, and annotations are capped at GitHub's per-step limit
+(10 errors, 10 warnings, 10 notices); what exceeds the cap is still printed as a plain log line.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal, TextIO
+
+Level = Literal["error", "warning", "notice"]
+
+ANNOTATION_LIMIT = 10
+
+
+def escape_data(text: str) -> str:
+    """Escape a command's message: `%`, CR and LF."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a property value: as a message, plus `:` and `,`."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_command(name: str, message: str = "", **properties: str | int | None) -> str:
+    props = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items() if value is not None and value != "")
+    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+class WorkflowCommands:
+    """Writes workflow commands (flushed at once, so they interleave correctly with stderr)."""
+
+    def __init__(self, stream: TextIO | None = None, limit: int = ANNOTATION_LIMIT):
+        self._stream = stream
+        self.limit = limit
+        self.emitted: Counter[str] = Counter()
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream or sys.stdout
+
+    def line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def command(self, name: str, message: str = "", **properties: str | int | None) -> None:
+        self.line(format_command(name, message, **properties))
+
+    def add_mask(self, value: str) -> None:
+        """Ask the runner to mask `value` (each line separately, as the runner masks per line)."""
+        for part in {value, *value.splitlines()}:
+            if part.strip():
+                self.command("add-mask", part)
+
+    def remaining(self, level: Level) -> int:
+        return max(0, self.limit - self.emitted[level])
+
+    def annotate(self, level: Level, message: str, *, file: str | None = None, line: int | None = None, title: str | None = None) -> bool:
+        """An annotation, or a plain log line once the step's cap for `level` is reached."""
+        if self.remaining(level) == 0:
+            where = f"{file}:{line}: " if file and line else (f"{file}: " if file else "")
+            self.line(f"{level}: {where}{title + ': ' if title else ''}{' '.join(message.split())}")
+            return False
+        self.emitted[level] += 1
+        self.command(level, message, file=file, line=line if file else None, title=title)
+        return True
+
+    def warning(self, message: str, *, title: str | None = None) -> bool:
+        return self.annotate("warning", message, title=title)
+
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        """A collapsible section of the log."""
+        self.command("group", title)
+        try:
+            yield
+        finally:
+            self.command("endgroup")
+
+    @contextmanager
+    def commands_stopped(self) -> Iterator[None]:
+        """Disable command processing while untrusted text is printed (resumed with a random token)."""
+        token = secrets.token_hex(16)
+        sys.stderr.flush()
+        self.command("stop-commands", token)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            self.line(f"::{token}::")

@@ -1,0 +1,113 @@
+"""`g-eval`: generated evaluation steps, then a 0-10 evaluation, per criterion.
+
+For each criterion two grader calls run in order: one writes the evaluation steps
+(`{"steps": [...]}`), one scores the reply by following them (`{"score": 0..10, "reason"}`).
+The score is `raw / 10`; a list of criteria averages. PASS when the score reaches `threshold`
+(default 0.7); `not-` flips the verdict and reports `1 - score`. A `rubricPrompt` must be the
+`{steps, evaluate}` form; at test level any other form is meant for other assertions and is
+ignored (as promptfoo does), on the assertion itself it is an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
+from ci_grade.grading.model_graded.scoring import reaches
+from ci_grade.grading.registry import assertion
+from ci_grade.grading.templates import fence, try_parse
+from ci_grade.grading.verdicts import VerdictError, extract, parse_number
+
+DEFAULT_THRESHOLD = 0.7
+MAX_SCORE = 10
+
+
+def criteria_of(value: Any) -> list[str]:
+    if isinstance(value, str) and value.strip():
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
+        return value
+    raise GraderError("g-eval needs a criterion: a non-empty string or a non-empty list of strings")
+
+
+def overrides(ctx: AssertionContext) -> dict[str, Any]:
+    """The `{steps, evaluate}` rubricPrompt that applies (empty for the built-in prompts)."""
+    own = ctx.assertion.rubricPrompt
+    if own not in (None, "", {}, []):
+        if not isinstance(own, dict) or not set(own) & {"steps", "evaluate"} or set(own) - {"steps", "evaluate"}:
+            raise GraderError("g-eval's rubricPrompt must be a mapping with 'steps' and/or 'evaluate' prompts")
+        return own
+    inherited = ctx.test.options.rubricPrompt
+    if isinstance(inherited, dict) and set(inherited) & {"steps", "evaluate"}:
+        return inherited
+    return {}
+
+
+def parse_steps(reply: Any) -> list[str]:
+    steps = extract(reply, "steps").get("steps")
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, str) and s.strip() for s in steps):
+        raise VerdictError(f"grader's 'steps' must be a non-empty list of texts, got {excerpt(steps, 200)}")
+    return [s.strip() for s in steps]
+
+
+def parse_evaluation(reply: Any) -> tuple[float, str]:
+    verdict = extract(reply, "score")
+    raw = parse_number(verdict.get("score"))
+    if raw is None or not 0 <= raw <= MAX_SCORE:
+        raise VerdictError(f"grader's 'score' must be a number from 0 to {MAX_SCORE}, got {verdict.get('score')!r}")
+    reason = verdict.get("reason")
+    return raw, reason.strip() if isinstance(reason, str) and reason.strip() else f"Scored {raw:g}/{MAX_SCORE}"
+
+
+async def grade_criterion(ctx: AssertionContext, criterion: str, custom: dict[str, Any], tally: Tally) -> tuple[float, str, list[str]]:
+    """(score 0..1, reason, steps) for one criterion: the steps call, then the evaluation call."""
+    steps_prompt, steps_schema = grader_prompt(ctx, "g-eval-steps", {"criteria": criterion}, override=custom.get("steps"), inherit=False)
+    steps_reply = await ask(ctx, steps_prompt, tally, schema=steps_schema, what="g-eval steps")
+    try:
+        steps = parse_steps(steps_reply)
+    except VerdictError as exc:
+        raise tally.error(f"g-eval steps: {exc}", {"graderReply": excerpt(steps_reply)}) from None
+    variables = {
+        "criteria": criterion,
+        "steps": "\n- ".join(steps),
+        "maxScore": str(MAX_SCORE),
+        "input": try_parse(ctx.prompt),
+        "output": try_parse(ctx.output_text),
+    }
+    builtin = {"input_block": fence(ctx.prompt, "source"), "output_block": fence(ctx.output_text, "reply")}
+    prompt, schema = grader_prompt(ctx, "g-eval-evaluate", variables, builtin, override=custom.get("evaluate"), inherit=False)
+    reply = await ask(ctx, prompt, tally, schema=schema, what="g-eval evaluation")
+    try:
+        raw, reason = parse_evaluation(reply)
+    except VerdictError as exc:
+        raise tally.error(f"g-eval evaluation: {exc}", {"graderReply": excerpt(reply)}) from None
+    return raw / MAX_SCORE, reason, steps
+
+
+@assertion("g-eval", handles_inverse=True, model_graded=True)
+async def g_eval(ctx: AssertionContext) -> Grade:
+    criteria = criteria_of(ctx.value)
+    if not ctx.prompt.strip():
+        raise GraderError("g-eval needs the prompt (the source text the reply answers), but the rendered prompt is empty")
+    custom = overrides(ctx)
+    threshold = DEFAULT_THRESHOLD if ctx.threshold is None else ctx.threshold
+    tally = Tally()
+    scores: list[float] = []
+    reasons: list[str] = []
+    details: list[dict[str, Any]] = []
+    for index, criterion in enumerate(criteria, 1):
+        try:
+            score, reason, steps = await grade_criterion(ctx, criterion, custom, tally)
+        except GraderError as exc:
+            if len(criteria) == 1:
+                raise
+            raise tally.error(f"g-eval criterion {index}/{len(criteria)} ({excerpt(criterion, 80)!r}) failed: {exc.reason}", exc.metadata) from None
+        scores.append(score)
+        reasons.append(reason)
+        details.append({"criterion": criterion, "score": score, "steps": steps, "reason": reason})
+    score = sum(scores) / len(scores)
+    passed = reaches(score, threshold) != ctx.inverse
+    if ctx.inverse:
+        score = 1.0 - score
+    return tally.grade(passed, score, "\n\n".join(reasons), metadata={"criteria": details, "threshold": threshold})

@@ -1,0 +1,105 @@
+"""`pi`: the With Pi scoring API rates the output against a question (`value`).
+
+One POST to `{WITHPI_API_BASE_URL or https://api.withpi.ai/v1}/scoring_system/score` with
+`{llm_input: prompt, llm_output: output, scoring_spec: [{question: value}]}` and the key from
+`WITHPI_API_KEY` in the `x-api-key` header; 429/5xx/timeouts are retried (honouring
+`Retry-After`). The score is Pi's `total_score` on Pi's own scale; it passes when strictly
+greater than the threshold (default 0.5). `question_scores` become named scores. Unlike
+promptfoo, `not-pi` is honoured: it passes when the score is not above the threshold, with
+`1 - score`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import httpx
+
+from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.grading.model_graded.common import Tally
+from ci_grade.grading.model_graded.scoring import shown
+from ci_grade.grading.registry import assertion
+from ci_grade.providers.http_api import error_detail, excerpt
+from ci_grade.providers.retry import (
+    RETRYABLE_STATUS,
+    RetryPolicy,
+    TransientError,
+    retry_after_seconds,
+    with_retries,
+)
+
+DEFAULT_BASE_URL = "https://api.withpi.ai/v1"
+DEFAULT_THRESHOLD = 0.5
+TIMEOUT_SECONDS = 120.0
+GRADER = "withpi:scoring_system"
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        detail = error_detail(response.json())
+    except ValueError:
+        detail = None
+    return f"Pi scoring API error {response.status_code}: {detail or excerpt(response.text, 200) or response.reason_phrase}"
+
+
+async def score_with_pi(url: str, api_key: str, body: dict[str, Any]) -> Any:
+    """POST with retries; returns the parsed JSON reply or raises GraderError with the reason."""
+    policy = RetryPolicy.from_env()
+    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
+
+        async def attempt() -> httpx.Response:
+            try:
+                response = await client.post(url, json=body, headers={"x-api-key": api_key})
+            except httpx.TimeoutException:
+                raise TransientError(f"Pi scoring API timed out after {TIMEOUT_SECONDS:g}s") from None
+            except httpx.TransportError as exc:
+                raise TransientError(f"Pi scoring API unreachable: {type(exc).__name__}: {exc}") from None
+            if response.is_success:
+                return response
+            if response.status_code in RETRYABLE_STATUS:
+                raise TransientError(_message(response), retry_after_seconds(response.headers))
+            raise GraderError(_message(response))
+
+        try:
+            response = await with_retries(attempt, policy)
+        except TransientError as exc:
+            raise GraderError(f"{exc} (gave up after {policy.attempts} attempts)") from None
+    try:
+        return response.json()
+    except ValueError:
+        raise GraderError(f"Pi scoring API returned a body that is not JSON: {excerpt(response.text, 120)!r}") from None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+@assertion("pi", handles_inverse=True, model_graded=True)
+async def pi(ctx: AssertionContext) -> Grade:
+    question = ctx.value
+    if not isinstance(question, str) or not question.strip():
+        raise GraderError("pi needs a value: the question to score the output against")
+    api_key = ctx.run.env.get("WITHPI_API_KEY")
+    if not api_key:
+        raise GraderError("pi needs a With Pi API key: set WITHPI_API_KEY")
+    base = (ctx.run.env.get("WITHPI_API_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    body = {"llm_input": ctx.prompt, "llm_output": ctx.output_text, "scoring_spec": [{"question": question}]}
+    tally = Tally()
+    tally.add(None, None, GRADER)
+    try:
+        reply = await score_with_pi(f"{base}/scoring_system/score", api_key, body)
+    except GraderError as exc:
+        raise tally.error(exc.reason) from None
+    total = _number(reply.get("total_score")) if isinstance(reply, dict) else None
+    if total is None:
+        raise tally.error(f"Pi scoring API reply has no numeric total_score: {excerpt(str(reply), 200)}")
+    raw_named = reply.get("question_scores") or {}
+    named = {str(k): v for k, v in raw_named.items() if _number(v) is not None} if isinstance(raw_named, dict) else {}
+    threshold = DEFAULT_THRESHOLD if ctx.threshold is None else ctx.threshold
+    above = total > threshold
+    reason = f"Pi score {total:.2f} is {'above' if above else 'not above'} threshold {shown(threshold)}"
+    passed, score = (not above, 1.0 - total) if ctx.inverse else (above, total)
+    return tally.grade(passed, score, reason, named_scores={k: float(v) for k, v in named.items()}, metadata={"totalScore": total, "questionScores": named})

@@ -1,0 +1,78 @@
+"""`answer-relevance`: does the output answer the query that was asked?
+
+The text grader writes, three times, the question the output answers (the built-in prompt asks
+for a differently phrased question each time, so the three calls are distinct requests and cache
+entries); the embedding grader embeds
+the query (`vars.query` if it is a string, else the prompt) and each generated question; the
+score is the mean cosine similarity (default threshold 0.5). A `rubricPrompt` replaces the
+question-writing prompt and sees only `answer`. `not-` flips the verdict and uses `1 - score`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from ci_grade.grading.context import AssertionContext, Grade, GraderError, output_as_text
+from ci_grade.grading.model_graded.common import Tally, ask, embed, grader_prompt
+from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown
+from ci_grade.grading.model_graded.similarity import VectorError, cosine
+from ci_grade.grading.registry import assertion
+from ci_grade.grading.templates import fence, try_parse
+
+QUESTIONS = 3
+T = TypeVar("T")
+
+
+async def all_or_first_error(calls: list[Awaitable[T]], tally: Tally) -> list[T]:
+    """Run grader calls concurrently; once all are done, raise the first failure with the full usage."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, GraderError):
+            raise tally.error(result.reason, result.metadata)
+        if isinstance(result, BaseException):
+            raise result
+    return results  # type: ignore[return-value]
+
+
+def question_from(reply: Any) -> str:
+    """The generated question: the reply's text without a leading `Question:` label."""
+    text = output_as_text(reply).strip()
+    if text.lower().startswith("question:"):
+        text = text[len("question:") :].strip()
+    return text
+
+
+@assertion("answer-relevance", handles_inverse=True, model_graded=True)
+async def answer_relevance(ctx: AssertionContext) -> Grade:
+    query = ctx.vars.get("query")
+    if not isinstance(query, str) or not query.strip():
+        query = ctx.prompt
+    if not query or not query.strip():
+        raise GraderError("answer-relevance needs a query: set vars.query or use a non-empty prompt")
+    threshold = RAG_THRESHOLD if ctx.threshold is None else ctx.threshold
+    variables = {"answer": try_parse(ctx.output_text)}
+    answer_block = fence(ctx.output_text, "answer")
+    prompts = [grader_prompt(ctx, "answer-relevance", variables, {"answer_block": answer_block, "variant": i, "variants": QUESTIONS})[0] for i in range(1, QUESTIONS + 1)]
+    tally = Tally()
+    replies = await all_or_first_error([ask(ctx, prompt, tally, what="question generation") for prompt in prompts], tally)
+    questions = [question_from(reply) for reply in replies]
+    if not all(questions):
+        raise tally.error("question generation returned an empty question", {"generatedQuestions": questions})
+    vectors = await all_or_first_error([embed(ctx, text, tally) for text in (query, *questions)], tally)
+    try:
+        similarities = [cosine(vectors[0], vector) for vector in vectors[1:]]
+    except VectorError as exc:
+        raise tally.error(f"answer-relevance: {exc}") from None
+    score = sum(similarities) / len(similarities)
+    passed = reaches(score, threshold)
+    relation = "greater than or equal to" if passed else "less than"
+    reason = f"Relevance {score:.2f} is {relation} threshold {shown(threshold)}"
+    passed, final = inverted(passed, score, ctx.inverse)
+    metadata = {
+        "generatedQuestions": [{"question": q, "similarity": s} for q, s in zip(questions, similarities, strict=True)],
+        "averageSimilarity": score,
+        "threshold": threshold,
+    }
+    return tally.grade(passed, final, reason, metadata=metadata)

@@ -1,0 +1,115 @@
+"""Grader prompts as data: built-in templates and users' `rubricPrompt` overrides.
+
+Built-in templates are YAML files in `grading/prompts/` holding `messages` (chat messages whose
+`content` is a jinja2 template) and optionally a `response_schema` (the JSON reply the grader is
+asked for, used for structured output). Each template's hash goes into the results, so a changed
+grader prompt is visible next to a changed score.
+
+Overrides follow promptfoo: a string, a chat-message list, or `file://...`; text that parses as
+JSON (after dropping `//` comments) is rendered string by string and re-serialised, anything else
+is rendered as one template. Variables holding objects are JSON-stringified first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ci_grade.config import files, templating, yaml12
+from ci_grade.grading.context import GraderError
+from ci_grade.grading.verdicts import strip_comments
+
+
+@dataclass(frozen=True)
+class GraderTemplate:
+    name: str
+    messages: tuple[tuple[str, str], ...]
+    response_schema: dict[str, Any] | None
+    hash: str
+
+    def render(self, variables: dict[str, Any]) -> str:
+        """The chat messages as a JSON array string (what chat providers accept as a prompt)."""
+        rendered = [{"role": role, "content": templating.render(content, variables)} for role, content in self.messages]
+        return json.dumps(rendered, ensure_ascii=False)
+
+
+@lru_cache(maxsize=64)
+def load_template(name: str) -> GraderTemplate:
+    """A built-in grader template by name (`grading/prompts/<name>.yaml`)."""
+    source = resources.files("ci_grade.grading").joinpath("prompts", f"{name}.yaml")
+    raw = source.read_bytes()
+    data = yaml12.loads(raw.decode("utf-8"))
+    messages = tuple((str(m["role"]), str(m["content"])) for m in data["messages"])
+    return GraderTemplate(name, messages, data.get("response_schema"), hashlib.sha256(raw).hexdigest()[:12])
+
+
+def fence(text: str, tag: str = "output") -> str:
+    """Wrap untrusted text in a tag whose id is derived from the text itself.
+
+    The closing tag carries the same id, which the text cannot know in advance, so an output
+    that contains a fake closing tag or a fake verdict cannot end the data block early.
+    """
+    nonce = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f'<{tag} id="{nonce}">\n{text}\n</{tag} id="{nonce}">'
+
+
+def try_parse(value: Any) -> Any:
+    """promptfoo's tryParse for template variables: JSON text becomes data, other text stays."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def template_vars(variables: dict[str, Any]) -> dict[str, Any]:
+    """Objects become JSON text; arrays keep primitives and stringify object elements."""
+    out: dict[str, Any] = {}
+    for key, value in variables.items():
+        if isinstance(value, dict):
+            out[key] = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        elif isinstance(value, list):
+            out[key] = [json.dumps(v, ensure_ascii=False, separators=(",", ":")) if isinstance(v, dict | list) else v for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+def load_override(raw: Any, base_dir: Path, env_overrides: dict[str, str] | None = None) -> str:
+    """A `rubricPrompt` value as template text (files read raw, structures serialised)."""
+    if isinstance(raw, str) and raw.startswith("file://"):
+        path = files.resolve(templating.render(raw, {}, env_overrides), base_dir)
+        if not path.is_file():
+            raise GraderError(f"rubricPrompt file not found: {path}")
+        return files.read_text(path)
+    if isinstance(raw, list | dict):
+        return json.dumps(raw, ensure_ascii=False)
+    if isinstance(raw, str):
+        return raw
+    raise GraderError(f"rubricPrompt must be a string, a list of messages or file://, got {type(raw).__name__}")
+
+
+def render_override(template: str, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> str:
+    """Render override text with promptfoo's JSON-aware rules (and `//` comments tolerated)."""
+    values = template_vars(variables)
+    stripped = template.strip()
+    if stripped[:1] in "[{":
+        try:
+            parsed = json.loads(strip_comments(stripped))
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list | dict):
+            try:
+                return json.dumps(templating.render_value(parsed, values, env_overrides), ensure_ascii=False)
+            except templating.TemplateError:
+                pass
+    try:
+        return templating.render(template, values, env_overrides)
+    except templating.TemplateError as exc:
+        raise GraderError(f"rubricPrompt: {exc}") from None

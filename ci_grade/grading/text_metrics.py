@@ -1,0 +1,148 @@
+"""Text-similarity assertions: levenshtein, rouge-n and bleu.
+
+The metrics are small pure functions (tested on hand-computed examples); the handlers apply
+promptfoo's thresholds: levenshtein passes when the edit distance is <= threshold (default 5),
+rouge-n and bleu score the metric and pass when it is >= threshold (defaults 0.75 and 0.5),
+with `not-` flipping the verdict and reporting `1 - score`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any
+
+from ci_grade.config.templating import js_string
+from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.grading.registry import assertion
+
+LEVENSHTEIN_THRESHOLD = 5.0
+ROUGE_THRESHOLD = 0.75
+BLEU_THRESHOLD = 0.5
+BLEU_MAX_N = 4
+BLEU_ZERO_PRECISION = 1e-7  # smoothing for an order with no matching n-gram, as promptfoo does
+
+_WORD = re.compile(r"\w+(?:['’]\w+)*")
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Single-character insertions, deletions and substitutions turning `a` into `b`."""
+    from rapidfuzz.distance import Levenshtein
+
+    return int(Levenshtein.distance(a, b))
+
+
+def ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
+    """Counts of the n-grams of a token list."""
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+
+def rouge_tokens(text: str) -> list[str]:
+    """Lower-cased words (punctuation dropped; contractions kept whole)."""
+    return _WORD.findall(text.lower())
+
+
+def rouge_n(candidate: str, reference: str, n: int = 1) -> float:
+    """ROUGE-N recall: the share of the reference's n-grams found in the candidate (counts clipped)."""
+    wanted = ngrams(rouge_tokens(reference), n)
+    if not wanted:
+        raise ValueError(f"the reference has no {n}-grams")
+    found = ngrams(rouge_tokens(candidate), n)
+    overlap = sum(min(count, found[gram]) for gram, count in wanted.items())
+    return overlap / sum(wanted.values())
+
+
+def bleu_tokens(text: str) -> list[str]:
+    """Lower-cased, whitespace-separated tokens (promptfoo's BLEU tokenisation)."""
+    return text.lower().split()
+
+
+def bleu(candidate: str, references: list[str], max_n: int = BLEU_MAX_N) -> float:
+    """Sentence BLEU with uniform weights over 1..max_n-grams and the brevity penalty.
+
+    Candidate n-gram counts are clipped by their largest count in any one reference. Orders the
+    candidate is too short to contain are left out (weights renormalised); an order with no
+    match counts with precision 1e-7. Blank references are ignored.
+    """
+    refs = [bleu_tokens(r) for r in references if r.strip()]
+    if not refs:
+        raise ValueError("no non-blank reference")
+    words = bleu_tokens(candidate)
+    if not words:
+        return 0.0
+    logs: list[float] = []
+    for n in range(1, max_n + 1):
+        counts = ngrams(words, n)
+        total = sum(counts.values())
+        if total == 0:
+            continue
+        best: Counter[tuple[str, ...]] = Counter()
+        for ref in refs:
+            best |= ngrams(ref, n)
+        clipped = sum(min(count, best[gram]) for gram, count in counts.items())
+        logs.append(math.log(clipped / total if clipped else BLEU_ZERO_PRECISION))
+    return brevity_penalty(len(words), [len(r) for r in refs]) * math.exp(sum(logs) / len(logs))
+
+
+def brevity_penalty(candidate_length: int, reference_lengths: list[int]) -> float:
+    """1 for a candidate longer than the closest reference (ties: the shorter), else exp(1 - r/c)."""
+    closest = min(reference_lengths, key=lambda r: (abs(r - candidate_length), r))
+    if candidate_length > closest:
+        return 1.0
+    return math.exp(1 - closest / candidate_length)
+
+
+def _reference_text(ctx: AssertionContext) -> str:
+    value = ctx.value
+    if value is None or value == "" or isinstance(value, dict | list):
+        raise GraderError(f"{ctx.type} needs a string value (the expected text)")
+    return value if isinstance(value, str) else js_string(value)
+
+
+def _threshold(ctx: AssertionContext, default: float) -> float:
+    return default if ctx.threshold is None else float(ctx.threshold)
+
+
+def _scored(ctx: AssertionContext, name: str, score: float, threshold: float) -> Grade:
+    """A continuous metric's verdict: pass at score >= threshold; `not-` flips it and reports 1 - score."""
+    at_least = score >= threshold
+    passed = at_least != ctx.inverse
+    relation = "greater than or equal to" if at_least else "less than"
+    reason = f"{name} score {score:.4f} is {relation} threshold {threshold:g}"
+    return Grade(passed, 1.0 - score if ctx.inverse else score, "Assertion passed" if passed else reason)
+
+
+@assertion("levenshtein", handles_inverse=True)
+async def levenshtein_assertion(ctx: AssertionContext) -> Grade:
+    expected = _reference_text(ctx)
+    threshold = _threshold(ctx, LEVENSHTEIN_THRESHOLD)
+    distance = levenshtein(ctx.output_text, expected)
+    within = distance <= threshold
+    if within != ctx.inverse:
+        return Grade(True, 1.0, "Assertion passed")
+    relation = "less than or equal to" if within else "greater than"
+    return Grade(False, 0.0, f"Levenshtein distance {distance} is {relation} threshold {threshold:g}")
+
+
+@assertion("rouge-n", handles_inverse=True)
+async def rouge_n_assertion(ctx: AssertionContext) -> Grade:
+    reference = _reference_text(ctx)
+    try:
+        score = rouge_n(ctx.output_text, reference)
+    except ValueError as exc:
+        raise GraderError(f"rouge-n cannot score against {reference!r}: {exc}") from None
+    return _scored(ctx, "ROUGE-N", score, _threshold(ctx, ROUGE_THRESHOLD))
+
+
+@assertion("bleu", handles_inverse=True)
+async def bleu_assertion(ctx: AssertionContext) -> Grade:
+    value: Any = ctx.value
+    references = value if isinstance(value, list) else [_reference_text(ctx)]
+    if not all(isinstance(r, str) for r in references):
+        raise GraderError("bleu needs a string or a list of strings (the reference texts)")
+    try:
+        score = bleu(ctx.output_text, references)
+    except ValueError as exc:
+        raise GraderError(f"bleu needs at least one reference text: {exc}") from None
+    return _scored(ctx, "BLEU", score, _threshold(ctx, BLEU_THRESHOLD))

@@ -1,0 +1,215 @@
+"""Anthropic's Messages API over httpx: `anthropic:messages:<model>` (or `anthropic:<model>`).
+
+System messages of a chat prompt go to the `system` field; tools and `tool_choice` are passed in
+Anthropic's schema (OpenAI-style function tools are converted). The output is the text blocks
+joined; a reply made only of tool calls is the list of those calls, and a call the request forced
+(`tool_choice` of type `tool` or `any`) is just the tool's input object, which is what graders
+asking for structured output read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ci_grade.config.models import ProviderSpec
+from ci_grade.providers.base import CallContext, ProviderResponse, TokenUsage, parse_chat_messages
+from ci_grade.providers.http_api import ApiError, HttpApiProvider, error_detail, excerpt
+from ci_grade.providers.pricing import price_per_token
+from ci_grade.providers.registry import UnknownProviderError
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+# Request fields copied from config as they are.
+PASSTHROUGH = ("top_p", "top_k", "stop_sequences", "metadata", "thinking", "service_tier")
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+# Prompt-cache pricing relative to the input price.
+CACHE_READ_FACTOR = 0.1
+CACHE_WRITE_FACTOR = 1.25
+
+
+class AnthropicMessagesProvider(HttpApiProvider):
+    """`anthropic:messages:<model>`: one POST to `{base}/v1/messages` per call."""
+
+    default_model: ClassVar[str] = "claude-sonnet-4-5"
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int = 16):
+        super().__init__(spec, env, max_concurrency)
+        self._model = model or self.default_model
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def describe(self) -> str:
+        return f"anthropic:messages:{self._model}"
+
+    def api_key(self) -> str | None:
+        config = self.spec.config
+        if config.get("apiKey"):
+            return str(config["apiKey"])
+        if config.get("apiKeyEnvar"):
+            return self.env_value(str(config["apiKeyEnvar"]))
+        return self.env_value("ANTHROPIC_API_KEY")
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {**super().cache_identity(), "model": self._model, "url": self.url()}
+
+    def url(self) -> str:
+        base = str(self.spec.config.get("apiBaseUrl") or self.env_value("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        return f"{base.removesuffix('/v1')}/v1/messages"
+
+    def headers(self, key: str) -> dict[str, str]:
+        config = self.spec.config
+        headers = {"x-api-key": key, "anthropic-version": str(config.get("anthropicVersion") or API_VERSION)}
+        beta = config.get("beta")
+        if beta:
+            headers["anthropic-beta"] = ",".join(beta) if isinstance(beta, list) else str(beta)
+        headers.update({str(k): str(v) for k, v in (config.get("headers") or {}).items()})
+        return headers
+
+    def body(self, prompt: str, context: CallContext) -> dict[str, Any]:
+        config = self.spec.config
+        system: list[Any] = []
+        messages: list[dict[str, Any]] = []
+        for message in parse_chat_messages(prompt):
+            if message.get("role") == "system":
+                system.append(message.get("content"))
+            else:
+                messages.append({"role": message["role"], "content": message.get("content", "")})
+        body: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": int(config.get("max_tokens") or self.env_value("ANTHROPIC_MAX_TOKENS") or DEFAULT_MAX_TOKENS),
+            "messages": messages,
+        }
+        if system:
+            body["system"] = _system_field(system)
+        temperature = config.get("temperature", self.env_value("ANTHROPIC_TEMPERATURE"))
+        if temperature is not None:
+            body["temperature"] = float(temperature)
+        body.update({k: config[k] for k in PASSTHROUGH if config.get(k) is not None})
+        if config.get("tools"):
+            body["tools"] = [_anthropic_tool(t) for t in config["tools"]]
+        if config.get("tool_choice") is not None:
+            body["tool_choice"] = _anthropic_tool_choice(config["tool_choice"])
+        elif context.response_schema is not None and not config.get("tools"):
+            name = context.response_schema_name
+            body["tools"] = [{"name": name, "description": "Record your answer.", "input_schema": context.response_schema}]
+            body["tool_choice"] = {"type": "tool", "name": name}
+        if isinstance(config.get("passthrough"), dict):
+            body.update(config["passthrough"])
+        return body
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        key = self.api_key()
+        if not key:
+            names = self.spec.config.get("apiKeyEnvar") or "ANTHROPIC_API_KEY"
+            return ProviderResponse(error=f"API key is not set: set {names} or config.apiKey for provider {self.id}")
+        body = self.body(prompt, context)
+        try:
+            data = await self.post_json(self.url(), body, self.headers(key))
+        except ApiError as exc:
+            return ProviderResponse(error=str(exc))
+        return self.to_response(data, forced=_is_forced(body.get("tool_choice")))
+
+    def to_response(self, data: Any, forced: bool) -> ProviderResponse:
+        if isinstance(data, dict) and data.get("type") == "error":
+            return ProviderResponse(error=f"API error: {error_detail(data)}")
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            return ProviderResponse(error=f"API reply has no content list: {excerpt(json.dumps(data), 200)}")
+        blocks = [b for b in data["content"] if isinstance(b, dict)]
+        texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+        calls = [b for b in blocks if b.get("type") == "tool_use"]
+        output: Any
+        if texts and calls:
+            output = "\n\n".join([*texts, *(json.dumps(c) for c in calls)])
+        elif texts:
+            output = "\n\n".join(texts)
+        elif len(calls) == 1 and forced:
+            output = calls[0].get("input")
+        elif calls:
+            output = calls
+        else:
+            output = ""
+        usage, cost = self.usage_and_cost(data.get("usage") or {}, str(data.get("model") or ""))
+        stop = data.get("stop_reason")
+        return ProviderResponse(
+            output=output,
+            token_usage=usage,
+            cost=cost,
+            finish_reason=FINISH_REASONS.get(stop or "", stop),
+            is_refusal=stop == "refusal",
+            metadata={"model": data["model"]} if data.get("model") else {},
+        )
+
+    def usage_and_cost(self, usage: dict[str, Any], reply_model: str) -> tuple[TokenUsage, float | None]:
+        fresh = int(usage.get("input_tokens") or 0)
+        read = int(usage.get("cache_read_input_tokens") or 0)
+        written = int(usage.get("cache_creation_input_tokens") or 0)
+        output = int(usage.get("output_tokens") or 0)
+        tokens = TokenUsage.of(fresh + read + written, output, cached=read)
+        config = self.spec.config
+        prices = price_per_token(self._model) or price_per_token(reply_model)
+        input_price = config.get("inputCost", config.get("cost"))
+        output_price = config.get("outputCost", config.get("cost"))
+        if prices is None and (input_price is None or output_price is None):
+            return tokens, None
+        input_price = float(input_price if input_price is not None else prices[0])  # type: ignore[index]
+        output_price = float(output_price if output_price is not None else prices[1])  # type: ignore[index]
+        billed_input = fresh + CACHE_READ_FACTOR * read + CACHE_WRITE_FACTOR * written
+        return tokens, input_price * billed_input + output_price * output
+
+
+def _system_field(parts: list[Any]) -> Any:
+    if all(isinstance(p, str) for p in parts):
+        return "\n\n".join(parts)
+    blocks: list[Any] = []
+    for part in parts:
+        blocks.extend(part if isinstance(part, list) else [{"type": "text", "text": str(part)}])
+    return blocks
+
+
+def _anthropic_tool(tool: Any) -> Any:
+    """An OpenAI-style function tool in Anthropic's shape; Anthropic tools pass unchanged."""
+    if isinstance(tool, dict) and tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+        function = tool["function"]
+        converted = {"name": function.get("name"), "input_schema": function.get("parameters") or {"type": "object", "properties": {}}}
+        if function.get("description"):
+            converted["description"] = function["description"]
+        return converted
+    return tool
+
+
+def _anthropic_tool_choice(choice: Any) -> Any:
+    """OpenAI-style `tool_choice` values in Anthropic's shape; Anthropic values pass unchanged."""
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice in ("required", "any"):
+        return {"type": "any"}
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        return {"type": "tool", "name": (choice.get("function") or {}).get("name")}
+    return choice
+
+
+def _is_forced(choice: Any) -> bool:
+    return isinstance(choice, dict) and choice.get("type") in ("tool", "any")
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> AnthropicMessagesProvider:
+    """`anthropic:messages:<model>` or `anthropic:<model>`."""
+    rest = spec.id.split(":", 1)[1] if ":" in spec.id else ""
+    kind, _, model = rest.partition(":")
+    if kind == "messages":
+        return AnthropicMessagesProvider(spec, env, model or None, max_concurrency)
+    if kind == "completion":
+        raise UnknownProviderError(f"{spec.id}: Anthropic's legacy Text Completions API is not supported; use anthropic:messages:<model>")
+    return AnthropicMessagesProvider(spec, env, rest or None, max_concurrency)

@@ -1,0 +1,114 @@
+"""Azure OpenAI through the official SDK's `AsyncAzureOpenAI`: chat and embeddings by deployment.
+
+Ids: `azureopenai:chat:<deployment>`, `azureopenai:embedding:<deployment>` (or `embeddings`),
+and the same with the `azure:` prefix. The endpoint is `config.apiBaseUrl` or `config.apiHost`
+(a host or a full URL), else `AZURE_OPENAI_API_BASE_URL`/`AZURE_API_BASE_URL`,
+`AZURE_OPENAI_API_HOST`/`AZURE_API_HOST` or `AZURE_OPENAI_ENDPOINT`; the key is `config.apiKey`,
+the variable `config.apiKeyEnvar` names, `AZURE_OPENAI_API_KEY` or `AZURE_API_KEY`; the API
+version is `config.apiVersion`, `AZURE_OPENAI_API_VERSION` or a recent GA version. Chat takes the
+same options as OpenAI chat. Cost comes from the deployment name when it names a known model,
+else from the model the reply reports, unless `config.cost` sets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ci_grade.config.models import ProviderSpec
+from ci_grade.providers.base import Provider, ProviderResponse
+from ci_grade.providers.openai import OpenAIChatProvider, OpenAIEmbeddingProvider, OpenAIProvider
+from ci_grade.providers.pricing import estimate_cost
+from ci_grade.providers.registry import UnknownProviderError
+
+DEFAULT_API_VERSION = "2024-10-21"
+
+
+class AzureClientMixin:
+    """Endpoint, key and client handling shared by the Azure providers (mixed into OpenAI ones)."""
+
+    key_names: ClassVar[tuple[str, ...]] = ("AZURE_OPENAI_API_KEY", "AZURE_API_KEY")
+
+    @property
+    def family(self: Any) -> str:
+        """`azureopenai` or `azure`, as the id spells it."""
+        return str(self.spec.id.split(":", 1)[0])
+
+    def endpoint(self: Any) -> str | None:
+        config = self.spec.config
+        value = (
+            config.get("apiBaseUrl")
+            or config.get("apiHost")
+            or self.env_value("AZURE_OPENAI_API_BASE_URL", "AZURE_API_BASE_URL", "AZURE_OPENAI_API_HOST", "AZURE_API_HOST", "AZURE_OPENAI_ENDPOINT")
+        )
+        if not value:
+            return None
+        url = str(value).rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            url = f"https://{url}"
+        return url.removesuffix("/openai")
+
+    def cache_identity(self: Any) -> dict[str, Any]:
+        identity = Provider.cache_identity(self)
+        return {**identity, "model": self._model, "endpoint": self.endpoint(), "api_version": self.api_version()}
+
+    def api_version(self: Any) -> str:
+        return str(self.spec.config.get("apiVersion") or self.env_value("AZURE_OPENAI_API_VERSION", "AZURE_API_VERSION") or DEFAULT_API_VERSION)
+
+    def client(self: Any) -> Any:
+        if self._client is None:
+            from openai import AsyncAzureOpenAI
+
+            self._client = AsyncAzureOpenAI(
+                api_key=self.api_key(),
+                azure_endpoint=self.endpoint(),
+                api_version=self.api_version(),
+                max_retries=0,
+                timeout=float(self.spec.config.get("timeout", 300)),
+            )
+        return self._client
+
+    def missing_key_error(self: Any) -> str | None:
+        """What is missing to call Azure (the key or the endpoint), or None."""
+        if not self.endpoint():
+            return (
+                "Azure OpenAI endpoint is not set: set AZURE_OPENAI_API_HOST (or AZURE_OPENAI_ENDPOINT) "
+                f"or config.apiHost for provider {self.id}"
+            )
+        return OpenAIProvider.missing_key_error(self)
+
+
+class AzureChatProvider(AzureClientMixin, OpenAIChatProvider):
+    """`azureopenai:chat:<deployment>`: Chat Completions on a deployment."""
+
+    def describe(self) -> str:
+        return f"{self.family}:chat:{self._model}"
+
+    def to_response(self, completion: Any) -> ProviderResponse:
+        response = super().to_response(completion)
+        reply_model = getattr(completion, "model", None)
+        if response.cost is None and reply_model:
+            usage = response.token_usage
+            response.cost = estimate_cost(reply_model, self.spec.config, usage.prompt, usage.completion)
+        return response
+
+
+class AzureEmbeddingProvider(AzureClientMixin, OpenAIEmbeddingProvider):
+    """`azureopenai:embedding:<deployment>`: embeddings from a deployment."""
+
+    def describe(self) -> str:
+        return f"{self.family}:embedding:{self._model}"
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> OpenAIProvider:
+    """Build the Azure provider an `azureopenai:...` or `azure:...` id names."""
+    parts = spec.id.split(":", 2)
+    kind = parts[1] if len(parts) > 1 else ""
+    deployment = parts[2] if len(parts) > 2 else ""
+    if kind not in ("chat", "embedding", "embeddings"):
+        raise UnknownProviderError(f"{spec.id}: ci-grade supports {parts[0]}:chat:<deployment> and {parts[0]}:embedding:<deployment>")
+    if not deployment:
+        raise UnknownProviderError(f"{spec.id}: name the deployment, e.g. {parts[0]}:{kind}:my-gpt-4o")
+    if kind == "chat":
+        return AzureChatProvider(spec, env, deployment, max_concurrency)
+    return AzureEmbeddingProvider(spec, env, deployment, max_concurrency)

@@ -1,0 +1,154 @@
+"""Any HTTP endpoint as a provider: ids `http`, `https`, `http://...` and `https://...`.
+
+Config: `url` (else the id itself), `method` (POST), `headers`, `queryParams`, `body` and
+`transformResponse`. The url, header values, query values and body are nunjucks templates over
+the test's vars plus `prompt`. An object body is rendered string by string and sent as JSON; a
+string body that is JSON is rendered the same way (so a quote in the prompt cannot break the
+JSON), any other string body is rendered as text and sent as `text/plain` unless a Content-Type
+is given.
+
+`transformResponse` turns the reply into the output: a JavaScript expression or function over
+`json` (the parsed body, or null), `text` (the raw body) and `context` (`status`, `headers` and
+promptfoo's `response` object), or `file://x.js[:fn]` / `file://x.py:fn` called as
+`fn(json, text, context)`. A result with `output` or `error` keys is taken as a provider
+response. Without a transform the output is the parsed JSON, else the text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ci_grade.config import files, templating
+from ci_grade.config.models import ProviderSpec
+from ci_grade.providers.base import CallContext, ProviderResponse, TokenUsage
+from ci_grade.providers.http_api import ApiError, HttpApiProvider, excerpt
+from ci_grade.providers.response_dict import response_from_dict
+from ci_grade.providers.retry import RetryPolicy
+from ci_grade.scripting import js, python
+
+UNSUPPORTED = ("request", "transformRequest", "sessionParser", "signatureAuth")
+_FUNCTION_EXPRESSION = re.compile(r"^\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)")
+_NO_BODY_METHODS = ("GET", "HEAD")
+
+
+class HttpProvider(HttpApiProvider):
+    """Sends one templated HTTP request per call and turns the reply into an output.
+
+    Not cached: the request depends on the test's vars, not only on the prompt the cache keys on.
+    """
+
+    cacheable = False
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16):
+        super().__init__(spec, env, max_concurrency)
+        config = spec.config
+        self._url = config.get("url") or (spec.id if spec.id.startswith(("http://", "https://")) else None)
+        self._transform = config.get("transformResponse", config.get("responseParser"))
+
+    def retry_policy(self) -> RetryPolicy:
+        policy = RetryPolicy.from_env()
+        retries = self.spec.config.get("maxRetries")
+        if retries is None:
+            return policy
+        return RetryPolicy(attempts=max(1, int(retries) + 1), base_delay=policy.base_delay, max_delay=policy.max_delay)
+
+    def error_message(self, response: httpx.Response) -> str:
+        body = excerpt(response.text, 200)
+        return f"HTTP {response.status_code} {response.reason_phrase}" + (f": {body}" if body else "")
+
+    def check_config(self) -> str | None:
+        unsupported = [key for key in UNSUPPORTED if key in self.spec.config]
+        if unsupported:
+            return f"provider {self.id}: config.{unsupported[0]} is not supported by ci-grade"
+        if not self._url:
+            return f"provider {self.id}: config.url is required"
+        return None
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        if error := self.check_config():
+            return ProviderResponse(error=error)
+        config = self.spec.config
+        variables = {**context.vars, "prompt": prompt}
+        try:
+            url = templating.render(str(self._url), variables)
+            headers = {str(k): templating.render(str(v), variables) for k, v in (config.get("headers") or {}).items()}
+            params = {str(k): templating.render(str(v), variables) for k, v in (config.get("queryParams") or {}).items()}
+            method = str(config.get("method") or "POST").upper()
+            content = None if method in _NO_BODY_METHODS else _render_body(config.get("body"), variables, headers)
+        except templating.TemplateError as exc:
+            return ProviderResponse(error=f"provider {self.id}: {exc}")
+        try:
+            response = await self.send(method, url, params=params, headers=headers, content=content)
+        except ApiError as exc:
+            return ProviderResponse(error=str(exc))
+        text = response.text
+        try:
+            data = json.loads(text) if text.strip() else None
+        except ValueError:
+            data = None
+        if not self._transform:
+            return ProviderResponse(output=data if data is not None else text, token_usage=TokenUsage(num_requests=1))
+        transform_context = {
+            "status": response.status_code,
+            "headers": dict(response.headers),
+            "response": {"data": data, "status": response.status_code, "statusText": response.reason_phrase, "headers": dict(response.headers), "cached": False},
+            "vars": context.vars,
+            "prompt": {"raw": context.prompt_raw, "label": context.prompt_label},
+        }
+        return await self.transformed(data, text, transform_context)
+
+    async def transformed(self, data: Any, text: str, context: dict[str, Any]) -> ProviderResponse:
+        try:
+            value = await self.run_transform(str(self._transform), [data, text, context])
+        except (js.JsError, python.PythonScriptError, FileNotFoundError) as exc:
+            return ProviderResponse(error=f"transformResponse failed: {exc}")
+        except Exception as exc:
+            return ProviderResponse(error=f"transformResponse failed: {type(exc).__name__}: {exc}")
+        if value is None:
+            return ProviderResponse(error="transformResponse returned nothing (check the expression against the reply)")
+        if isinstance(value, dict) and ("output" in value or "error" in value):
+            return response_from_dict(value, "transformResponse")
+        return ProviderResponse(output=value, token_usage=TokenUsage(num_requests=1))
+
+    async def run_transform(self, code: str, args: list[Any]) -> Any:
+        """Inline JavaScript (expression, body or function) or a JS/Python file function."""
+        if code.startswith("file://"):
+            path_text, function = files.split_function(code)
+            path = files.resolve(path_text, self.base_dir or Path.cwd())
+            if not path.is_file():
+                raise FileNotFoundError(f"file not found: {path}")
+            if path.suffix == ".py":
+                if not function:
+                    raise python.PythonScriptError(f"name the function to call: file://{path_text}:<function>")
+                return await python.call(python.load_function(path, function), *args)
+            return js.call_js_file_function(path, function, args)
+        if _FUNCTION_EXPRESSION.match(code):
+            code = f"return ({code.strip().rstrip(';')})(json, text, context);"
+        _, value = await js.arun_inline(code, ("json", "text", "context"), args)
+        return value
+
+
+def _render_body(body: Any, variables: dict[str, Any], headers: dict[str, str]) -> bytes | None:
+    """The request body as bytes, setting a Content-Type header when none is given."""
+    if body is None:
+        return None
+    content_type = next((k for k in headers if k.lower() == "content-type"), None)
+    if isinstance(body, str):
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict | list):
+            if content_type is None:
+                headers["Content-Type"] = "text/plain"
+            return templating.render(body, variables).encode()
+        body = parsed
+    if content_type is None:
+        headers["Content-Type"] = "application/json"
+    return json.dumps(templating.render_value(body, variables), ensure_ascii=False).encode()

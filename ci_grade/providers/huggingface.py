@@ -1,0 +1,123 @@
+"""Hugging Face Inference API text classification: `huggingface:text-classification:<model>` (or `hf:`).
+
+A call POSTs `{"inputs": text}` to `{base}/models/<model>` (base: `HF_API_BASE_URL`, default the
+public serverless endpoint) or to `config.apiEndpoint` when set (a dedicated Inference Endpoint),
+with `HF_API_TOKEN` / `HF_TOKEN` / `config.apiKey` as a bearer token. The `[[{label, score}]]`
+reply becomes `{label: score}`; used as a target, that mapping as a JSON string is the output.
+A 503 "model is loading" reply is retried after its `estimated_time` (bounded by the retry
+policy's maximum wait).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import httpx
+
+from ci_grade.config.models import ProviderSpec
+from ci_grade.providers.base import (
+    CallContext,
+    Capability,
+    ClassificationResponse,
+    ProviderResponse,
+    TokenUsage,
+)
+from ci_grade.providers.http_api import ApiError, HttpApiProvider, excerpt
+from ci_grade.providers.registry import UnknownProviderError
+from ci_grade.providers.retry import retry_after_seconds
+
+DEFAULT_BASE_URL = "https://router.huggingface.co/hf-inference"
+TASKS = ("text-classification",)
+
+
+class HuggingFaceClassificationProvider(HttpApiProvider):
+    """`huggingface:text-classification:<model>`: label scores for a text."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({"classification", "text"})
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int = 16):
+        super().__init__(spec, env, max_concurrency)
+        self._model = model
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def describe(self) -> str:
+        return f"huggingface:text-classification:{self._model}"
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {**super().cache_identity(), "url": self.url()}
+
+    def url(self) -> str:
+        endpoint = self.spec.config.get("apiEndpoint")
+        if endpoint:
+            return str(endpoint)
+        base = self.env_value("HF_API_BASE_URL") or DEFAULT_BASE_URL
+        return f"{base.rstrip('/')}/models/{self._model}"
+
+    def headers(self) -> dict[str, str]:
+        token = self.spec.config.get("apiKey") or self.env_value("HF_API_TOKEN", "HF_TOKEN")
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def retry_after(self, response: httpx.Response) -> float | None:
+        waited = retry_after_seconds(response.headers)
+        if waited is not None:
+            return waited
+        try:
+            estimate = response.json().get("estimated_time")
+        except (ValueError, AttributeError):
+            return None
+        return float(estimate) if isinstance(estimate, int | float) and math.isfinite(estimate) else None
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        """As a target, the output is the label scores as a JSON object string (as in promptfoo)."""
+        result = await self._classify(prompt)
+        if result.error:
+            return ProviderResponse(error=result.error)
+        return ProviderResponse(output=json.dumps(result.classification), token_usage=TokenUsage(num_requests=1))
+
+    async def _classify(self, text: str) -> ClassificationResponse:
+        body: dict[str, Any] = {"inputs": text}
+        for key in ("parameters", "options"):
+            if isinstance(self.spec.config.get(key), dict):
+                body[key] = self.spec.config[key]
+        try:
+            data = await self.post_json(self.url(), body, self.headers())
+        except ApiError as exc:
+            return ClassificationResponse(error=str(exc))
+        scores = _label_scores(data)
+        if scores is None:
+            return ClassificationResponse(error=f"API reply is not a list of {{label, score}}: {excerpt(str(data), 200)}")
+        return ClassificationResponse(classification=scores)
+
+
+def _label_scores(data: Any) -> dict[str, float] | None:
+    """`[[{label, score}, ...]]` (or the flat list some endpoints return) -> {label: score}."""
+    if isinstance(data, list) and len(data) == 1 and isinstance(data[0], list):
+        data = data[0]
+    if not isinstance(data, list) or not data:
+        return None
+    scores: dict[str, float] = {}
+    for item in data:
+        if not isinstance(item, dict) or not isinstance(item.get("label"), str) or not isinstance(item.get("score"), int | float):
+            return None
+        if isinstance(item["score"], bool) or not math.isfinite(item["score"]):
+            return None
+        scores[item["label"]] = float(item["score"])
+    return scores
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> HuggingFaceClassificationProvider:
+    """`huggingface:<task>:<model>` / `hf:<task>:<model>`; only text classification is offered."""
+    parts = spec.id.split(":", 2)
+    task = parts[1] if len(parts) > 1 else ""
+    model = parts[2] if len(parts) > 2 else ""
+    if task not in TASKS:
+        raise UnknownProviderError(f"{spec.id}: ci-grade supports Hugging Face tasks {', '.join(TASKS)} (e.g. huggingface:text-classification:<model>)")
+    if not model:
+        raise UnknownProviderError(f"{spec.id}: name a model, e.g. huggingface:text-classification:ProtectAI/deberta-v3-base-prompt-injection-v2")
+    return HuggingFaceClassificationProvider(spec, env, model, max_concurrency)

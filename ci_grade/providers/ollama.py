@@ -1,0 +1,175 @@
+"""Ollama's REST API over httpx (non-streaming): chat, completion and embeddings.
+
+Ids: `ollama:chat:<model>` (`/api/chat`), `ollama:completion:<model>` or `ollama:<model>`
+(`/api/generate`), `ollama:embedding:<model>` or `ollama:embeddings:<model>` (`/api/embed`).
+The server is `OLLAMA_BASE_URL` (or config `apiBaseUrl`), default `http://localhost:11434`;
+`OLLAMA_API_KEY`, if set, is sent as a bearer token. Sampling settings in config (temperature,
+num_predict, top_k, ...) go into the request's `options`. Local models cost nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ci_grade.config.models import ProviderSpec
+from ci_grade.providers.base import (
+    CallContext,
+    Capability,
+    EmbeddingResponse,
+    ProviderResponse,
+    TokenUsage,
+    parse_chat_messages,
+)
+from ci_grade.providers.http_api import ApiError, HttpApiProvider, excerpt
+from ci_grade.providers.registry import UnknownProviderError
+
+DEFAULT_BASE_URL = "http://localhost:11434"
+# Model parameters Ollama reads from a request's `options`.
+OPTION_NAMES = frozenset(
+    {
+        "num_keep", "seed", "num_predict", "top_k", "top_p", "min_p", "typical_p", "repeat_last_n", "temperature",
+        "repeat_penalty", "presence_penalty", "frequency_penalty", "mirostat", "mirostat_tau", "mirostat_eta",
+        "penalize_newline", "stop", "numa", "num_ctx", "num_batch", "num_gpu", "main_gpu", "low_vram",
+        "vocab_only", "use_mmap", "use_mlock", "num_thread",
+    }
+)
+# Top-level request fields copied from config.
+REQUEST_FIELDS = ("format", "keep_alive", "think", "tools", "system", "template", "raw")
+
+
+class OllamaProvider(HttpApiProvider):
+    """Shared endpoint, authentication and option handling."""
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int = 16):
+        super().__init__(spec, env, max_concurrency)
+        self._model = model
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {**super().cache_identity(), "model": self._model, "base_url": self.endpoint("")}
+
+    def endpoint(self, path: str) -> str:
+        base = str(self.spec.config.get("apiBaseUrl") or self.spec.config.get("baseUrl") or self.env_value("OLLAMA_BASE_URL") or DEFAULT_BASE_URL)
+        return base.rstrip("/") + path
+
+    def headers(self) -> dict[str, str]:
+        key = self.spec.config.get("apiKey") or self.env_value("OLLAMA_API_KEY")
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def request_body(self, **fields: Any) -> dict[str, Any]:
+        config = self.spec.config
+        options = {k: v for k, v in config.items() if k in OPTION_NAMES}
+        if "num_predict" not in options and config.get("max_tokens") is not None:
+            options["num_predict"] = config["max_tokens"]
+        if isinstance(config.get("options"), dict):
+            options.update(config["options"])
+        body: dict[str, Any] = {"model": self._model, **fields, "stream": False}
+        body.update({k: config[k] for k in REQUEST_FIELDS if config.get(k) is not None})
+        if options:
+            body["options"] = options
+        if isinstance(config.get("passthrough"), dict):
+            body.update(config["passthrough"])
+        return body
+
+    async def generate(self, path: str, body: dict[str, Any]) -> ProviderResponse:
+        try:
+            data = await self.post_json(self.endpoint(path), body, self.headers())
+        except ApiError as exc:
+            return ProviderResponse(error=str(exc))
+        if not isinstance(data, dict):
+            return ProviderResponse(error=f"API reply is not an object: {excerpt(str(data), 200)}")
+        if data.get("error"):
+            return ProviderResponse(error=f"API error: {data['error']}")
+        output = self.output_of(data)
+        if output is None:
+            return ProviderResponse(error=f"API reply has no output: {excerpt(str(data), 200)}")
+        usage = TokenUsage.of(data.get("prompt_eval_count"), data.get("eval_count"))
+        reason = data.get("done_reason")
+        finish = "length" if reason == "length" else ("tool_calls" if isinstance(output, list) else "stop")
+        return ProviderResponse(output=output, token_usage=usage, cost=0.0, finish_reason=finish)
+
+    def output_of(self, data: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+class OllamaChatProvider(OllamaProvider):
+    """`ollama:chat:<model>`: `/api/chat` with the prompt as chat messages."""
+
+    def describe(self) -> str:
+        return f"ollama:chat:{self._model}"
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        body = self.request_body(messages=parse_chat_messages(prompt))
+        if context.response_schema is not None and "format" not in body:
+            body["format"] = context.response_schema
+        return await self.generate("/api/chat", body)
+
+    def output_of(self, data: dict[str, Any]) -> Any:
+        message = data.get("message")
+        if not isinstance(message, dict):
+            return None
+        content = message.get("content")
+        if not content and message.get("tool_calls"):
+            return message["tool_calls"]
+        return content
+
+
+class OllamaCompletionProvider(OllamaProvider):
+    """`ollama:completion:<model>` and `ollama:<model>`: `/api/generate` with the raw prompt."""
+
+    def describe(self) -> str:
+        return f"ollama:completion:{self._model}"
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        body = self.request_body(prompt=prompt)
+        if context.response_schema is not None and "format" not in body:
+            body["format"] = context.response_schema
+        return await self.generate("/api/generate", body)
+
+    def output_of(self, data: dict[str, Any]) -> Any:
+        return data.get("response")
+
+
+class OllamaEmbeddingProvider(OllamaProvider):
+    """`ollama:embedding:<model>`: `/api/embed`."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({"embedding"})
+
+    def describe(self) -> str:
+        return f"ollama:embedding:{self._model}"
+
+    async def _embed(self, text: str) -> EmbeddingResponse:
+        body = self.request_body(input=text)
+        body.pop("stream", None)
+        try:
+            data = await self.post_json(self.endpoint("/api/embed"), body, self.headers())
+        except ApiError as exc:
+            return EmbeddingResponse(error=str(exc))
+        embeddings = data.get("embeddings") if isinstance(data, dict) else None
+        if not isinstance(embeddings, list) or not embeddings or not isinstance(embeddings[0], list):
+            return EmbeddingResponse(error=f"API reply has no embeddings: {excerpt(str(data), 200)}")
+        try:
+            vector = [float(v) for v in embeddings[0]]
+        except (TypeError, ValueError):
+            return EmbeddingResponse(error="API reply has a non-numeric embedding")
+        usage = TokenUsage.of(data.get("prompt_eval_count"), 0)
+        return EmbeddingResponse(embedding=vector, token_usage=usage, cost=0.0)
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> OllamaProvider:
+    """Build the Ollama provider an `ollama:...` id names."""
+    rest = spec.id.split(":", 1)[1]
+    kind, _, model = rest.partition(":")
+    if kind == "chat" and model:
+        return OllamaChatProvider(spec, env, model, max_concurrency)
+    if kind == "completion" and model:
+        return OllamaCompletionProvider(spec, env, model, max_concurrency)
+    if kind in ("embedding", "embeddings") and model:
+        return OllamaEmbeddingProvider(spec, env, model, max_concurrency)
+    if kind in ("chat", "completion", "embedding", "embeddings") or not rest:
+        raise UnknownProviderError(f"{spec.id}: name a model, e.g. ollama:{kind or 'chat'}:llama3.1")
+    return OllamaCompletionProvider(spec, env, rest, max_concurrency)

@@ -1,0 +1,80 @@
+"""Python functions as providers: `file://provider.py[:function]` and `python:provider.py[:function]`.
+
+The file (relative to the config's folder) is imported once per run; the function (default
+`call_api`) is called as `fn(prompt, options, context)` with `options = {id, label, config}` and
+`context = {vars, prompt: {raw, label}}`. Plain functions run in a worker thread, coroutine
+functions on the event loop. It returns a dict with `output` and/or `error`, optionally
+`tokenUsage`, `cost`, `metadata`, `cached`, `finishReason`, `isRefusal` (snake_case works too).
+An exception becomes an error naming the file and line it came from.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ci_grade.config import files
+from ci_grade.config.models import ProviderSpec
+from ci_grade.providers.base import CallContext, Provider, ProviderResponse
+from ci_grade.providers.registry import UnknownProviderError
+from ci_grade.providers.response_dict import response_from_dict
+from ci_grade.scripting import python
+
+DEFAULT_FUNCTION = "call_api"
+
+
+class PythonProvider(Provider):
+    """Calls a function from a user's Python file for each prompt."""
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], path: str, function: str, max_concurrency: int = 16):
+        super().__init__(spec, env, max_concurrency)
+        self.path_text = path
+        self.function = function
+
+    def path(self) -> Path:
+        return files.resolve(self.path_text, self.base_dir or Path.cwd()).resolve()
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        path = self.path()
+        if not path.is_file():
+            return ProviderResponse(error=f"provider file not found: {path}")
+        try:
+            function = python.load_function(path, self.function)
+        except python.PythonScriptError as exc:
+            return ProviderResponse(error=str(exc))
+        options = {"id": self.id, "label": self.spec.label, "config": self.spec.config}
+        call_context = {"vars": context.vars, "prompt": {"raw": context.prompt_raw, "label": context.prompt_label}}
+        try:
+            result = await python.call(function, prompt, options, call_context)
+        except Exception as exc:
+            return ProviderResponse(error=f"{type(exc).__name__}: {exc}{_where(exc, path)}")
+        return self.to_response(result)
+
+    def to_response(self, result: Any) -> ProviderResponse:
+        source = f"{self.function}() in {self.path_text}"
+        if not isinstance(result, dict):
+            return ProviderResponse(error=f"{source} must return a dict with 'output' or 'error', got {type(result).__name__}")
+        return response_from_dict(result, source)
+
+
+def _where(exc: BaseException, path: Path) -> str:
+    """` (provider.py:12 in call_api)`: the deepest frame of the user's file, if any."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    return f" ({path.name}:{frame.lineno} in {frame.name})"
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> PythonProvider:
+    """`file://x.py[:fn]` or `python:x.py[:fn]`."""
+    reference = spec.id.removeprefix("python:") if spec.id.startswith("python:") else spec.id
+    path, function = files.split_function(reference)
+    if not path.endswith(".py"):
+        raise UnknownProviderError(
+            f"{spec.id}: only Python file providers (file://provider.py) are supported; "
+            "JavaScript, TypeScript and other file providers are not"
+        )
+    return PythonProvider(spec, env, path, function or DEFAULT_FUNCTION, max_concurrency)

@@ -1,0 +1,270 @@
+"""The Markdown report (PR comment and job summary) from jinja2 templates under `templates/`.
+
+Layout: the verdict line, the baseline and gate settings, a table of pass rate, mean score and
+named metrics (base, head, delta), then sections: regressions and new failures (with the
+grader's reasons), errors, failing tests, inconclusive drops, fixes, renamed, added and removed
+tests, each showing ten items and collapsing the rest in `<details>`; then tokens, cost and
+duration. The body always fits `max_chars` (and `max_bytes` of UTF-8 when given): the long
+sections are cut, lowest priority first, with a note saying how many items are not shown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from ci_grade.compare import CaseDelta, Comparison, MetricDelta, Rate
+from ci_grade.redact import Redactor
+from ci_grade.report.console import format_cost, format_duration
+from ci_grade.report.markdown_escape import Escaper, Md
+from ci_grade.results.models import EvalRun
+
+TEMPLATES = Path(__file__).parent / "templates"
+EXPANDED = 10
+MAX_METRIC_ROWS = 50
+_DETAILS_OVERHEAD = 80
+_VERDICTS = {"passed": "✅ **Passed**", "regressed": "📉 **Regressed**", "failed": "❌ **Failed**"}
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+@dataclass
+class _Section:
+    title: str
+    items: list[Md]
+    keep: int = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.items)
+
+    @property
+    def shown(self) -> list[Md]:
+        return self.items[: min(self.keep, EXPANDED)]
+
+    @property
+    def collapsed(self) -> list[Md]:
+        return self.items[EXPANDED: self.keep]
+
+    @property
+    def omitted(self) -> int:
+        return len(self.items) - self.keep
+
+
+@dataclass
+class _Row:
+    label: Md
+    base: float | None
+    head: float | None
+    delta: float | None
+    regressed: bool = False
+    inconclusive: bool = False
+
+
+@dataclass
+class _Budget:
+    max_chars: int
+    max_bytes: int | None = None
+    limit: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.limit = min(self.max_chars, self.max_bytes) if self.max_bytes is not None else self.max_chars
+
+    def size(self, text: str) -> int:
+        return len(text.encode("utf-8")) if self.max_bytes is not None else len(text)
+
+
+def _number(value: float | None, fmt: str = "{:.2f}") -> Md:
+    return Md("–" if value is None else fmt.format(value))
+
+
+def _delta(value: float | None) -> Md:
+    if value is None:
+        return Md("–")
+    if abs(value) < 0.005:
+        return Md("＝ 0.00")
+    return Md(f"▲ +{value:.2f}" if value > 0 else f"▼ −{-value:.2f}")
+
+
+def _delta_pct(value: float | None) -> Md:
+    if value is None:
+        return Md("–")
+    points = value * 100
+    if abs(points) < 0.05:
+        return Md("＝ 0 pts")
+    return Md(f"▲ +{points:.1f} pts" if points > 0 else f"▼ −{-points:.1f} pts")
+
+
+def _rate(rate: Rate | None) -> Md:
+    return Md("–") if rate is None else Md(f"{rate.value:.1%} ({rate.passed}/{rate.total})")
+
+
+def _flag(row: _Row) -> Md:
+    return Md(" 🔻 regression" if row.regressed else " (within noise)" if row.inconclusive else "")
+
+
+def _spread(case: CaseDelta, side: str) -> Md:
+    spread = case.base_spread if side == "base" else case.head_spread
+    repeats = case.base_repeats if side == "base" else case.head_repeats
+    return Md(f" ±{spread:.2f} (n={repeats})" if repeats > 1 else "")
+
+
+def _environment(escaper: Escaper) -> Environment:
+    """Templates whose every `{{ }}` is escaped by `escaper` unless it is our own Markdown."""
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        finalize=lambda value: value if hasattr(value, "__html__") else escaper.inline(value),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=StrictUndefined,
+    )
+    env.filters.update(
+        text=lambda value, limit=300: escaper.inline(value, limit), score=_number, pct=lambda v: _number(v, "{:.0%}"),
+        delta=_delta, delta_pct=_delta_pct, rate=_rate, flag=_flag, spread=_spread,
+    )
+    return env
+
+
+def _sections(c: Comparison, items: Any) -> list[_Section]:
+    """Sections in priority order (the first ones keep their items when space runs out)."""
+    regressions = c.regressions
+    listed = {t.test_id for t in regressions}
+    failing = [t for t in c.failures if t.test_id not in listed]
+    candidates = [
+        ("Regressions and new failures", regressions, items.failing),
+        ("Errors", c.errors, items.errored),
+        ("Other failing tests" if c.has_baseline else "Failing tests", failing, items.failing),
+        ("Inconclusive drops (within noise)", c.inconclusive, items.brief),
+        ("Fixes", c.fixes, items.brief),
+        ("Renamed tests", c.changed("renamed"), items.brief),
+        ("Added tests", c.changed("added"), items.brief),
+        ("Removed tests", c.changed("removed"), items.brief),
+    ]
+    return [_Section(title, [_item(render(t)) for t in tests]) for title, tests, render in candidates if tests]
+
+
+def _item(text: str) -> Md:
+    """One list item: its lines without blank ones (a blank line would loosen the list)."""
+    return Md("\n".join(line for line in text.splitlines() if line.strip()))
+
+
+def _metric_rows(c: Comparison, escaper: Escaper) -> list[_Row]:
+    def row(metric: MetricDelta, label: Md) -> _Row:
+        return _Row(label, metric.base, metric.head, metric.delta, metric.regressed, metric.inconclusive)
+
+    rows = [row(c.mean_score, Md("**Mean score**"))]
+    rows += [row(m, Md(f"metric {escaper.inline(m.name, 60)}")) for m in c.metrics]
+    return rows
+
+
+def _totals(run: EvalRun, c: Comparison, escaper: Escaper) -> Md:
+    head, base = c.head_totals, c.base_totals
+    tokens = head.tokens + head.grading_tokens
+
+    def change(now: float, before: float | None, fmt: Callable[[float], str]) -> str:
+        if before is None or not c.has_baseline or fmt(now) == fmt(before):
+            return ""
+        return f" ({'▲' if now > before else '▼'} {fmt(abs(now - before))})"
+
+    base_tokens = base.tokens + base.grading_tokens if base and base.rows else None
+    parts = [
+        f"Tokens {tokens:,} (provider {head.tokens:,}, grading {head.grading_tokens:,}){change(tokens, base_tokens, lambda v: f'{int(v):,}')}",
+        f"cost {format_cost(head.cost)}{change(head.cost, base.cost if base and base.rows else None, format_cost)}",
+        f"duration {format_duration(head.duration_ms)}{change(head.duration_ms, base.duration_ms if base and base.rows and base.duration_ms else None, format_duration)}",
+        f"{head.rows} rows",
+    ]
+    if run.info.ci_grade_version:
+        parts.append(f"ci-grade {escaper.inline(run.info.ci_grade_version, 20)}")
+    return Md(" · ".join(parts))
+
+
+def render_markdown(
+    run: EvalRun,
+    comparison: Comparison,
+    *,
+    title: str = "ci-grade",
+    max_chars: int = 65_536,
+    marker: str | None = None,
+    redactor: Redactor | None = None,
+    max_bytes: int | None = None,
+) -> str:
+    """The report as Markdown of at most `max_chars` characters (and `max_bytes` UTF-8 bytes),
+    the hidden `marker` comment included when given."""
+    escaper = Escaper(redactor)
+    env = _environment(escaper)
+    items = env.get_template("items.md.j2").module
+    sections = _sections(comparison, items)
+    rows = _metric_rows(comparison, escaper)
+    tail = f"\n{Escaper.marker(marker)}\n" if marker else ""
+    budget = _Budget(max_chars, max_bytes)
+    context = {
+        "title": title,
+        "c": comparison,
+        "verdict": Md(_VERDICTS[comparison.verdict]),
+        "base_commit": (comparison.base_info.commit or "")[:12] if comparison.base_info else "",
+        "metrics": rows[:MAX_METRIC_ROWS],
+        "hidden_metrics": max(0, len(rows) - MAX_METRIC_ROWS),
+        "totals": _totals(run, comparison, escaper),
+    }
+    template = env.get_template("report.md.j2")
+
+    def render() -> str:
+        text = template.render(sections=sections, **context)
+        return _BLANK_RUNS.sub("\n\n", text).strip("\n") + "\n" + tail
+
+    for section in sections:
+        section.keep = section.count
+    text = render()
+    if budget.size(text) <= budget.limit:
+        return text
+    return _fit(sections, render, budget, comparison, escaper, tail)
+
+
+def _fit(sections: list[_Section], render: Callable[[], str], budget: _Budget, c: Comparison, escaper: Escaper, tail: str) -> str:
+    """Keep items in priority order while they fit; then trim from the end until the body fits."""
+    for section in sections:
+        section.keep = 0
+    used = budget.size(render())
+    if used > budget.limit:
+        return _minimal(c, escaper, budget, tail)
+    full = False
+    for section in sections:
+        for index, item in enumerate(section.items):
+            cost = budget.size(item) + 1 + (_DETAILS_OVERHEAD if index == EXPANDED else 0)
+            if full or used + cost > budget.limit:
+                full = True
+                break
+            used += cost
+            section.keep += 1
+    text = render()
+    while budget.size(text) > budget.limit:
+        last = next((s for s in reversed(sections) if s.keep), None)
+        if last is None:
+            return _minimal(c, escaper, budget, tail)
+        last.keep -= 1
+        text = render()
+    return text
+
+
+def _minimal(c: Comparison, escaper: Escaper, budget: _Budget, tail: str) -> str:
+    """The verdict alone, when not even the section headings fit."""
+    note = "\n\n_The full report does not fit here; see the job summary or the results file._\n"
+    head = f"{_VERDICTS[c.verdict]}: "
+    room = budget.limit - budget.size(head + note + tail)
+    limit = 800
+    reason = str(escaper.inline(c.reason, limit))
+    while budget.size(reason) > room and limit > 1:
+        limit = max(1, min(limit - 1, limit - (budget.size(reason) - room)))
+        reason = str(escaper.inline(c.reason, limit))
+    if budget.size(reason) <= room:
+        return head + reason + note + tail
+    text = _VERDICTS[c.verdict]
+    while text and budget.size(text) > budget.limit:
+        text = text[:-1]
+    return text

@@ -1,0 +1,228 @@
+"""A GitHub REST stand-in on loopback: the endpoints PyGithub calls for the sticky PR comment.
+
+Serves `GET /repos/{o}/{r}`, `GET /repos/{o}/{r}/issues/{n}` (and `/pulls/{n}`), `GET`/`POST
+/repos/{o}/{r}/issues/{n}/comments` (paginated with `Link` headers like GitHub), `PATCH
+/repos/{o}/{r}/issues/comments/{id}` and `GET /user`. Every request must carry the expected
+token; requests are recorded; faults (status + message, a number of times) can be injected.
+
+`user_login=None` behaves like the Actions `GITHUB_TOKEN`: `GET /user` is refused (403) and
+comments are written by `github-actions[bot]`. A login behaves like a personal token.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+BOT_LOGIN = "github-actions[bot]"
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    json: Any
+
+
+@dataclass
+class _Fault:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    message: str
+    times: int | None
+
+
+@dataclass
+class GitHubServer:
+    """Start with `with GitHubServer(...) as gh:`; `gh.api_url` is the REST base URL."""
+
+    token: str = "ghs_standInToken0123456789"
+    repository: str = "octo/demo"
+    user_login: str | None = None
+    max_per_page: int = 100
+    requests: list[Request] = field(default_factory=list)
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    _faults: list[_Fault] = field(default_factory=list)
+    _next_id: int = 1000
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __enter__(self) -> GitHubServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:
+                server._handle(self, "GET")
+
+            def do_POST(self) -> None:
+                server._handle(self, "POST")
+
+            def do_PATCH(self) -> None:
+                server._handle(self, "PATCH")
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    @property
+    def api_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def author(self) -> str:
+        return self.user_login or BOT_LOGIN
+
+    def add_comment(self, number: int, body: str, login: str) -> dict[str, Any]:
+        """Seed a comment written by `login`."""
+        with self._lock:
+            return self._new_comment(number, body, login)
+
+    def fail(self, method: str, path_regex: str, status: int = 403, message: str = "Resource not accessible by integration", times: int | None = None) -> None:
+        """Answer matching requests with `status` (`times` times, or always)."""
+        self._faults.append(_Fault(method, re.compile(path_regex), status, message, times))
+
+    def calls(self, method: str, path_regex: str = "") -> list[Request]:
+        pattern = re.compile(path_regex)
+        return [r for r in self.requests if r.method == method and pattern.search(r.path)]
+
+    def _new_comment(self, number: int, body: str, login: str) -> dict[str, Any]:
+        self._next_id += 1
+        cid = self._next_id
+        owner_repo = self.repository
+        comment = {
+            "id": cid,
+            "node_id": f"IC_{cid}",
+            "url": f"{self.api_url}/repos/{owner_repo}/issues/comments/{cid}",
+            "html_url": f"https://github.example/{owner_repo}/pull/{number}#issuecomment-{cid}",
+            "issue_url": f"{self.api_url}/repos/{owner_repo}/issues/{number}",
+            "body": body,
+            "user": {"login": login, "id": sum(map(ord, login)), "type": "Bot" if login.endswith("[bot]") else "User"},
+            "created_at": "2026-11-21T10:00:00Z",
+            "updated_at": "2026-11-21T10:00:00Z",
+            "author_association": "NONE",
+        }
+        self.comments.setdefault(number, []).append(comment)
+        return comment
+
+    # --- request handling -------------------------------------------------------------
+
+    def _handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        parts = urlsplit(handler.path)
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        request = Request(method, parts.path, {k: v[-1] for k, v in parse_qs(parts.query).items()}, dict(handler.headers.items()), body)
+        with self._lock:
+            self.requests.append(request)
+            status, payload, headers = self._route(request)
+        data = json.dumps(payload).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json; charset=utf-8")
+        handler.send_header("Content-Length", str(len(data)))
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def _route(self, request: Request) -> tuple[int, Any, dict[str, str]]:
+        scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() not in ("token", "bearer") or credential != self.token:
+            return 401, {"message": "Bad credentials"}, {}
+        for fault in self._faults:
+            if fault.method == request.method and fault.pattern.search(request.path) and fault.times != 0:
+                if fault.times is not None:
+                    fault.times -= 1
+                return fault.status, {"message": fault.message}, {}
+        repo = re.escape(self.repository)
+        path = request.path
+        if request.method == "GET" and path == "/user":
+            if self.user_login is None:
+                return 403, {"message": "Resource not accessible by integration"}, {}
+            return 200, {"login": self.user_login, "id": 1, "type": "User"}, {}
+        if request.method == "GET" and re.fullmatch(f"/repos/{repo}", path):
+            return 200, self._repo_json(), {}
+        if request.method == "GET" and (m := re.fullmatch(f"/repos/{repo}/(?:issues|pulls)/(\\d+)", path)):
+            return 200, self._issue_json(int(m[1])), {}
+        if m := re.fullmatch(f"/repos/{repo}/issues/(\\d+)/comments", path):
+            number = int(m[1])
+            if request.method == "GET":
+                return self._page(number, request)
+            if request.method == "POST":
+                text = (request.json or {}).get("body")
+                if not isinstance(text, str):
+                    return 422, {"message": "Invalid request: body is required"}, {}
+                if len(text) > 65536:
+                    return 422, {"message": "Body is too long (maximum is 65536 characters)"}, {}
+                return 201, self._new_comment(number, text, self.author), {}
+        if request.method == "PATCH" and (m := re.fullmatch(f"/repos/{repo}/issues/comments/(\\d+)", path)):
+            for comment in (c for thread in self.comments.values() for c in thread):
+                if comment["id"] == int(m[1]):
+                    text = (request.json or {}).get("body")
+                    if not isinstance(text, str) or len(text) > 65536:
+                        return 422, {"message": "Invalid comment body"}, {}
+                    comment["body"] = text
+                    comment["updated_at"] = "2026-11-21T11:00:00Z"
+                    return 200, comment, {}
+        return 404, {"message": "Not Found"}, {}
+
+    def _page(self, number: int, request: Request) -> tuple[int, Any, dict[str, str]]:
+        thread = self.comments.get(number, [])
+        per_page = min(int(request.query.get("per_page", "30")), self.max_per_page)
+        page = max(1, int(request.query.get("page", "1")))
+        last = max(1, -(-len(thread) // per_page))
+        items = thread[(page - 1) * per_page : page * per_page]
+        base = f"{self.api_url}{request.path}"
+        links = []
+        if page < last:
+            links.append(f'<{base}?per_page={per_page}&page={page + 1}>; rel="next"')
+            links.append(f'<{base}?per_page={per_page}&page={last}>; rel="last"')
+        if page > 1:
+            links.append(f'<{base}?per_page={per_page}&page=1>; rel="first"')
+            links.append(f'<{base}?per_page={per_page}&page={page - 1}>; rel="prev"')
+        return 200, items, ({"Link": ", ".join(links)} if links else {})
+
+    def _repo_json(self) -> dict[str, Any]:
+        owner, name = self.repository.split("/")
+        return {
+            "id": 1,
+            "name": name,
+            "full_name": self.repository,
+            "owner": {"login": owner, "id": 2, "type": "Organization"},
+            "url": f"{self.api_url}/repos/{self.repository}",
+            "html_url": f"https://github.example/{self.repository}",
+            "private": False,
+        }
+
+    def _issue_json(self, number: int) -> dict[str, Any]:
+        url = f"{self.api_url}/repos/{self.repository}/issues/{number}"
+        return {
+            "id": 5000 + number,
+            "number": number,
+            "title": f"PR {number}",
+            "state": "open",
+            "url": url,
+            "comments_url": f"{url}/comments",
+            "html_url": f"https://github.example/{self.repository}/pull/{number}",
+            "comments": len(self.comments.get(number, [])),
+            "pull_request": {"url": f"{self.api_url}/repos/{self.repository}/pulls/{number}"},
+            "user": {"login": "contributor", "id": 3, "type": "User"},
+        }

@@ -1,0 +1,359 @@
+"""`ci-grade action` end to end: a temp git workspace, a fake event, the GitHub REST stand-in.
+
+The action runs with the environment the runner gives a Docker action (GITHUB_* variables,
+INPUT_* with hyphens, output and summary files) and talks to the stand-in through PyGithub.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ci_grade.baseline import load_baseline, save_baseline
+from ci_grade.github.comment import marker_for
+from tests.conftest import CliResult, run_cli, run_cli_process, write
+from tests.github_helpers import commands_in, parse_outputs
+from tests.servers.github_server import BOT_LOGIN, GitHubServer
+from tests.servers.llm_server import LLMServer
+
+TOKEN = "ghs_e2eWorkflowToken0123456789"
+MARKER = marker_for("ci-grade")
+
+CONFIG = """
+description: support bot
+prompts: ['{{q}} [{{ env.GITHUB_TOKEN }}]']
+providers: [echo]
+tests:
+  - description: greets the user
+    vars: {q: hello world}
+    threshold: 0.5
+    assert:
+      - {type: contains, value: hello}
+      - {type: contains, value: world}
+  - description: points to the docs
+    vars: {q: see the docs}
+    assert:
+      - {type: icontains, value: docs}
+  - file://cases.yaml
+"""
+GREETS_LINE = 5  # the line of "- description: greets the user" in CONFIG
+CASES = """
+- description: says goodbye
+  vars: {q: goodbye}
+  assert:
+    - type: contains
+      value: bye
+"""
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repo with evals/ and a committed baseline in which every test passes."""
+    ws = tmp_path / "workspace"
+    evals = ws / "evals"
+    write(evals / "promptfooconfig.yaml", CONFIG)
+    write(evals / "cases.yaml", CASES)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    result = run_cli("eval", "-o", "base.json", "--no-progress", cwd=evals)
+    assert result.code == 0, result.out + result.err
+    baseline = load_baseline("base.json", evals)
+    assert baseline is not None and len(baseline.tests) == 3
+    save_baseline(baseline, ws / ".ci-grade" / "baseline.json")
+    (evals / "base.json").unlink()
+    git(ws, "init", "-q")
+    git(ws, "add", ".")
+    git(ws, "commit", "-q", "-m", "baseline")
+    monkeypatch.delenv("GITHUB_TOKEN")
+    return ws
+
+
+def regress(ws: Path) -> None:
+    """The pull request's change: one test drops to 0.5 (still passing), one starts failing."""
+    config = ws / "evals" / "promptfooconfig.yaml"
+    config.write_text(config.read_text().replace("q: hello world", "q: hello there"))
+    cases = ws / "evals" / "cases.yaml"
+    cases.write_text(cases.read_text().replace("q: goodbye", "q: farewell"))
+
+
+@pytest.fixture
+def gh() -> Iterator[GitHubServer]:
+    with GitHubServer(token=TOKEN, repository="octo/demo") as server:
+        yield server
+
+
+@dataclass
+class ActionRun:
+    result: CliResult
+    outputs: dict[str, str]
+    summary: str
+
+    @property
+    def code(self) -> int:
+        return self.result.code
+
+    def commands(self, name: str) -> list[tuple[dict[str, str], str]]:
+        return [(props, message) for cmd, props, message in commands_in(self.result.out) if cmd == name]
+
+
+def run_action(ws: Path, gh: GitHubServer, *, event: str = "pull_request", payload: dict | None = None, process: bool = False, env_extra: dict[str, str] | None = None, **inputs: str) -> ActionRun:
+    """One action step: fresh output/summary files, the runner's variables, the given inputs."""
+    step = ws.parent / f"step-{len(list(ws.parent.glob('step-*')))}"
+    step.mkdir()
+    if payload is None:
+        payload = {"number": 7, "pull_request": {"number": 7, "head": {"repo": {"full_name": "octo/demo"}}, "base": {"repo": {"full_name": "octo/demo"}}}, "repository": {"full_name": "octo/demo"}}
+    (step / "event.json").write_text(json.dumps(payload))
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(step / "event.json"),
+        "GITHUB_REPOSITORY": "octo/demo",
+        "GITHUB_API_URL": gh.api_url,
+        "GITHUB_WORKSPACE": str(ws),
+        "GITHUB_OUTPUT": str(step / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(step / "summary.md"),
+        "GITHUB_TOKEN": TOKEN,
+        # as the runner passes them: defaults from action.yml, hyphens kept
+        "INPUT_CONFIG": "promptfooconfig.yaml",
+        "INPUT_WORKING-DIRECTORY": "evals",
+        "INPUT_BASELINE": "git:HEAD:.ci-grade/baseline.json",
+        "INPUT_FAIL-ON": "regressions",
+        "INPUT_COMMENT": "on",
+        "INPUT_GITHUB-TOKEN": TOKEN,
+        **{f"INPUT_{name.upper().replace('_', '-')}": value for name, value in inputs.items()},
+        **(env_extra or {}),
+    }
+    if process:
+        result = run_cli_process("action", cwd=ws, env=env)
+    else:
+        saved = dict(os.environ)
+        os.environ.update(env)
+        try:
+            result = run_cli("action", cwd=ws)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    outputs = parse_outputs(step / "output.txt") if (step / "output.txt").exists() else {}
+    summary = (step / "summary.md").read_text(encoding="utf-8") if (step / "summary.md").exists() else ""
+    return ActionRun(result, outputs, summary)
+
+
+def assert_no_token(run: ActionRun, gh: GitHubServer, ws: Path) -> None:
+    stdout = [line for line in run.result.out.splitlines() if not line.startswith("::add-mask::")]
+    assert f"::add-mask::{TOKEN}" in run.result.out.splitlines()
+    for text in ["\n".join(stdout), run.result.err, json.dumps(run.outputs), run.summary]:
+        assert TOKEN not in text
+    for comment in gh.comments.get(7, []):
+        assert TOKEN not in comment["body"]
+    for path in (ws / "evals" / "ci-grade-results").glob("*"):
+        assert TOKEN not in path.read_text(encoding="utf-8")
+
+
+def test_pull_request_creates_then_updates_one_comment(workspace: Path, gh: GitHubServer) -> None:
+    regress(workspace)
+    first = run_action(workspace, gh, process=True)
+    assert first.code == 1, first.result.err
+    (comment,) = gh.comments[7]
+    assert comment["user"]["login"] == BOT_LOGIN and comment["body"].endswith(MARKER)
+    body = comment["body"]
+    assert "❌ **Failed**" in body and "greets the user" in body and "says goodbye" in body
+    assert "hello there \\[\\*\\*\\*\\]" in body  # the echoed token was masked, not absent
+    assert first.outputs["comment-url"] == comment["html_url"]
+    assert body.replace(MARKER, "").strip() in first.summary  # the same report in the job summary
+    assert_no_token(first, gh, workspace)
+
+    second = run_action(workspace, gh)
+    assert second.code == 1
+    assert len(gh.comments[7]) == 1 and len(gh.calls("POST")) == 1
+    (patch,) = gh.calls("PATCH")
+    assert patch.path == f"/repos/octo/demo/issues/comments/{comment['id']}"
+    assert second.outputs["comment-url"] == first.outputs["comment-url"]
+    assert_no_token(second, gh, workspace)
+
+
+def test_outputs_files_and_annotations(workspace: Path, gh: GitHubServer) -> None:
+    regress(workspace)
+    run = run_action(workspace, gh)
+    assert run.code == 1
+    assert run.outputs == {
+        "passed": "false",
+        "verdict": "failed",
+        "pass-rate": "0.6667",
+        "score": "0.5000",
+        "score-delta": "-0.5000",
+        "regressions": "2",
+        "failures": "1",
+        "errors": "0",
+        "results-path": "evals/ci-grade-results/results.json",
+        "junit-path": "evals/ci-grade-results/results.junit.xml",
+        "comment-url": gh.comments[7][0]["html_url"],
+    }
+    results = json.loads((workspace / run.outputs["results-path"]).read_text())
+    assert len(results["results"]["results"]) == 3
+    junit = (workspace / run.outputs["junit-path"]).read_text()
+    assert junit.count("REGRESSION") == 2 and "score 1.00 -&gt; 0.50 (-0.50)" in junit
+    errors = {(props.get("file"), props.get("line")): (props["title"], message) for props, message in run.commands("error")}
+    assert set(errors) == {("evals/promptfooconfig.yaml", str(GREETS_LINE)), ("evals/cases.yaml", "1")}
+    title, message = errors[("evals/promptfooconfig.yaml", str(GREETS_LINE))]
+    assert title == "ci-grade regression: greets the user" and "score 1.00 -> 0.50" in message
+    title, message = errors[("evals/cases.yaml", "1")]
+    assert title == "ci-grade regression: says goodbye" and "Expected output to contain 'bye'" in message
+    assert "❌ **Failed**" in run.summary and "says goodbye" in run.summary
+
+
+def test_unchanged_configs_pass(workspace: Path, gh: GitHubServer) -> None:
+    run = run_action(workspace, gh)
+    assert run.code == 0, run.result.err
+    assert run.outputs["passed"] == "true" and run.outputs["verdict"] == "passed"
+    assert run.outputs["regressions"] == "0" and run.outputs["score-delta"] == "0.0000"
+    assert not run.commands("error") and not run.commands("warning")
+    assert "✅ **Passed**" in gh.comments[7][0]["body"]
+
+
+def test_a_regression_alone_fails_only_when_the_gate_says_so(workspace: Path, gh: GitHubServer) -> None:
+    config = workspace / "evals" / "promptfooconfig.yaml"
+    config.write_text(config.read_text().replace("q: hello world", "q: hello there"))
+    gating = run_action(workspace, gh)
+    assert gating.code == 1 and gating.outputs["verdict"] == "regressed" and gating.outputs["failures"] == "0"
+    assert [props["line"] for props, _ in gating.commands("error")] == [str(GREETS_LINE)]
+    reported = run_action(workspace, gh, fail_on="failures")
+    assert reported.code == 0 and reported.outputs["passed"] == "true" and reported.outputs["verdict"] == "regressed"
+    assert not reported.commands("error")
+    assert [props["line"] for props, _ in reported.commands("warning")] == [str(GREETS_LINE)]
+
+
+def test_comment_is_found_among_many_and_lookalikes_are_left_alone(workspace: Path, gh: GitHubServer) -> None:
+    for i in range(105):
+        gh.add_comment(7, f"review comment {i}", "reviewer")
+    lookalike = gh.add_comment(7, f"I copied the bot's marker\n{MARKER}", "mallory")
+    ours = gh.add_comment(7, f"stale report\n{MARKER}", BOT_LOGIN)
+    for i in range(20):
+        gh.add_comment(7, f"late comment {i}", "reviewer")
+    run = run_action(workspace, gh)
+    assert run.code == 0
+    assert not gh.calls("POST") and len(gh.comments[7]) == 127
+    assert ours["body"].startswith("### ci-grade") and lookalike["body"].startswith("I copied")
+    assert run.outputs["comment-url"] == ours["html_url"]
+    assert [r.query.get("page", "1") for r in gh.calls("GET", r"/issues/7/comments$")] == ["1", "2"]
+
+
+@pytest.mark.parametrize(("change", "code"), [(False, 0), (True, 1)])
+def test_read_only_token_degrades_to_a_warning(workspace: Path, gh: GitHubServer, change: bool, code: int) -> None:
+    if change:
+        regress(workspace)
+    gh.fail("POST", r"/issues/7/comments$", 403)
+    run = run_action(workspace, gh)
+    assert run.code == code  # the gate's verdict, unchanged by the failed comment
+    (warning,) = [(p, m) for p, m in run.commands("warning") if "PR comment" in m]
+    assert "could not post the PR comment: GitHub answered 403" in warning[1] and "read-only token" in warning[1]
+    assert "### ci-grade" in run.summary and "could not post the PR comment" in run.summary
+    assert run.outputs["comment-url"] == "" and run.outputs["passed"] == ("true" if code == 0 else "false")
+    assert gh.comments.get(7) is None
+    assert_no_token(run, gh, workspace)
+
+
+def test_api_outage_degrades_to_a_warning(workspace: Path, gh: GitHubServer) -> None:
+    gh.fail("GET", r"/comments$", 500, message="Server Error")
+    run = run_action(workspace, gh)
+    assert run.code == 0
+    assert any("could not post the PR comment" in m for _, m in run.commands("warning"))
+    assert "✅ **Passed**" in run.summary
+
+
+def test_push_event_writes_the_summary_and_posts_nothing(workspace: Path, gh: GitHubServer) -> None:
+    regress(workspace)
+    run = run_action(workspace, gh, event="push", payload={"ref": "refs/heads/main", "before": "a" * 40, "after": "b" * 40})
+    assert run.code == 1
+    assert gh.requests == []
+    assert "### ci-grade" in run.summary and "says goodbye" in run.summary
+    assert run.outputs["comment-url"] == "" and run.outputs["regressions"] == "2"
+    assert "not a pull-request event" in run.result.out
+
+
+def test_comment_off_and_missing_token(workspace: Path, gh: GitHubServer) -> None:
+    off = run_action(workspace, gh, comment="off")
+    assert off.code == 0 and gh.requests == [] and not off.commands("warning")
+    no_token = run_action(workspace, gh, github_token="", env_extra={"GITHUB_TOKEN": ""})
+    assert no_token.code == 0 and gh.requests == []
+    assert any("no GitHub token" in m for _, m in no_token.commands("warning"))
+
+
+def test_missing_baseline_judges_thresholds_only(workspace: Path, gh: GitHubServer) -> None:
+    run = run_action(workspace, gh, baseline="git:HEAD:.ci-grade/nothing.json")
+    assert run.code == 0 and run.outputs["score-delta"] == ""
+    assert any("not found: judged by thresholds only" in m for _, m in run.commands("warning"))
+    assert "No baseline" in run.summary
+
+
+def test_config_error_exits_2_and_says_where(workspace: Path, gh: GitHubServer) -> None:
+    run_action(workspace, gh)  # an earlier, passing report
+    config = workspace / "evals" / "promptfooconfig.yaml"
+    config.write_text(config.read_text().replace("    threshold: 0.5\n", "    threshold: [0.5\n"))
+    run = run_action(workspace, gh)
+    assert run.code == 2
+    assert "Traceback" not in run.result.err and "promptfooconfig.yaml" in run.result.err
+    ((props, _),) = run.commands("error")
+    assert props["file"] == "evals/promptfooconfig.yaml" and props.get("line")
+    assert "could not run" in run.summary
+    (comment,) = gh.comments[7]
+    assert "could not run" in comment["body"] and "Passed" not in comment["body"]  # no stale verdict
+    assert run.outputs == {}
+
+
+def test_pull_request_target_from_a_fork_is_warned_about(workspace: Path, gh: GitHubServer) -> None:
+    payload = {"number": 7, "pull_request": {"number": 7, "head": {"repo": {"full_name": "stranger/demo"}}}, "repository": {"full_name": "octo/demo"}}
+    run = run_action(workspace, gh, event="pull_request_target", payload=payload)
+    assert any(p.get("title") == "ci-grade: unsafe trigger" for p, _ in run.commands("warning"))
+
+
+def test_provider_keys_are_masked_first(workspace: Path, gh: GitHubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-maskMe0123456789")
+    run = run_action(workspace, gh)
+    lines = run.result.out.splitlines()
+    assert "::add-mask::sk-maskMe0123456789" in lines[:5]
+    assert lines.index(f"::add-mask::{TOKEN}") < lines.index(next(line for line in lines if line.startswith("::group::")))
+
+
+def test_results_are_handed_to_the_workspace_owner(workspace: Path, gh: GitHubServer) -> None:
+    if os.geteuid() != 0:  # not root: files are already ours, nothing to hand over
+        run = run_action(workspace, gh)
+        assert (workspace / run.outputs["results-path"]).stat().st_uid == os.geteuid()
+        return
+    for path in [workspace, *workspace.rglob("*")]:
+        os.lchown(path, 4321, 4321)
+    # as the image's system git config does (Dockerfile): the workspace belongs to another user
+    safe = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
+    run = run_action(workspace, gh, env_extra=safe)
+    assert run.code == 0
+    for name in ("results-path", "junit-path"):
+        target = workspace / run.outputs[name]
+        assert (target.stat().st_uid, target.parent.stat().st_uid) == (4321, 4321)
+
+
+def test_cache_dir_serves_the_second_run(workspace: Path, gh: GitHubServer, openai_env: LLMServer) -> None:
+    openai_env.on_chat("capital", "Paris")
+    write(workspace / "evals" / "model.yaml", """
+        prompts: ['What is the capital of France?']
+        providers: [openai:chat:gpt-4.1-mini]
+        tests:
+          - description: knows the capital
+            assert:
+              - {type: icontains, value: paris}
+        """)
+    first = run_action(workspace, gh, config="model.yaml", baseline="", cache_dir=".cache/replies")
+    assert first.code == 0, first.result.err
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 1
+    assert list((workspace / "evals" / ".cache" / "replies").rglob("*.json"))
+    second = run_action(workspace, gh, config="model.yaml", baseline="", cache_dir=".cache/replies")
+    assert second.code == 0
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 1, "the second run is served from the cache"
+    assert "sk-test-0123456789" not in second.result.out.replace("::add-mask::sk-test-0123456789", "")

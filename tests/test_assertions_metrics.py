@@ -1,0 +1,150 @@
+"""levenshtein, rouge-n and bleu: the metric math on hand-computed examples, then the assertions end to end."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from ci_grade.grading.text_metrics import bleu, brevity_penalty, levenshtein, rouge_n
+from tests.assertion_runs import grade_outputs
+
+
+def test_levenshtein_distance() -> None:
+    assert levenshtein("kitten", "sitting") == 3  # k->s, e->i, +g
+    assert levenshtein("flaw", "lawn") == 2  # -f, +n
+    assert levenshtein("", "abc") == 3
+    assert levenshtein("same", "same") == 0
+
+
+def test_rouge_n_recall() -> None:
+    # reference unigrams: the x2, cat, sat, on, mat (6); the candidate has the x2, cat, on, mat -> 5/6
+    assert rouge_n("the cat was on the mat", "the cat sat on the mat") == pytest.approx(5 / 6)
+    # lower-cased, punctuation ignored: {the, cat} of {the, cat, sat}
+    assert rouge_n("The CAT!", "the cat sat") == pytest.approx(2 / 3)
+    # counts are clipped: three "the" in the candidate match the reference's one "the"
+    assert rouge_n("the the the", "the cat") == pytest.approx(1 / 2)
+    # bigrams: (the cat) (on the) (the mat) of 5 reference bigrams
+    assert rouge_n("the cat was on the mat", "the cat sat on the mat", n=2) == pytest.approx(3 / 5)
+    assert rouge_n("", "the cat") == 0.0
+    with pytest.raises(ValueError):
+        rouge_n("anything", " ... ")
+
+
+def test_bleu_on_hand_computed_examples() -> None:
+    assert bleu("the cat sat on the mat", ["the cat sat on the mat"]) == pytest.approx(1.0)
+    # p1..p4 = 5/6, 3/5, 2/4, 1/3; equal lengths so no brevity penalty
+    assert bleu("the cat sat on a mat", ["the cat sat on the mat"]) == pytest.approx((5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25)
+    # 3 words: every available order (1..3) matches fully; 4-grams do not exist and are left out;
+    # brevity penalty exp(1 - 6/3)
+    assert bleu("the cat sat", ["the cat sat on the mat"]) == pytest.approx(math.exp(-1))
+    # clipping by the largest count in any one reference: "a" x2 (ref 2), "a b" (ref 1), "a a" (ref 2);
+    # no trigram matches -> precision 1e-7; weights renormalised over the 3 available orders
+    assert bleu("a a b", ["a b", "a a c"]) == pytest.approx(1e-7 ** (1 / 3))
+    # case-insensitive; blank references are ignored
+    assert bleu("The Cat Sat On The Mat", ["", "  ", "the cat sat on the mat"]) == pytest.approx(1.0)
+    assert bleu("", ["the cat"]) == 0.0
+    with pytest.raises(ValueError):
+        bleu("the cat", ["", " "])
+
+
+def test_brevity_penalty() -> None:
+    assert brevity_penalty(7, [6]) == 1.0
+    assert brevity_penalty(3, [6]) == pytest.approx(math.exp(1 - 6 / 3))
+    assert brevity_penalty(6, [4, 8]) == 1.0  # tie between 4 and 8: the shorter reference is used
+    assert brevity_penalty(5, [9, 6]) == pytest.approx(math.exp(1 - 6 / 5))
+
+
+def test_levenshtein_assertion(tmp_path: Path) -> None:
+    r = grade_outputs(
+        tmp_path,
+        {
+            "within default 5": ("hello wrld", {"type": "levenshtein", "value": "hello world"}),
+            "beyond default 5": ("goodbye moon", {"type": "levenshtein", "value": "hello world"}),
+            "threshold 0 means exact": ("hell", {"type": "levenshtein", "value": "hello", "threshold": 0}),
+            "threshold 0 exact match": ("hello", {"type": "levenshtein", "value": "hello", "threshold": 0}),
+            "custom threshold": ("kitten", {"type": "levenshtein", "value": "sitting", "threshold": 3}),
+            "templated value": ("foobar", {"type": "levenshtein", "value": "{{ expected }}", "threshold": 1}),
+            "not-levenshtein": ("completely different", {"type": "not-levenshtein", "value": "hello"}),
+            "not-levenshtein fails": ("hello", {"type": "not-levenshtein", "value": "hello"}),
+            "empty output": ("", {"type": "levenshtein", "value": "abc"}),
+            "missing value": ("x", {"type": "levenshtein"}),
+            "object value": ("x", {"type": "levenshtein", "value": {"a": 1}}),
+        },
+        defaultTest={"vars": {"expected": "foobaz"}},
+    )
+    expected = {
+        "within default 5": "pass", "beyond default 5": "fail", "threshold 0 means exact": "fail",
+        "threshold 0 exact match": "pass", "custom threshold": "pass", "templated value": "pass", "not-levenshtein": "pass",
+        "not-levenshtein fails": "fail", "empty output": "pass", "missing value": "error", "object value": "error",
+    }  # fmt: skip
+    assert {k: v.status for k, v in r.items()} == expected
+    assert r["threshold 0 means exact"].reason == "Levenshtein distance 1 is greater than threshold 0"
+    assert r["not-levenshtein fails"].reason == "Levenshtein distance 0 is less than or equal to threshold 5"
+    assert r["missing value"].reason == "levenshtein needs a string value (the expected text)"
+
+
+def test_rouge_n_assertion_scores_and_inverts(tmp_path: Path) -> None:
+    out, ref = "The cat was on the mat.", "the cat sat on the mat"
+    r = grade_outputs(
+        tmp_path,
+        {
+            "default threshold": (out, {"type": "rouge-n", "value": ref}),
+            "higher threshold": (out, {"type": "rouge-n", "value": ref, "threshold": 0.9}),
+            "not-rouge-n": (out, {"type": "not-rouge-n", "value": ref}),
+            "not-rouge-n higher threshold": (out, {"type": "not-rouge-n", "value": ref, "threshold": 0.9}),
+            "empty output": ("", {"type": "rouge-n", "value": ref}),
+            "tokenless reference": (out, {"type": "rouge-n", "value": "?!"}),
+            "list value": (out, {"type": "rouge-n", "value": [ref]}),
+        },
+    )
+    assert r["default threshold"].status == "pass" and r["default threshold"].score == pytest.approx(5 / 6)
+    assert r["higher threshold"].status == "fail" and r["higher threshold"].score == pytest.approx(5 / 6)
+    assert r["higher threshold"].reason == "ROUGE-N score 0.8333 is less than threshold 0.9"
+    assert r["not-rouge-n"].status == "fail" and r["not-rouge-n"].score == pytest.approx(1 / 6)
+    assert r["not-rouge-n"].reason == "ROUGE-N score 0.8333 is greater than or equal to threshold 0.75"
+    assert r["not-rouge-n higher threshold"].status == "pass" and r["not-rouge-n higher threshold"].score == pytest.approx(1 / 6)
+    assert r["empty output"].status == "fail" and r["empty output"].score == 0.0
+    assert r["tokenless reference"].status == "error" and "has no 1-grams" in r["tokenless reference"].reason
+    assert r["list value"].status == "error"
+
+
+def test_bleu_assertion(tmp_path: Path) -> None:
+    r = grade_outputs(
+        tmp_path,
+        {
+            "above default 0.5": ("the cat sat on a mat", {"type": "bleu", "value": "the cat sat on the mat"}),
+            "below default 0.5": ("the cat sat", {"type": "bleu", "value": "the cat sat on the mat"}),
+            "several references": ("the cat sat", {"type": "bleu", "value": ["a dog ran", "the cat sat"]}),
+            "blank references ignored": ("the cat sat", {"type": "bleu", "value": ["", "the cat sat"]}),
+            "custom threshold": ("the cat sat", {"type": "bleu", "value": "the cat sat on the mat", "threshold": 0.3}),
+            "not-bleu": ("a dog barked loudly", {"type": "not-bleu", "value": "the cat sat on the mat"}),
+            "only blank references": ("x", {"type": "bleu", "value": ["", "  "]}),
+            "non-string reference": ("x", {"type": "bleu", "value": ["a", 3]}),
+            "missing value": ("x", {"type": "bleu"}),
+        },
+    )
+    assert r["above default 0.5"].status == "pass"
+    assert r["above default 0.5"].score == pytest.approx((5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25)
+    assert r["below default 0.5"].status == "fail" and r["below default 0.5"].score == pytest.approx(math.exp(-1))
+    assert r["below default 0.5"].reason == "BLEU score 0.3679 is less than threshold 0.5"
+    assert r["several references"].status == "pass" and r["several references"].score == pytest.approx(1.0)
+    assert r["blank references ignored"].score == pytest.approx(1.0)
+    assert r["custom threshold"].status == "pass"
+    assert r["not-bleu"].status == "pass" and r["not-bleu"].score > 0.99
+    assert {r[k].status for k in ("only blank references", "non-string reference", "missing value")} == {"error"}
+
+
+def test_metrics_on_data_and_empty_outputs(tmp_path: Path) -> None:
+    r = grade_outputs(
+        tmp_path,
+        {
+            "levenshtein data": ({"a": 1}, {"type": "levenshtein", "value": '{"a":1}', "threshold": 0}),
+            "rouge-n data": ({"city": "paris"}, {"type": "rouge-n", "value": "city paris"}),
+            "bleu empty": ("", {"type": "bleu", "value": "the cat"}),
+        },
+    )
+    assert r["levenshtein data"].status == "pass"
+    assert r["rouge-n data"].status == "pass" and r["rouge-n data"].score == 1.0
+    assert r["bleu empty"].status == "fail" and r["bleu empty"].score == 0.0

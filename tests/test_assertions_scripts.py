@@ -1,0 +1,209 @@
+"""javascript and python assertions end to end: inline and file code, return normalisation, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.assertion_runs import evaluate, first, grade_outputs
+from tests.conftest import write
+
+MULTILINE_JS = """\
+const words = output.split(' ');
+if (words.length === 0) return false;
+return words.length >= 2;
+"""
+
+MULTILINE_PY = """\
+words = output.split()
+ratio = len(words) / 4
+return ratio
+"""
+
+
+def test_javascript_inline_and_file_code(tmp_path: Path) -> None:
+    write(
+        tmp_path / "checks.js",
+        """\
+        module.exports = {
+          scoreIt: (output, context) => ({ pass: output.length > 3, score: 0.8, reason: `checked ${context.vars.case}` }),
+          lengthScore: (output) => output.length / 10,
+        };
+        """,
+    )
+    write(tmp_path / "default.js", "module.exports = (output, context) => output.startsWith(context.config.prefix);\n")
+    r = grade_outputs(
+        tmp_path,
+        {
+            "expression": ("Paris is lovely", {"type": "javascript", "value": "output.includes('Paris')"}),
+            "expression false": ("Rome", {"type": "javascript", "value": "output.includes('Paris')"}),
+            "multi-line body": ("two words", {"type": "javascript", "value": MULTILINE_JS}),
+            "multi-line body false": ("one", {"type": "javascript", "value": MULTILINE_JS}),
+            "file function returning object": ("hello", {"type": "javascript", "value": "file://checks.js:scoreIt"}),
+            "file function returning number": ("12345", {"type": "javascript", "value": "file://checks.js:lengthScore", "threshold": 0.5}),
+            "number below threshold": ("1234", {"type": "javascript", "value": "file://checks.js:lengthScore", "threshold": 0.5}),
+            "default export with assertion config": ("abc", {"type": "javascript", "value": "file://default.js", "config": {"prefix": "ab"}}),
+            "number without threshold, zero": ("x", {"type": "javascript", "value": "0"}),
+            "number without threshold, positive": ("x", {"type": "javascript", "value": "0.25"}),
+            "object below threshold": ("x", {"type": "javascript", "value": "({pass: true, score: 0.3, reason: 'meh'})", "threshold": 0.5}),
+            "object fail": ("x", {"type": "javascript", "value": "({pass: false, score: 0.1, reason: 'too short'})"}),
+            "context vars and prompt": ("x", {"type": "javascript", "value": "context.vars.case === 'context vars and prompt' && context.prompt === 'context vars and prompt'"}),
+            "not-javascript": ("Rome", {"type": "not-javascript", "value": "output.includes('Paris')"}),
+            "not-javascript number": ("x", {"type": "not-javascript", "value": "0.8"}),
+            "thrown error": ("x", {"type": "javascript", "value": "throw new Error('boom');\nreturn true;"}),
+            "type error": ("x", {"type": "javascript", "value": "output.nope.deeper"}),
+            "syntax error": ("x", {"type": "javascript", "value": "output.includes("}),
+            "returns nothing": ("x", {"type": "javascript", "value": "const n = output.length;\nif (n > 100) { return true; }"}),
+            "returns a string": ("x", {"type": "javascript", "value": "'looks fine'"}),
+            "missing file": ("x", {"type": "javascript", "value": "file://nope.js"}),
+            "missing function": ("x", {"type": "javascript", "value": "file://checks.js:nothing"}),
+            "not-javascript error stays error": ("x", {"type": "not-javascript", "value": "undefinedFunction()"}),
+        },
+    )
+    expected = {
+        "expression": "pass", "expression false": "fail", "multi-line body": "pass", "multi-line body false": "fail",
+        "file function returning object": "pass", "file function returning number": "pass", "number below threshold": "fail",
+        "default export with assertion config": "pass", "number without threshold, zero": "fail",
+        "number without threshold, positive": "pass", "object below threshold": "fail", "object fail": "fail",
+        "context vars and prompt": "pass", "not-javascript": "pass", "not-javascript number": "fail", "thrown error": "error",
+        "type error": "error", "syntax error": "error", "returns nothing": "error", "returns a string": "error",
+        "missing file": "error", "missing function": "error", "not-javascript error stays error": "error",
+    }  # fmt: skip
+    assert {k: v.status for k, v in r.items()} == expected
+    assert r["file function returning object"].score == 0.8
+    assert r["file function returning object"].reason == "checked file function returning object"
+    assert r["file function returning number"].score == pytest.approx(0.5)
+    assert r["number below threshold"].score == pytest.approx(0.4)
+    assert r["number without threshold, positive"].score == 0.25
+    assert r["object below threshold"].reason == "score 0.3 is less than threshold 0.5: meh"
+    assert r["object fail"].reason == "too short" and r["object fail"].score == pytest.approx(0.1)
+    assert r["not-javascript number"].score == pytest.approx(0.2)
+    assert r["expression false"].reason == "Custom function returned false"
+    assert "Error: boom" in r["thrown error"].reason
+    assert "TypeError" in r["type error"].reason
+    assert "SyntaxError" in r["syntax error"].reason
+    assert "got nothing" in r["returns nothing"].reason
+    assert "file not found" in r["missing file"].reason
+    assert "has no function nothing" in r["missing function"].reason
+
+
+def test_python_inline_and_file_code(tmp_path: Path) -> None:
+    write(
+        tmp_path / "grader.py",
+        """\
+        def get_assert(output, context):
+            return {
+                "pass": "Paris" in output,
+                "score": 0.9,
+                "reason": "default function for " + context["vars"]["case"],
+                "named_scores": {"geography": 1.0},
+            }
+
+
+        def ratio(output, context):
+            return len(output) / 10
+
+
+        def as_json(output, context):
+            return '{"pass": true, "score": 0.6, "reason": "from json text"}'
+
+
+        def explode(output, context):
+            return 1 / 0
+
+
+        def nothing(output, context):
+            return None
+
+
+        def snake(output, context):
+            return {"pass_": False, "score": 0.2, "reason": "snake keys"}
+        """,
+    )
+    write(tmp_path / "broken.py", "def get_assert(output, context)\n    return True\n")
+    r = grade_outputs(
+        tmp_path,
+        {
+            "expression": ("Paris", {"type": "python", "value": "'Paris' in output"}),
+            "expression false": ("Rome", {"type": "python", "value": "'Paris' in output"}),
+            "multi-line body": ("one two three", {"type": "python", "value": MULTILINE_PY, "threshold": 0.5}),
+            "multi-line body below threshold": ("one", {"type": "python", "value": MULTILINE_PY, "threshold": 0.5}),
+            "file default get_assert": ("Paris!", {"type": "python", "value": "file://grader.py", "metric": "quality"}),
+            "file named function": ("12345678", {"type": "python", "value": "file://grader.py:ratio", "threshold": 0.7}),
+            "json text return": ("x", {"type": "python", "value": "file://grader.py:as_json"}),
+            "snake_case pass key": ("x", {"type": "python", "value": "file://grader.py:snake"}),
+            "dict with threshold": ("x", {"type": "python", "value": "{'pass': True, 'score': 0.4}", "threshold": 0.5}),
+            "context access": ("x", {"type": "python", "value": "context['vars']['case'] == 'context access' and context['config']['k'] == 1", "config": {"k": 1}}),
+            "not-python": ("Rome", {"type": "not-python", "value": "'Paris' in output"}),
+            "not-python number": ("x", {"type": "not-python", "value": "0.75"}),
+            "exception": ("x", {"type": "python", "value": "file://grader.py:explode"}),
+            "inline exception": ("x", {"type": "python", "value": "output['missing']"}),
+            "syntax error": ("x", {"type": "python", "value": "def broken(:\n    pass"}),
+            "broken file": ("x", {"type": "python", "value": "file://broken.py"}),
+            "returns None": ("x", {"type": "python", "value": "file://grader.py:nothing"}),
+            "missing function": ("x", {"type": "python", "value": "file://grader.py:absent"}),
+            "bad named scores": ("x", {"type": "python", "value": "{'pass': True, 'named_scores': {'a': 'high'}}"}),
+            "not-python exception stays error": ("x", {"type": "not-python", "value": "1/0"}),
+        },
+    )
+    expected = {
+        "expression": "pass", "expression false": "fail", "multi-line body": "pass", "multi-line body below threshold": "fail",
+        "file default get_assert": "pass", "file named function": "pass", "json text return": "pass",
+        "snake_case pass key": "fail", "dict with threshold": "fail", "context access": "pass", "not-python": "pass",
+        "not-python number": "fail", "exception": "error", "inline exception": "error", "syntax error": "error",
+        "broken file": "error", "returns None": "error", "missing function": "error", "bad named scores": "error",
+        "not-python exception stays error": "error",
+    }  # fmt: skip
+    assert {k: v.status for k, v in r.items()} == expected
+    assert r["multi-line body"].score == pytest.approx(0.75)
+    assert r["file default get_assert"].score == pytest.approx(0.9)
+    assert r["file default get_assert"].reason == "default function for file default get_assert"
+    assert r["file default get_assert"].raw["namedScores"] == {"geography": 1.0}
+    assert r["json text return"].reason == "from json text" and r["json text return"].score == pytest.approx(0.6)
+    assert r["snake_case pass key"].reason == "snake keys"
+    assert r["not-python number"].score == pytest.approx(0.25)
+    assert "ZeroDivisionError" in r["exception"].reason
+    assert "TypeError" in r["inline exception"].reason
+    assert "syntax error" in r["syntax error"].reason.lower()
+    assert "importing broken.py failed" in r["broken file"].reason
+    assert "got nothing" in r["returns None"].reason
+    assert "has no function 'absent'" in r["missing function"].reason
+
+
+def test_named_scores_from_scripts_reach_the_row(tmp_path: Path) -> None:
+    rows = evaluate(
+        tmp_path,
+        {
+            "prompts": ["{{q}}"],
+            "providers": ["echo"],
+            "tests": [
+                {
+                    "vars": {"q": "positive"},
+                    "assert": [
+                        {"type": "javascript", "metric": "accuracy", "value": "({pass: true, score: 1, reason: 'ok', namedScores: {tp: 1, fp: 0}})"},
+                        {"type": "python", "value": "{'pass': True, 'score': 1, 'named_scores': {'fluency': 0.5}}"},
+                    ],
+                }
+            ],
+        },
+    )
+    (row,) = rows
+    assert row["success"] is True
+    assert row["namedScores"] == {"accuracy": 1.0, "tp": 1.0, "fp": 0.0, "fluency": 0.5}
+    assert first(row).raw["namedScores"] == {"tp": 1.0, "fp": 0.0}
+
+
+def test_scripts_receive_data_outputs_as_data(tmp_path: Path) -> None:
+    data = {"items": [1, 2, 3], "label": "ok"}
+    r = grade_outputs(
+        tmp_path,
+        {
+            "javascript": (data, {"type": "javascript", "value": "output.items.length === 3 && output.label === 'ok'"}),
+            "python": (data, {"type": "python", "value": "len(output['items']) / 3"}),
+            "javascript empty": ("", {"type": "javascript", "value": "output === ''"}),
+            "python empty": ("", {"type": "python", "value": "output == ''"}),
+        },
+    )
+    assert {k: v.status for k, v in r.items()} == {"javascript": "pass", "python": "pass", "javascript empty": "pass", "python empty": "pass"}
+    assert r["python"].score == 1.0

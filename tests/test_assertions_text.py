@@ -1,0 +1,206 @@
+"""Text assertions end to end: equals, contains family, starts-with, regex (JavaScript semantics), word-count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.assertion_runs import evaluate, first, grade_outputs
+from tests.conftest import write
+
+
+def test_equals_text_json_and_file_values(tmp_path: Path) -> None:
+    write(tmp_path / "expected.json", '{"city": "Paris", "tags": ["a", "b"]}')
+    r = grade_outputs(
+        tmp_path,
+        {
+            "text equal": ("Hello world", {"type": "equals", "value": "Hello world"}),
+            "text differs": ("Hello world!", {"type": "equals", "value": "Hello world"}),
+            "templated value": ("Hello Ada", {"type": "equals", "value": "Hello {{ who }}"}),
+            "number value": ("42", {"type": "equals", "value": 42}),
+            "json object equal despite spacing": ('{ "b": 2,  "a": 1 }', {"type": "equals", "value": {"a": 1, "b": 2}}),
+            "json object differs": ('{"a": 1}', {"type": "equals", "value": {"a": 2}}),
+            "json value, output not json": ("not json", {"type": "equals", "value": {"a": 1}}),
+            "file json equal": ('{"tags": ["a", "b"], "city": "Paris"}', {"type": "equals", "value": "file://expected.json"}),
+            "file json differs": ('{"tags": ["b", "a"], "city": "Paris"}', {"type": "equals", "value": "file://expected.json"}),
+            "object output": ({"a": 1}, {"type": "equals", "value": {"a": 1}}),
+            "not-equals": ("Hello", {"type": "not-equals", "value": "Bye"}),
+            "not-equals fails": ("Hello", {"type": "not-equals", "value": "Hello"}),
+            "empty output": ("", {"type": "equals", "value": "x"}),
+            "missing file": ("x", {"type": "equals", "value": "file://nope.json"}),
+        },
+        defaultTest={"vars": {"who": "Ada"}},
+    )
+    passing = {"text equal", "templated value", "number value", "json object equal despite spacing", "file json equal", "object output", "not-equals"}
+    for name, result in r.items():
+        if name == "missing file":
+            continue
+        assert result.status == ("pass" if name in passing else "fail"), (name, result)
+        assert result.score == (1.0 if name in passing else 0.0)
+    assert r["text differs"].reason == "Expected output to equal 'Hello world'"
+    assert r["not-equals fails"].reason == "Expected output to not equal 'Hello'"
+    assert r["missing file"].status == "error" and "value file not found" in r["missing file"].reason
+
+
+def test_contains_family(tmp_path: Path) -> None:
+    out = "The quick brown Fox jumps"
+    r = grade_outputs(
+        tmp_path,
+        {
+            "contains": (out, {"type": "contains", "value": "brown Fox"}),
+            "contains is case sensitive": (out, {"type": "contains", "value": "fox"}),
+            "contains number": ("order 0 of 7", {"type": "contains", "value": 0}),
+            "icontains": (out, {"type": "icontains", "value": "QUICK BROWN"}),
+            "not-icontains": (out, {"type": "not-icontains", "value": "cat"}),
+            "not-contains fails": (out, {"type": "not-contains", "value": "quick"}),
+            "contains-any list": (out, {"type": "contains-any", "value": ["cat", "Fox"]}),
+            "contains-any none": (out, {"type": "contains-any", "value": ["cat", "dog"]}),
+            "contains-any csv string": (out, {"type": "contains-any", "value": "cat, jumps"}),
+            "contains-all": (out, {"type": "contains-all", "value": ["quick", "jumps"]}),
+            "contains-all missing": (out, {"type": "contains-all", "value": ["quick", "lazy"]}),
+            "contains-all quoted comma": ("1,000 in stock", {"type": "contains-all", "value": '"1,000", in stock'}),
+            "icontains-any": (out, {"type": "icontains-any", "value": ["FOX", "owl"]}),
+            "icontains-all": (out, {"type": "icontains-all", "value": ["FOX", "QUICK"]}),
+            "icontains-all missing": (out, {"type": "icontains-all", "value": ["FOX", "OWL"]}),
+            "not-contains-all": (out, {"type": "not-contains-all", "value": ["quick", "lazy"]}),
+            "not-contains-any fails": (out, {"type": "not-contains-any", "value": ["lazy", "quick"]}),
+            "object output as JSON.stringify text": ({"a": 1, "b": [1, 2]}, {"type": "contains", "value": '"b":[1,2]'}),
+            "empty output": ("", {"type": "contains", "value": "x"}),
+            "missing value": (out, {"type": "contains"}),
+            "empty list": (out, {"type": "contains-any", "value": []}),
+        },
+    )
+    passing = {
+        "contains", "contains number", "icontains", "not-icontains", "contains-any list", "contains-any csv string",
+        "contains-all", "contains-all quoted comma", "icontains-any", "icontains-all", "not-contains-all",
+        "object output as JSON.stringify text",
+    }  # fmt: skip
+    errors = {"missing value", "empty list"}
+    for name, result in r.items():
+        expected = "error" if name in errors else "pass" if name in passing else "fail"
+        assert result.status == expected, (name, result)
+    assert r["contains-all missing"].reason == "Expected output to contain all of ['quick', 'lazy']; missing ['lazy']"
+    assert r["icontains-all missing"].reason.endswith("(case-insensitive); missing ['OWL']")
+    assert r["not-contains fails"].reason == "Expected output to not contain 'quick'"
+    assert r["missing value"].reason == "contains needs a value"
+    assert r["empty list"].reason == "contains-any needs a list of values"
+
+
+def test_starts_with(tmp_path: Path) -> None:
+    r = grade_outputs(
+        tmp_path,
+        {
+            "yes": ("Yes, indeed", {"type": "starts-with", "value": "Yes"}),
+            "no": (" Yes", {"type": "starts-with", "value": "Yes"}),
+            "not": ("No way", {"type": "not-starts-with", "value": "Yes"}),
+            "missing value": ("Yes", {"type": "starts-with", "value": ""}),
+        },
+    )
+    assert [r[k].status for k in ("yes", "no", "not", "missing value")] == ["pass", "fail", "pass", "error"]
+    assert r["no"].reason == "Expected output to start with 'Yes'"
+
+
+def test_regex_has_javascript_semantics(tmp_path: Path) -> None:
+    r = grade_outputs(
+        tmp_path,
+        {
+            "named group (JS syntax)": ("date: 2026-11-21", {"type": "regex", "value": r"(?<year>\d{4})-(?<month>\d{2})"}),
+            "lookbehind": ("price: $42", {"type": "regex", "value": r"(?<=\$)\d+"}),
+            "lookbehind no match": ("price: 42", {"type": "regex", "value": r"(?<=\$)\d+"}),
+            # Python's \d matches Arabic-Indic digits; JavaScript's matches ASCII 0-9 only.
+            "digits are ASCII only": ("٤٢", {"type": "regex", "value": r"^\d+$"}),
+            "ascii digits": ("42", {"type": "regex", "value": r"^\d+$"}),
+            "python named group syntax is invalid JS": ("ab", {"type": "regex", "value": r"(?P<x>a)"}),
+            "invalid pattern": ("ab", {"type": "regex", "value": "(unclosed"}),
+            "not-regex": ("hello", {"type": "not-regex", "value": "^\\d"}),
+            "not-regex fails": ("1 hello", {"type": "not-regex", "value": "^\\d"}),
+            "not-regex invalid stays an error": ("x", {"type": "not-regex", "value": "[z-a]"}),
+            "object output": ({"id": 7}, {"type": "regex", "value": '"id":7'}),
+            "missing value": ("x", {"type": "regex"}),
+        },
+    )
+    expected = {
+        "named group (JS syntax)": "pass",
+        "lookbehind": "pass",
+        "lookbehind no match": "fail",
+        "digits are ASCII only": "fail",
+        "ascii digits": "pass",
+        "python named group syntax is invalid JS": "error",
+        "invalid pattern": "error",
+        "not-regex": "pass",
+        "not-regex fails": "fail",
+        "not-regex invalid stays an error": "error",
+        "object output": "pass",
+        "missing value": "error",
+    }
+    assert {k: v.status for k, v in r.items()} == expected
+    assert "invalid regular expression '(unclosed'" in r["invalid pattern"].reason
+    assert "SyntaxError" in r["invalid pattern"].reason
+    assert r["not-regex fails"].reason == "Expected output to not match regex '^\\\\d'"
+
+
+def test_word_count_exact_and_range(tmp_path: Path) -> None:
+    five = "one two  three\nfour five "
+    r = grade_outputs(
+        tmp_path,
+        {
+            "exact": (five, {"type": "word-count", "value": 5}),
+            "exact as string": (five, {"type": "word-count", "value": "5"}),
+            "exact wrong": (five, {"type": "word-count", "value": 4}),
+            "fractional never matches": (five, {"type": "word-count", "value": 5.5}),
+            "range": (five, {"type": "word-count", "value": {"min": 3, "max": 5}}),
+            "below min": (five, {"type": "word-count", "value": {"min": 6}}),
+            "above max": (five, {"type": "word-count", "value": {"max": 4}}),
+            "not in range": (five, {"type": "not-word-count", "value": {"min": 1, "max": 3}}),
+            "empty output": ("", {"type": "word-count", "value": 0}),
+            "min greater than max": (five, {"type": "word-count", "value": {"min": 6, "max": 2}}),
+            "no bounds": (five, {"type": "word-count", "value": {}}),
+            "not a number": (five, {"type": "word-count", "value": "many"}),
+            "missing value": (five, {"type": "word-count"}),
+        },
+    )
+    expected = {
+        "exact": "pass", "exact as string": "pass", "exact wrong": "fail", "fractional never matches": "fail",
+        "range": "pass", "below min": "fail", "above max": "fail", "not in range": "pass", "empty output": "pass",
+        "min greater than max": "error", "no bounds": "error", "not a number": "error", "missing value": "error",
+    }  # fmt: skip
+    assert {k: v.status for k, v in r.items()} == expected
+    assert r["exact wrong"].reason == "Expected output to have exactly 4 words (found 5)"
+    assert r["above max"].reason == "Expected output to have at most 4 words (found 5)"
+    assert r["min greater than max"].reason == "word-count min (6) is greater than max (2)"
+
+
+def test_csv_expected_columns_reach_the_handlers(tmp_path: Path) -> None:
+    write(
+        tmp_path / "tests.csv",
+        """\
+        answer,__expected1,__expected2,__expected3
+        Paris is nice,contains:Paris,not-icontains:london,"contains-all:Paris,nice"
+        Rome,starts-with:Ro,regex:^R\\w+$,word-count:2
+        """,
+    )
+    rows = evaluate(tmp_path, {"prompts": ["{{answer}}"], "providers": ["echo"], "tests": "file://tests.csv"})
+    paris, rome = rows
+    assert paris["success"] is True
+    statuses = [c["metadata"]["ciGrade"]["status"] for c in rome["gradingResult"]["componentResults"]]
+    assert statuses == ["pass", "pass", "fail"]
+    assert first(rome).reason == "Assertion passed"
+
+
+def test_empty_and_data_outputs(tmp_path: Path) -> None:
+    data = {"answer": "Yes", "n": 2}
+    r = grade_outputs(
+        tmp_path,
+        {
+            "starts-with empty": ("", {"type": "starts-with", "value": "Y"}),
+            "starts-with data": (data, {"type": "starts-with", "value": '{"answer":"Yes"'}),
+            "regex empty": ("", {"type": "regex", "value": "^$"}),
+            "regex data": (data, {"type": "regex", "value": '"n":\\d'}),
+            "word-count data": (data, {"type": "word-count", "value": 1}),
+            "icontains-any empty": ("", {"type": "icontains-any", "value": ["a"]}),
+            "not-contains-all empty": ("", {"type": "not-contains-all", "value": ["a"]}),
+        },
+    )
+    assert {k: v.status for k, v in r.items()} == {
+        "starts-with empty": "fail", "starts-with data": "pass", "regex empty": "pass", "regex data": "pass",
+        "word-count data": "pass", "icontains-any empty": "fail", "not-contains-all empty": "pass",
+    }  # fmt: skip

@@ -1,0 +1,81 @@
+"""The response cache: reused across runs, keyed by what determines a reply, never storing errors or keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, write
+from tests.servers.llm_server import LLMServer
+
+CONFIG = """
+prompts: ['Question: {{q}}']
+providers: [openai:chat:gpt-4.1-mini]
+tests:
+  - vars: {q: capital of France}
+    assert: [{type: contains, value: Paris}]
+  - vars: {q: capital of Spain}
+    assert: [{type: contains, value: Madrid}]
+"""
+
+
+def _rows(folder: Path) -> list[dict]:
+    return json.loads((folder / "out.json").read_text())["results"]["results"]
+
+
+def _eval(folder: Path, *extra: str) -> int:
+    return run_cli("eval", "-o", "out.json", "--no-progress", "--cache-dir", str(folder / "cache"), *extra, cwd=folder).code
+
+
+def test_second_run_is_served_from_the_cache(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("France", "Paris").on_chat("Spain", "Madrid")
+    write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    assert _eval(tmp_path) == 0
+    first = _rows(tmp_path)
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 2
+    assert all(row["response"]["cached"] is False for row in first)
+
+    assert _eval(tmp_path) == 0
+    second = _rows(tmp_path)
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 2, "no new requests on a warm cache"
+    assert [row["response"]["output"] for row in second] == ["Paris", "Madrid"]
+    assert all(row["response"]["cached"] is True for row in second)
+    assert all(row["response"]["cost"] == 0 for row in second)
+    assert second[0]["response"]["tokenUsage"]["cached"] == first[0]["response"]["tokenUsage"]["total"]
+
+
+def test_a_changed_prompt_misses_and_errors_are_not_cached(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.fail(500, times=4, path="/v1/chat/completions")
+    openai_env.on_chat("France", "Paris").on_chat("Spain", "Madrid")
+    write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    assert _eval(tmp_path, "-j", "1") == 1  # the first row errors after its four attempts
+    errored = [row for row in _rows(tmp_path) if row["failureReason"] == 2]
+    assert len(errored) == 1
+    before = len(openai_env.requests)
+    assert _eval(tmp_path) == 0, "the failed call was not cached, so it is retried and now succeeds"
+    assert len(openai_env.requests) == before + 1
+
+    write(tmp_path / "promptfooconfig.yaml", CONFIG.replace("Question:", "Q:"))
+    assert _eval(tmp_path) == 0
+    assert len(openai_env.requests) == before + 3
+
+
+def test_repeat_bypasses_the_cache_and_keys_are_never_stored(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("France", "Paris").on_chat("Spain", "Madrid")
+    write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    assert _eval(tmp_path) == 0
+    assert _eval(tmp_path, "--repeat", "2") == 0
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 2 + 4
+    stored = "".join(p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
+    assert stored and "sk-test-0123456789" not in stored
+
+
+def test_expired_entries_are_refetched(tmp_path: Path, openai_env: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_env.on_chat("France", "Paris").on_chat("Spain", "Madrid")
+    write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    assert _eval(tmp_path) == 0
+    monkeypatch.setenv("CI_GRADE_CACHE_TTL", "0")
+    assert _eval(tmp_path) == 0
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 4

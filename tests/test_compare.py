@@ -1,0 +1,293 @@
+"""Compare and gate rules: regressions, tolerances, metrics, renames, errors, noise, fail-on modes."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_grade.baseline import baseline_from_run
+from ci_grade.compare import NOISE_K, Comparison, GatePolicy, compare
+from ci_grade.results.models import AssertionResult
+from tests.results_factory import row, run_of
+
+
+def judge(base_rows: list, head_rows: list, **policy: object) -> Comparison:
+    return compare(run_of(*head_rows), baseline_from_run(run_of(*base_rows)), GatePolicy(**policy))
+
+
+def by_name(c: Comparison, name: str):
+    (case,) = [t for t in c.tests if t.name == name]
+    return case
+
+
+def test_unchanged_run_passes() -> None:
+    c = judge([row("a", 1.0), row("b", 0.8)], [row("a", 1.0), row("b", 0.8)])
+    assert (c.verdict, c.gate_failed, c.has_baseline) == ("passed", False, True)
+    assert c.reason == "all 2 tests passed; no regressions against the baseline"
+    assert c.regressions == [] and c.problems == []
+    assert by_name(c, "b").delta == pytest.approx(0.0)
+
+
+def test_drop_beyond_tolerance_is_a_regression() -> None:
+    c = judge([row("a", 0.9), row("b", 1.0)], [row("a", 0.6), row("b", 1.0)], max_metric_drop=1.0)
+    case = by_name(c, "a")
+    assert case.regressed and not case.inconclusive and not case.new_failure
+    assert case.delta == pytest.approx(-0.3)
+    assert (c.verdict, c.gate_failed) == ("regressed", True)
+    assert c.reason == "1 test regressed beyond tolerance (max drop 0.10)"
+    assert c.regression_notes() == {case.test_id: "score 0.90 -> 0.60 (-0.30)"}
+
+
+def test_drop_within_tolerance_is_not_a_regression() -> None:
+    c = judge([row("a", 0.9)], [row("a", 0.82)], max_metric_drop=0.5)
+    case = by_name(c, "a")
+    assert not case.regressed and not case.inconclusive
+    assert c.verdict == "passed" and not c.gate_failed
+
+
+def test_exactly_the_tolerance_is_tolerated() -> None:
+    c = judge([row("a", 0.9)], [row("a", 0.8)], max_metric_drop=0.5)
+    assert not by_name(c, "a").regressed
+
+
+def test_named_metric_drop_beyond_tolerance_regresses() -> None:
+    base = [row("a", 1.0, metrics={"accuracy": 0.9, "tone": 1.0}), row("b", 1.0, metrics={"accuracy": 0.9})]
+    head = [row("a", 1.0, metrics={"accuracy": 0.85, "tone": 1.0}), row("b", 1.0, metrics={"accuracy": 0.85})]
+    c = judge(base, head)
+    accuracy = next(m for m in c.metrics if m.name == "accuracy")
+    tone = next(m for m in c.metrics if m.name == "tone")
+    assert accuracy.regressed and accuracy.delta == pytest.approx(-0.05) and accuracy.tests == 2
+    assert not tone.regressed and tone.delta == pytest.approx(0.0)
+    assert not c.regressions  # no single test dropped beyond 0.1
+    assert c.verdict == "regressed" and c.gate_failed
+    assert c.reason == "metric 'accuracy' dropped 0.90 → 0.85 (-0.05, max drop 0.02)"
+
+
+def test_small_metric_drop_within_tolerance_passes() -> None:
+    c = judge([row("a", 1.0, metrics={"accuracy": 0.9})], [row("a", 1.0, metrics={"accuracy": 0.89})])
+    assert c.verdict == "passed" and not c.metrics[0].regressed
+
+
+def test_overall_mean_drop_regresses_even_when_each_test_is_within_tolerance() -> None:
+    base = [row(n, 0.9) for n in "abcd"]
+    head = [row(n, 0.85) for n in "abcd"]
+    c = judge(base, head)
+    assert not any(t.regressed for t in c.tests)
+    assert c.mean_score.regressed and c.mean_score.delta == pytest.approx(-0.05)
+    assert c.verdict == "regressed" and c.gate_failed
+    assert "mean score dropped 0.90 → 0.85" in c.reason
+
+
+def test_new_failure_and_fix() -> None:
+    c = judge([row("a", 1.0), row("b", 0.0)], [row("a", 0.0), row("b", 1.0)], max_metric_drop=1.0)
+    a, b = by_name(c, "a"), by_name(c, "b")
+    assert a.new_failure and a.regressed and not a.fixed
+    assert b.fixed and not b.new_failure
+    assert c.new_failures == [a] and c.fixes == [b]
+    assert c.verdict == "failed" and c.gate_failed
+    assert c.regression_notes()[a.test_id] == "score 1.00 -> 0.00 (-1.00); newly failing (passed in the baseline)"
+
+
+def test_new_failure_with_a_small_drop_is_still_a_regression_when_a_pass_rate_is_allowed() -> None:
+    # The score crosses the test's threshold with a drop inside the tolerance.
+    c = judge([row("a", 0.55, "pass"), row("b", 1.0)], [row("a", 0.5, "fail"), row("b", 1.0)], min_pass_rate=0.5, max_metric_drop=1.0)
+    a = by_name(c, "a")
+    assert a.new_failure and not a.regressed
+    assert c.verdict == "regressed" and c.gate_failed
+    assert c.reason == "1 test newly failing"
+    assert c.regression_notes() == {a.test_id: "score 0.55 -> 0.50 (-0.05); newly failing (passed in the baseline)"}
+
+
+def test_added_and_removed_tests_are_reported_not_regressions() -> None:
+    c = judge([row("kept", 1.0), row("gone", 1.0)], [row("kept", 1.0), row("fresh", 0.9)])
+    assert [t.name for t in c.changed("added")] == ["fresh"]
+    assert [t.name for t in c.changed("removed")] == ["gone"]
+    assert c.verdict == "passed" and not c.gate_failed
+    assert c.mean_score.tests == 1  # only tests present in both runs are averaged
+    assert c.pass_rate_base is not None and c.pass_rate_base.total == 2
+
+
+def test_a_failing_added_test_is_a_failure_not_a_regression() -> None:
+    c = judge([row("kept", 1.0)], [row("kept", 1.0), row("fresh", 0.0)])
+    fresh = by_name(c, "fresh")
+    assert fresh.change == "added" and not fresh.regressed and not fresh.new_failure
+    assert c.failures == [fresh] and c.regressions == []
+    assert c.verdict == "failed" and c.reason == "1 test failed"
+
+
+def test_renamed_test_matched_by_fingerprint() -> None:
+    base = [row("old name", 1.0, fingerprint="same vars"), row("other", 1.0)]
+    head = [row("new name", 0.2, fingerprint="same vars"), row("other", 1.0)]
+    c = judge(base, head, min_pass_rate=0.5)
+    renamed = c.changed("renamed")
+    assert [(t.name, t.base_name) for t in renamed] == [("new name", "old name")]
+    assert renamed[0].base_score == 1.0 and renamed[0].head_score == 0.2
+    assert not renamed[0].regressed and not renamed[0].new_failure
+    assert c.changed("added") == [] and c.changed("removed") == []
+    assert c.verdict == "passed" and c.regressions == []
+
+
+def test_ambiguous_fingerprints_are_added_and_removed() -> None:
+    base = [row("x1", 1.0, fingerprint="fp"), row("x2", 1.0, fingerprint="fp")]
+    head = [row("y1", 1.0, fingerprint="fp")]
+    c = judge(base, head)
+    assert c.changed("renamed") == []
+    assert len(c.changed("removed")) == 2 and len(c.changed("added")) == 1
+
+
+def test_errors_are_errors_not_regressions() -> None:
+    c = judge([row("a", 1.0), row("b", 1.0)], [row("a", 0.0, "error", error="grader unreachable"), row("b", 1.0)])
+    a = by_name(c, "a")
+    assert a.head_status == "error" and a.error == "grader unreachable"
+    assert not a.regressed and not a.new_failure and a.delta is None
+    assert c.regressions == [] and c.errors == [a] and c.error_rows == 1
+    assert c.mean_score.tests == 1 and c.mean_score.delta == pytest.approx(0.0)
+    assert c.verdict == "failed" and c.reason == "1 error (max 0)"
+
+
+def test_max_errors_tolerates_errors() -> None:
+    c = judge([row("a", 1.0), row("b", 1.0)], [row("a", 0.0, "error"), row("b", 1.0)], max_errors=1)
+    assert c.verdict == "passed" and not c.gate_failed
+    assert c.reason == "1 of 2 tests passed; 1 error tolerated (max 1); no regressions against the baseline"
+    over = judge([row("a", 1.0), row("b", 1.0)], [row("a", 0.0, "error"), row("b", 0.0, "error")], max_errors=1)
+    assert over.verdict == "failed" and over.reason == "2 errors (max 1)"
+
+
+def test_min_pass_rate_replaces_every_test_passing() -> None:
+    base = [row(n, 0.0) for n in "ab"] + [row(n, 1.0) for n in "cdefghij"]
+    head = list(base)
+    ok = judge(base, head, min_pass_rate=0.8)
+    assert ok.verdict == "passed" and not ok.gate_failed
+    assert ok.reason == "8 of 10 tests passed (pass rate 80.0%, minimum 80.0%); no regressions against the baseline"
+    low = judge(base, head, min_pass_rate=0.9)
+    assert low.verdict == "failed" and low.gate_failed
+    assert low.reason == "pass rate 80.0% below the minimum 90.0%"
+
+
+def test_missing_baseline_judges_thresholds_only() -> None:
+    run = run_of(row("a", 0.2), row("b", 1.0, metrics={"accuracy": 1.0}))
+    c = compare(run, None, GatePolicy())
+    assert not c.has_baseline and c.base_info is None and c.pass_rate_base is None
+    assert [t.change for t in c.tests] == ["same", "same"]
+    assert c.regressions == [] and c.changed("added") == []
+    assert c.mean_score.head == pytest.approx(0.6) and c.mean_score.delta is None
+    assert (c.verdict, c.reason, c.gate_failed) == ("failed", "1 test failed", True)
+    passing = compare(run_of(row("b", 1.0)), None, GatePolicy())
+    assert passing.reason == "all 1 test passed; no baseline, thresholds only"
+
+
+def test_no_tests_is_a_failure() -> None:
+    c = compare(run_of(), None, GatePolicy())
+    assert c.verdict == "failed" and c.reason == "no tests ran"
+
+
+def repeats(name: str, scores: list[float]) -> list:
+    """Passing repeats of one test (scores under a threshold-free test's 1.0)."""
+    return [row(name, s, "pass", repeat=i) for i, s in enumerate(scores)]
+
+
+def test_noisy_repeats_make_a_drop_inconclusive() -> None:
+    base = repeats("a", [1.0, 0.4, 1.0, 0.4])  # mean 0.70, sd 0.35
+    head = repeats("a", [0.4, 0.8, 0.4, 0.6])  # mean 0.55, sd 0.19
+    c = judge(base, head, max_metric_drop=1.0)
+    a = by_name(c, "a")
+    assert a.base_repeats == 4 and a.base_spread == pytest.approx(0.3464, abs=1e-4)
+    assert a.delta == pytest.approx(-0.15)
+    assert a.noise == pytest.approx(NOISE_K * ((0.3464**2 / 4) + (0.1915**2 / 4)) ** 0.5, abs=1e-3)
+    assert a.inconclusive and not a.regressed
+    assert c.inconclusive == [a] and c.verdict == "passed" and not c.gate_failed
+    assert c.reason.endswith("1 drop within noise (inconclusive)")
+
+
+def test_consistent_repeats_make_the_same_drop_a_regression() -> None:
+    base = repeats("a", [0.72, 0.7, 0.68, 0.7])
+    head = repeats("a", [0.56, 0.55, 0.54, 0.55])
+    c = judge(base, head, max_metric_drop=1.0)
+    a = by_name(c, "a")
+    assert a.delta == pytest.approx(-0.15) and a.regressed and not a.inconclusive
+    assert c.verdict == "regressed" and c.gate_failed
+
+
+def test_side_without_repeats_borrows_the_other_sides_spread() -> None:
+    base = [row("a", 0.7)]
+    head = repeats("a", [1.0, 0.1, 1.0, 0.1])  # mean 0.55, sd 0.52
+    a = by_name(judge(base, head, max_metric_drop=1.0), "a")
+    assert a.inconclusive and a.noise == pytest.approx(NOISE_K * 0.5196 * (1 + 1 / 4) ** 0.5, abs=1e-3)
+
+
+def test_metric_drop_within_repeat_noise_is_inconclusive() -> None:
+    base = [row("a", 1.0, repeat=i, metrics={"m": v}) for i, v in enumerate([1.0, 0.0, 1.0, 0.0])]
+    head = [row("a", 1.0, repeat=i, metrics={"m": v}) for i, v in enumerate([1.0, 0.0, 0.0, 1.0, 0.0])]
+    c = judge(base, head)
+    m = c.metrics[0]
+    assert m.delta == pytest.approx(-0.1) and m.inconclusive and not m.regressed
+    assert c.verdict == "passed"
+
+
+def test_repeats_pass_by_majority_and_errored_repeats_are_not_scored() -> None:
+    head = [row("a", 1.0, repeat=0), row("a", 0.0, repeat=1), row("a", 1.0, repeat=2), row("a", 0.0, "error", repeat=3)]
+    c = compare(run_of(*head), None, GatePolicy(max_errors=1))
+    a = by_name(c, "a")
+    assert a.head_status == "pass" and a.head_repeats == 3 and a.head_errors == 1
+    assert a.head_score == pytest.approx(2 / 3)
+    assert c.error_rows == 1 and c.verdict == "passed"
+    tie = compare(run_of(row("b", 1.0, repeat=0), row("b", 0.0, repeat=1)), None, GatePolicy())
+    assert tie.tests[0].head_status == "fail"
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "failing_gate", "regressed_gate"),
+    [("regressions", True, True), ("failures", True, False), ("never", False, False)],
+)
+def test_fail_on_modes(fail_on: str, failing_gate: bool, regressed_gate: bool) -> None:
+    failing = judge([row("a", 1.0)], [row("a", 0.0)], fail_on=fail_on)
+    assert failing.verdict == "failed" and failing.gate_failed is failing_gate
+    regressed = judge([row("a", 0.9)], [row("a", 0.6)], fail_on=fail_on, max_metric_drop=1.0)
+    assert regressed.verdict == "regressed" and regressed.gate_failed is regressed_gate
+    errored = judge([row("a", 1.0)], [row("a", 0.0, "error")], fail_on=fail_on)
+    assert errored.verdict == "failed" and errored.gate_failed is failing_gate
+    if not regressed_gate:
+        assert regressed.reason.endswith(f"(fail-on {fail_on}: reported, not gating)")
+
+
+def test_fail_on_failures_says_which_problems_do_not_gate() -> None:
+    c = judge([row("a", 0.9), row("b", 1.0)], [row("a", 0.6), row("b", 0.0)], fail_on="failures", max_metric_drop=1.0)
+    assert c.gate_failed and c.verdict == "failed"
+    assert c.reason.startswith("1 test failed; ")
+    assert c.reason.endswith("(fail-on failures: regressions reported, not gating)")
+
+
+def test_assertion_deltas_carry_the_graders_reason() -> None:
+    base_assertions = [AssertionResult(type="contains", status="pass", score=1.0), AssertionResult(type="llm-rubric", metric="tone", status="pass", score=0.9)]
+    head_assertions = [AssertionResult(type="contains", status="pass", score=1.0), AssertionResult(type="llm-rubric", metric="tone", status="fail", score=0.2, reason="rude reply")]
+    c = judge([row("a", 0.95, assertions=base_assertions)], [row("a", 0.6, "fail", assertions=head_assertions)])
+    deltas = by_name(c, "a").assertions
+    assert [(d.type, d.metric, d.base, d.head, d.head_passed, d.reason) for d in deltas] == [
+        ("contains", None, 1.0, 1.0, True, ""),
+        ("llm-rubric", "tone", 0.9, 0.2, False, "rude reply"),
+    ]
+    assert deltas[1].delta == pytest.approx(-0.7)
+
+
+def test_grader_change_is_warned() -> None:
+    base = run_of(row("a", 1.0), graders=["openai:gpt-4.1"], grader_templates={"llm-rubric": "aaa"})
+    head = run_of(row("a", 1.0), graders=["openai:gpt-5"], grader_templates={"llm-rubric": "bbb"})
+    c = compare(head, baseline_from_run(base), GatePolicy())
+    assert c.warnings == [
+        "graders differ from the baseline's (openai:gpt-4.1 → openai:gpt-5): score changes may come from the grader",
+        "grader templates changed since the baseline: llm-rubric",
+    ]
+
+
+def test_comparison_serialises_with_deltas() -> None:
+    c = judge([row("a", 0.9)], [row("a", 0.6)])
+    data = c.model_dump(mode="json")
+    assert data["tests"][0]["delta"] == pytest.approx(-0.3)
+    assert data["mean_score"]["delta"] == pytest.approx(-0.3)
+    assert Comparison.model_validate(data).tests[0].regressed
+
+
+def test_many_metric_drops_are_summarised_in_one_line() -> None:
+    names = ["alpha", "beta", "gamma", "delta"]
+    c = judge([row("a", 1.0, metrics=dict.fromkeys(names, 1.0))], [row("a", 1.0, metrics=dict.fromkeys(names, 0.5))])
+    assert [m.name for m in c.metrics if m.regressed] == sorted(names)
+    assert c.reason == "4 metrics dropped beyond tolerance (max drop 0.02): 'alpha', 'beta', 'delta' and 1 more"

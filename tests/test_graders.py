@@ -1,0 +1,280 @@
+"""Which provider grades an assertion: precedence, provider forms, defaults from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ci_grade.config.models import ProviderSpec
+from ci_grade.grading.graders import GraderResolver, has_web_search
+from ci_grade.providers.registry import ProviderPool
+from tests.model_graded_helpers import grader_calls, run_eval, status
+from tests.servers import anthropic_server, ollama_server
+from tests.servers.llm_server import LLMServer
+
+PASS = {"reason": "fine", "pass": True, "score": 1}
+
+PRECEDENCE = """
+prompts: ['{{out}}']
+providers: [echo]
+defaultTest:
+  options:
+    provider: openai:chat:model-default
+tests:
+  - description: inherits
+    vars: {out: from-defaultTest}
+    assert:
+      - {type: llm-rubric, value: rubric-inherits}
+  - description: test options
+    vars: {out: from-test}
+    options:
+      provider: openai:chat:model-test
+    assert:
+      - {type: llm-rubric, value: rubric-test}
+  - description: assertion
+    vars: {out: from-assertion}
+    options:
+      provider: openai:chat:model-test
+    assert:
+      - {type: llm-rubric, value: rubric-assertion, provider: openai:chat:model-assertion}
+"""
+
+
+def models_by_rubric(server: LLMServer) -> dict[str, str]:
+    out = {}
+    for body in grader_calls(server):
+        user = body["messages"][-1]["content"]
+        rubric = next(word for word in user.split() if word.startswith("rubric-"))
+        out[rubric] = body["model"]
+    return out
+
+
+def test_assertion_beats_test_beats_defaultTest(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat(None, PASS)
+    result = run_eval(tmp_path, PRECEDENCE)
+    assert result.stats["successes"] == 3
+    assert models_by_rubric(openai_env) == {
+        "rubric-inherits": "model-default",
+        "rubric-test": "model-test",
+        "rubric-assertion": "model-assertion",
+    }
+    graders = {c["metadata"]["ciGrade"]["grader"] for r in result.rows for c in r["gradingResult"]["componentResults"]}
+    assert graders == {"openai:chat:model-default", "openai:chat:model-test", "openai:chat:model-assertion"}
+    assert sorted(result.data["ciGrade"]["info"]["graders"]) == sorted(graders)
+
+
+def test_cli_grader_replaces_defaultTest_only(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat(None, PASS)
+    run_eval(tmp_path, PRECEDENCE, "--grader", "openai:chat:model-cli")
+    assert models_by_rubric(openai_env) == {
+        "rubric-inherits": "model-cli",
+        "rubric-test": "model-test",
+        "rubric-assertion": "model-assertion",
+    }
+
+
+def test_provider_object_with_config_reaches_its_own_server(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat(None, PASS)
+    with LLMServer() as other:
+        other.on_chat(None, {"reason": "from the second server", "pass": False, "score": 0})
+        result = run_eval(
+            tmp_path,
+            f"""
+prompts: ['{{{{out}}}}']
+providers: [echo]
+tests:
+  - vars: {{out: x}}
+    assert:
+      - {{type: llm-rubric, value: on the default server}}
+      - type: llm-rubric
+        value: on the second server
+        provider:
+          id: openai:chat:judge-two
+          config: {{apiBaseUrl: '{other.openai_base_url}', temperature: 0}}
+""",
+        )
+        (second,) = grader_calls(other)
+    first, remote = result.rows[0]["gradingResult"]["componentResults"]
+    assert first["pass"] is True
+    assert remote["pass"] is False and remote["reason"] == "from the second server"
+    assert second["model"] == "judge-two" and second["temperature"] == 0
+    assert [b["model"] for b in grader_calls(openai_env)] == ["gpt-4.1"]
+
+
+def test_kind_map_uses_the_text_entry(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat(None, PASS)
+    result = run_eval(
+        tmp_path,
+        """
+prompts: ['{{out}}']
+providers: [echo]
+defaultTest:
+  options:
+    provider:
+      text: {id: 'openai:chat:text-judge'}
+      embedding: openai:embedding:text-embedding-3-small
+tests:
+  - vars: {out: x}
+    assert:
+      - {type: llm-rubric, value: is x}
+""",
+    )
+    assert result.component()["pass"] is True
+    assert [b["model"] for b in grader_calls(openai_env)] == ["text-judge"]
+
+
+@pytest.mark.parametrize(
+    ("provider", "message"),
+    [
+        ("[openai:chat:a, openai:chat:b]", "invalid grader provider"),
+        ("nosuch:provider", "unknown provider 'nosuch:provider'"),
+        ("openai:embedding:text-embedding-3-small", "cannot serve text calls"),
+    ],
+)
+def test_unusable_grader_is_an_error(tmp_path: Path, openai_env: LLMServer, provider: str, message: str) -> None:
+    result = run_eval(
+        tmp_path,
+        f"""
+prompts: ['{{{{out}}}}']
+providers: [echo]
+tests:
+  - vars: {{out: x}}
+    assert:
+      - {{type: llm-rubric, value: is x, provider: {provider}}}
+      - {{type: contains, value: x}}
+""",
+    )
+    component = result.component()
+    assert status(component) == "error" and message in component["reason"]
+    assert result.rows[0]["failureReason"] == 2
+    assert result.rows[0]["gradingResult"]["componentResults"][1]["pass"] is True
+    assert grader_calls(openai_env) == []
+
+
+MODEL_GRADED = """
+prompts: ['{{out}}']
+providers: [echo]
+tests:
+  - vars: {out: Paris is the capital}
+    assert:
+      - {type: llm-rubric, value: names a capital}
+      - {type: model-graded-closedqa, value: names a capital}
+      - {type: factuality, value: Paris is the capital of France}
+"""
+
+
+def test_only_anthropic_key_grades_with_claude(tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    def reply(request: dict) -> object:
+        tool = (request.get("tool_choice") or {}).get("name")
+        text = str(request.get("messages"))
+        if tool and "Expert answer" in text:
+            return {"content": [{"type": "tool_use", "id": "t1", "name": tool, "input": {"category": "C", "reason": "same facts"}}]}
+        if tool:
+            return {"content": [{"type": "tool_use", "id": "t2", "name": tool, "input": {"reason": "names Paris", "pass": True, "score": 1}}]}
+        return "It names Paris as a capital.\nY"
+
+    anthropic_server.install(llm_server, reply)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", llm_server.url)
+    result = run_eval(tmp_path, MODEL_GRADED)
+    assert result.stats["successes"] == 1, result.rows[0]["gradingResult"]
+    components = result.rows[0]["gradingResult"]["componentResults"]
+    assert {c["metadata"]["ciGrade"]["grader"] for c in components} == {"anthropic:messages:claude-sonnet-4-5"}
+    bodies = [r.json for r in llm_server.requests_to("/v1/messages")]
+    assert len(bodies) == 3 and {b["model"] for b in bodies} == {"claude-sonnet-4-5"}
+    forced = [b for b in bodies if b.get("tool_choice")]
+    assert len(forced) == 2 and all(b["tool_choice"]["type"] == "tool" for b in forced)
+    assert llm_server.requests_to("/v1/chat/completions") == []
+    assert all(c["tokensUsed"]["total"] > 0 for c in components)
+
+
+def test_only_ollama_grades_locally(tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    def reply(request: dict) -> str:
+        text = str(request.get("messages"))
+        if "Expert answer" in text:
+            return '{"category": "A", "reason": "subset"}'
+        if "Criterion" in text:
+            return "Names Paris.\nY"
+        return '{"reason": "names Paris", "pass": true, "score": 1}'
+
+    ollama_server.install(llm_server, reply)
+    monkeypatch.setenv("OLLAMA_BASE_URL", llm_server.url)
+    result = run_eval(tmp_path, MODEL_GRADED)
+    assert result.stats["successes"] == 1, result.rows[0]["gradingResult"]
+    bodies = [r.json for r in llm_server.requests_to("/api/chat")]
+    assert len(bodies) == 3 and {b["model"] for b in bodies} == {"llama3.1"}
+    assert {c["metadata"]["ciGrade"]["grader"] for c in result.rows[0]["gradingResult"]["componentResults"]} == {"ollama:chat:llama3.1"}
+
+
+def test_no_grader_anywhere_is_an_error_naming_what_to_set(tmp_path: Path, llm_server: LLMServer) -> None:
+    result = run_eval(
+        tmp_path,
+        MODEL_GRADED
+        + """
+      - {type: search-rubric, value: is current}
+      - {type: contains, value: Paris}
+""",
+    )
+    row = result.rows[0]
+    components = row["gradingResult"]["componentResults"]
+    assert row["failureReason"] == 2 and result.stats["errors"] == 1
+    for component in components[:4]:
+        assert status(component) == "error"
+        assert "OPENAI_API_KEY" in component["reason"]
+    assert "ANTHROPIC_API_KEY" in components[0]["reason"] and "defaultTest.options.provider" in components[0]["reason"]
+    assert components[4]["pass"] is True
+    assert llm_server.requests == []
+
+
+def test_openai_key_wins_over_other_credentials() -> None:
+    env = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "a", "OLLAMA_BASE_URL": "http://127.0.0.1:1"}
+    resolver = GraderResolver(ProviderPool(env), env)
+    assert resolver.default_id("text") == "openai:chat:gpt-4.1"
+    assert resolver.default_id("embedding") == "openai:embedding:text-embedding-3-large"
+    assert resolver.default_id("moderation") == "openai:moderation:omni-moderation-latest"
+    assert resolver.default_id("classification") is None
+    azure = {"AZURE_OPENAI_API_KEY": "k", "AZURE_OPENAI_DEPLOYMENT_NAME": "judge", "ANTHROPIC_API_KEY": "a"}
+    assert GraderResolver(ProviderPool(azure), azure).default_id("text") == "azureopenai:chat:judge"
+    anthropic = {"ANTHROPIC_API_KEY": "a", "OLLAMA_BASE_URL": "http://127.0.0.1:1"}
+    assert GraderResolver(ProviderPool(anthropic), anthropic).default_id("text") == "anthropic:messages:claude-sonnet-4-5"
+    assert GraderResolver(ProviderPool(anthropic), anthropic).default_id("embedding") is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "searching"),
+    [
+        ({"id": "openai:responses:gpt-4.1", "config": {"tools": [{"type": "web_search_preview"}]}}, True),
+        ({"id": "openai:responses:gpt-4.1", "config": {"tools": [{"type": "web_search"}]}}, True),
+        ({"id": "openai:responses:gpt-4.1"}, False),
+        ({"id": "openai:chat:gpt-4o-search-preview"}, True),
+        ({"id": "openai:chat:gpt-4.1"}, False),
+        ({"id": "anthropic:messages:claude-sonnet-4-5", "config": {"tools": [{"type": "web_search_20250305", "name": "web_search"}]}}, True),
+        ({"id": "anthropic:messages:claude-sonnet-4-5"}, False),
+        ({"id": "perplexity:sonar"}, True),
+        ({"id": "google:gemini-2.5-pro", "config": {"tools": [{"googleSearch": {}}]}}, True),
+        ({"id": "xai:grok-4", "config": {"search_parameters": {"mode": "on"}}}, True),
+    ],
+)
+def test_web_search_capability(spec: dict, searching: bool) -> None:
+    assert has_web_search(ProviderSpec.model_validate(spec)) is searching
+
+
+def test_responses_api_grader_gets_json_mode(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("is x", PASS)
+    result = run_eval(
+        tmp_path,
+        """
+prompts: ['{{out}}']
+providers: [echo]
+tests:
+  - vars: {out: x}
+    assert:
+      - {type: llm-rubric, value: is x, provider: 'openai:responses:gpt-4.1-mini'}
+""",
+    )
+    assert result.component()["pass"] is True
+    assert result.component()["metadata"]["ciGrade"]["grader"] == "openai:responses:gpt-4.1-mini"
+    (body,) = grader_calls(openai_env, "/v1/responses")
+    assert body["text"] == {"format": {"type": "json_object"}}
+    assert [m["role"] for m in body["input"]] == ["system", "user"]

@@ -1,0 +1,204 @@
+"""OpenAI providers through the real `openai` SDK against the loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.provider_helpers import call, eval_rows, make, use
+from tests.servers.counting_server import CountingServer
+from tests.servers.llm_server import LLMServer
+
+KEY = "sk-test-0123456789"
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingServer]:
+    with CountingServer() as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        yield srv
+
+
+def only_chat(server: LLMServer) -> dict:
+    (request,) = server.requests_to("/v1/chat/completions")
+    return request.json
+
+
+def test_plain_prompt_options_on_the_wire_usage_and_cost(server: CountingServer) -> None:
+    server.on_chat("Paris", "It is Paris.", usage={"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500})
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+    config = {"temperature": 0.2, "max_tokens": 64, "seed": 11, "response_format": {"type": "json_object"}, "tools": tools, "top_p": 0.9, "unknown_key": 1}
+    response = call({"id": "openai:chat:gpt-4o-mini", "config": config}, "Capital of France? Paris?")
+    assert response.error is None
+    assert response.output == "It is Paris."
+    assert response.finish_reason == "stop"
+    assert (response.token_usage.prompt, response.token_usage.completion, response.token_usage.total) == (1000, 500, 1500)
+    assert response.token_usage.num_requests == 1
+    assert response.cost == pytest.approx(1000 * 0.15e-6 + 500 * 0.6e-6)
+    body = only_chat(server)
+    assert body["model"] == "gpt-4o-mini"
+    assert body["messages"] == [{"role": "user", "content": "Capital of France? Paris?"}]
+    assert (body["temperature"], body["max_tokens"], body["seed"], body["top_p"]) == (0.2, 64, 11, 0.9)
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["tools"] == tools
+    assert "unknown_key" not in body
+
+
+def test_chat_message_prompt_and_shorthand_id(server: CountingServer) -> None:
+    messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi"}]
+    response = call("openai:gpt-4.1-mini", json.dumps(messages))
+    assert response.output == "echo: Hi"
+    body = only_chat(server)
+    assert body["model"] == "gpt-4.1-mini" and body["messages"] == messages
+
+
+def test_tool_calls_are_the_output(server: CountingServer) -> None:
+    calls = [{"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}]
+    server.on_chat(None, "", tool_calls=calls, finish_reason="tool_calls")
+    response = call("openai:chat:gpt-4o", "use the tool")
+    assert response.output == calls
+    assert response.finish_reason == "tool_calls"
+
+
+def test_responses_api(server: CountingServer) -> None:
+    server.on_chat(None, "from responses")
+    spec = {"id": "openai:responses:gpt-4.1", "config": {"max_tokens": 30, "temperature": 0.5, "instructions": "be kind"}}
+    response = call(spec, "hello")
+    assert response.output == "from responses"
+    assert response.token_usage.total > 0 and response.cost is not None and response.cost > 0
+    (request,) = server.requests_to("/v1/responses")
+    assert request.json["model"] == "gpt-4.1"
+    assert request.json["max_output_tokens"] == 30 and request.json["temperature"] == 0.5 and request.json["instructions"] == "be kind"
+    assert request.json["input"] == [{"role": "user", "content": "hello"}]
+
+
+def test_embeddings(server: CountingServer) -> None:
+    server.set_embedding("hello world", [0.0, 0.6, 0.8])
+
+    async def embed(provider):  # type: ignore[no-untyped-def]
+        return await provider.embed("hello world")
+
+    result = use("openai:embedding:text-embedding-3-small", embed)
+    assert result.error is None
+    assert result.embedding == pytest.approx([0.0, 0.6, 0.8])
+    assert result.token_usage.prompt > 0
+    assert result.cost == pytest.approx(result.token_usage.prompt * 0.02e-6)
+    (request,) = server.requests_to("/v1/embeddings")
+    assert request.json["model"] == "text-embedding-3-small" and request.json["input"] == "hello world"
+    assert make("openai:embeddings:text-embedding-3-large").supports("embedding")
+
+
+def test_moderation_flags_become_categories(server: CountingServer) -> None:
+    server.flag("punch", "violence", 0.91)
+    server.flag("punch", "harassment/threatening", 0.4)
+
+    async def moderate(provider):  # type: ignore[no-untyped-def]
+        return await provider.moderate("prompt", "I will punch you"), await provider.moderate("prompt", "have a nice day")
+
+    flagged, clean = use("openai:moderation", moderate)
+    assert {f.code: f.confidence for f in flagged.flags or []} == {"violence": pytest.approx(0.91), "harassment/threatening": pytest.approx(0.4)}
+    assert clean.flags == []
+    requests = server.requests_to("/v1/moderations")
+    assert [r.json["input"] for r in requests] == ["I will punch you", "have a nice day"]
+    assert requests[0].json["model"] == "omni-moderation-latest"
+
+
+def test_rate_limit_is_retried_honouring_retry_after(server: CountingServer) -> None:
+    server.fail(429, times=2, path="/v1/chat/completions", retry_after="0.2")
+    started = time.perf_counter()
+    response = call("openai:chat:gpt-4o-mini", "q")
+    elapsed = time.perf_counter() - started
+    assert response.output == "echo: q"
+    assert len(server.requests_to("/v1/chat/completions")) == 3
+    assert 0.38 <= elapsed < 2.0
+
+
+def test_retries_give_up_with_the_reason(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI_GRADE_MAX_RETRIES", "2")
+    server.fail(503, times=10, path="/v1/chat/completions")
+    response = call("openai:chat:gpt-4o-mini", "q")
+    assert response.error is not None and response.error.startswith("API error 503: injected fault 503")
+    assert len(server.requests_to("/v1/chat/completions")) == 3
+
+
+def test_dropped_connections_are_retried(server: CountingServer) -> None:
+    server.fail(drop=True, times=1, path="/v1/chat/completions")
+    assert call("openai:chat:gpt-4o-mini", "q").output == "echo: q"
+    assert len(server.requests_to("/v1/chat/completions")) == 2
+
+
+def test_bad_request_is_not_retried_and_keeps_the_api_message(server: CountingServer) -> None:
+    server.fail(400, path="/v1/chat/completions", body={"error": {"message": "Invalid value for 'temperature': must be <= 2", "type": "invalid_request_error"}})
+    response = call({"id": "openai:chat:gpt-4o-mini", "config": {"temperature": 5}}, "q")
+    assert response.error == "API error 400: Invalid value for 'temperature': must be <= 2"
+    assert response.output is None
+    assert len(server.requests_to("/v1/chat/completions")) == 1
+
+
+def test_missing_api_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    response = call("openai:chat:gpt-4o-mini", "q")
+    assert response.error == "API key is not set: set OPENAI_API_KEY or config.apiKey for provider openai:chat:gpt-4o-mini"
+
+    async def embed(provider):  # type: ignore[no-untyped-def]
+        return await provider.embed("x")
+
+    assert (use("openai:embedding:text-embedding-3-small", embed).error or "").startswith("API key is not set: set OPENAI_API_KEY")
+
+
+def test_api_key_envar_api_base_url_and_organization(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # unused: config wins
+    monkeypatch.setenv("TEAM_OPENAI_KEY", "sk-team-key")
+    spec = {"id": "openai:chat:gpt-4o", "config": {"apiKeyEnvar": "TEAM_OPENAI_KEY", "apiBaseUrl": server.openai_base_url, "organization": "org-evals"}}
+    assert call(spec, "q").output == "echo: q"
+    (request,) = server.requests_to("/v1/chat/completions")
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    assert headers["authorization"] == "Bearer sk-team-key"
+    assert headers["openai-organization"] == "org-evals"
+    monkeypatch.delenv("TEAM_OPENAI_KEY")
+    assert call(spec, "q").error == "API key is not set: set TEAM_OPENAI_KEY or config.apiKey for provider openai:chat:gpt-4o"
+
+
+def test_secrets_are_not_in_errors(server: CountingServer) -> None:
+    server.fail(401, path="/v1/chat/completions", body={"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+    response = call("openai:chat:gpt-4o-mini", "q")
+    assert response.error == "API error 401: Incorrect API key provided"
+    assert KEY not in response.error
+
+
+def test_one_client_for_concurrent_calls(server: CountingServer) -> None:
+    server.on_chat(None, "ok", latency=0.01)
+
+    async def burst(provider):  # type: ignore[no-untyped-def]
+        return await asyncio.gather(*(provider.call(f"q{i}") for i in range(30)))
+
+    responses = use({"id": "openai:chat:gpt-4o-mini", "config": {"maxConcurrency": 3}}, burst)
+    assert [r.output for r in responses] == ["ok"] * 30
+    assert 1 <= server.connections <= 3
+
+
+def test_eval_provider_error_is_an_error_row_and_other_tests_run(server: CountingServer, tmp_path: Path) -> None:
+    server.on_chat("forbidden", {"error": {"message": "This request was rejected"}}, status=400)
+    server.on_chat(None, "a fine answer")
+    code, rows = eval_rows(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [openai:chat:gpt-4o-mini]
+        tests:
+          - vars: {q: hello}
+            assert: [{type: contains, value: fine}]
+          - vars: {q: forbidden}
+            assert: [{type: contains, value: fine}]
+        """,
+    )
+    assert code == 1
+    assert rows[0]["success"] is True
+    assert rows[0]["response"]["tokenUsage"]["total"] > 0 and rows[0]["response"]["cost"] > 0
+    assert rows[1]["failureReason"] == 2 and rows[1]["error"] == "API error 400: This request was rejected"
+    assert KEY not in (tmp_path / "out.json").read_text()
