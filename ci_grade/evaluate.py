@@ -18,7 +18,7 @@ from ci_grade.cache import ResponseCache
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
-from ci_grade.plan import PlanOptions, build_plan
+from ci_grade.plan import Plan, PlanOptions, build_plan
 from ci_grade.redact import Redactor
 from ci_grade.report import outputs
 from ci_grade.report.console import Progress
@@ -133,7 +133,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
     with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides):
-        run = asyncio.run(run_plan(plan, run_options))
+        run = _run_to_completion(plan, run_options)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
     run.info.description = config.description
@@ -143,6 +143,22 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
     run.info.repeat = repeat
     run.warnings = list(loaded.warnings)
     return EvalOutcome(run=run, loaded=loaded, env=env, redactor=redactor, output_paths=paths)
+
+
+def _run_to_completion(plan: Plan, options: RunOptions) -> EvalRun:
+    """`asyncio.run(run_plan(...))`, keeping the (large) result off the main task.
+
+    At shutdown CPython's asyncio.run formats the SIGINT handler, which holds the main task, and
+    with it a repr of the task's result: for a big run that alone costs a noticeable fraction of
+    a second. Returning the result through a holder keeps the task's result None.
+    """
+    holder: list[EvalRun] = []
+
+    async def main() -> None:
+        holder.append(await run_plan(plan, options))
+
+    asyncio.run(main())
+    return holder[0]
 
 
 @contextlib.contextmanager

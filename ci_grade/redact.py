@@ -8,6 +8,7 @@ echoes a key, or an error message that quotes one, is still masked.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -36,7 +37,9 @@ class Redactor:
         return cls([v for k, v in env.items() if is_secret_name(k) and v] + list(extra))
 
     def add(self, secrets: Iterable[str]) -> None:
-        new = {s for s in secrets if isinstance(s, str) and len(s.strip()) >= _MIN_SECRET_LENGTH}
+        """Learn secret values (and their JSON-escaped spelling, as they appear in JSON files)."""
+        values = [s for s in secrets if isinstance(s, str) and len(s.strip()) >= _MIN_SECRET_LENGTH]
+        new = set(values) | {json.dumps(s, ensure_ascii=False)[1:-1] for s in values}
         if new - self._secrets:
             self._secrets |= new
             ordered = sorted(self._secrets, key=len, reverse=True)

@@ -177,8 +177,9 @@ def test_text_and_embedding_graders_on_two_servers(tmp_path: Path, server: LLMSe
         assert result.raw["metadata"]["ciGrade"]["grader"] == "openai:chat:judge-model, openai:embedding:embed-model"
 
 
-def test_a_single_chat_grader_cannot_embed(tmp_path: Path, server: LLMServer) -> None:
+def test_a_single_chat_grader_embeds_with_its_vendors_default_model(tmp_path: Path, server: LLMServer) -> None:
     (result,) = grade(tmp_path, {"type": "answer-relevance", "provider": "openai:chat:gpt-4.1-mini"})
-    assert result.status == "error"
-    assert "cannot serve" in result.reason
-    assert json.dumps(result.raw).count("sk-test") == 0
+    assert result.raw["metadata"]["ciGrade"]["grader"] == "openai:chat:gpt-4.1-mini, openai:embedding:text-embedding-3-large"
+    assert {r.json["model"] for r in server.requests_to("/v1/chat/completions")} == {"gpt-4.1-mini"}
+    assert {r.json["model"] for r in server.requests_to("/v1/embeddings")} == {"text-embedding-3-large"}
+    assert len(server.requests_to("/v1/embeddings")) == 4

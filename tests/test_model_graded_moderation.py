@@ -96,9 +96,12 @@ def test_grader_choice(tmp_path: Path, server: LLMServer) -> None:
         options={"provider": {"text": "openai:chat:gpt-4.1-mini", "moderation": {"id": "openai:moderation:omni-moderation-2024-09-26"}}},
     )
     assert custom.status == "fail" and custom.raw["metadata"]["ciGrade"]["grader"] == "openai:moderation:text-moderation-stable"
-    assert chat.status == "error" and "cannot serve moderation" in chat.reason
+    # a chat grader given alone moderates through its vendor's moderation endpoint, same credentials
+    assert chat.status == "fail" and chat.raw["metadata"]["ciGrade"]["grader"] == "openai:moderation:omni-moderation-latest"
     assert mapped.status == "fail" and mapped.raw["metadata"]["ciGrade"]["grader"] == "openai:moderation:omni-moderation-2024-09-26"
-    assert sorted(r.json["model"] for r in server.requests_to("/v1/moderations")) == ["omni-moderation-2024-09-26", "text-moderation-stable"]
+    assert sorted(r.json["model"] for r in server.requests_to("/v1/moderations")) == [
+        "omni-moderation-2024-09-26", "omni-moderation-latest", "text-moderation-stable",
+    ]
 
 
 def test_without_any_grader_configured_the_error_says_what_to_set(tmp_path: Path) -> None:

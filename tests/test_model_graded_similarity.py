@@ -200,9 +200,18 @@ def test_grader_choice_and_usage(tmp_path: Path, vectors: LLMServer) -> None:
         {"type": "similar", "value": "four fifths"},
         options={"provider": {"text": "openai:chat:gpt-4.1-mini", "embedding": "openai:embedding:text-embedding-3-small"}},
     )
-    assert chat_only.status == "error" and "cannot serve embedding" in chat_only.reason
+    # a chat grader given alone embeds with its vendor's default embedding model, same credentials
+    assert chat_only.status == "pass"
+    assert chat_only.raw["metadata"]["ciGrade"]["grader"] == "openai:embedding:text-embedding-3-large"
     assert by_map.status == "pass"
     assert by_map.raw["metadata"]["ciGrade"]["grader"] == "openai:embedding:text-embedding-3-small"
     # the server counts len(text) // 4 tokens per embedded text
     assert by_map.raw["tokensUsed"]["total"] == len(OUT) // 4 + len("four fifths") // 4
     assert by_map.raw["tokensUsed"]["numRequests"] == 2
+
+
+def test_a_grader_whose_vendor_has_no_embeddings_is_an_error(tmp_path: Path, vectors: LLMServer) -> None:
+    (result,) = grade(tmp_path, {"type": "similar", "value": "four fifths", "provider": "anthropic:messages:claude-sonnet-4-5"})
+    assert result.status == "error"
+    assert "cannot serve embedding" in result.reason
+    assert not vectors.requests_to("/v1/embeddings")

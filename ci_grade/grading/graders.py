@@ -9,6 +9,7 @@ kind an assertion needs. With nothing available the assertion is an ERROR that s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,14 +62,19 @@ class GraderResolver:
         self.pool = pool
         self.env = env
         self.used: set[str] = set()
+        self._resolved: dict[tuple[str, str], Provider] = {}
 
     def resolve(self, kind: Capability, ctx: AssertionContext) -> Provider:
         """The provider that serves `kind` for this assertion (raises GraderError if none)."""
         ref = ctx.assertion.provider if ctx.assertion.provider is not None else ctx.test.options.provider
-        provider = self._from_ref(ref, kind, ctx.type) if ref is not None else None
+        key = (kind, ref if isinstance(ref, str) else json.dumps(ref, sort_keys=True, default=str))
+        provider = self._resolved.get(key)
         if provider is None:
-            provider = self.default(kind, ctx.type)
-        self.used.add(provider.describe())
+            provider = self._from_ref(ref, kind, ctx.type) if ref is not None else None
+            if provider is None:
+                provider = self.default(kind, ctx.type)
+            self._resolved[key] = provider
+            self.used.add(provider.describe())
         return provider
 
     def resolve_search(self, ctx: AssertionContext) -> tuple[Provider, bool]:
@@ -108,12 +114,15 @@ class GraderResolver:
         except (ValueError, TypeError) as exc:
             raise GraderError(f"invalid grader provider for {check}: {exc}") from None
         provider = self._create(spec, check)
-        if not provider.supports(kind):
-            raise GraderError(
-                f"grader {spec.id} cannot serve {kind} calls needed by {check}; "
-                f"give a {kind} provider, e.g. options.provider: {{text: ..., {kind}: ...}}"
-            )
-        return provider
+        if provider.supports(kind):
+            return provider
+        sibling = provider.sibling(kind)
+        if sibling is not None:
+            return self._create(sibling, check)
+        raise GraderError(
+            f"grader {spec.id} cannot serve {kind} calls needed by {check}; "
+            f"give a {kind} provider, e.g. options.provider: {{text: ..., {kind}: ...}}"
+        )
 
     def _create(self, spec: ProviderSpec, check: str) -> Provider:
         try:

@@ -84,9 +84,9 @@ class AzureChatProvider(AzureClientMixin, OpenAIChatProvider):
     def describe(self) -> str:
         return f"{self.family}:chat:{self._model}"
 
-    def to_response(self, completion: Any) -> ProviderResponse:
+    def to_response(self, completion: dict[str, Any]) -> ProviderResponse:
         response = super().to_response(completion)
-        reply_model = getattr(completion, "model", None)
+        reply_model = completion.get("model") if isinstance(completion, dict) else None
         if response.cost is None and reply_model:
             usage = response.token_usage
             response.cost = estimate_cost(reply_model, self.spec.config, usage.prompt, usage.completion)

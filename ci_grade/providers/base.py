@@ -153,6 +153,14 @@ class Provider:
     def supports(self, kind: Capability) -> bool:
         return kind in self.capabilities
 
+    def sibling(self, kind: Capability) -> ProviderSpec | None:
+        """The same vendor's provider for another kind of call (same credentials), if it has one.
+
+        Lets one configured grader (e.g. `openai:gpt-4.1`) also serve the embedding or
+        moderation calls an assertion needs; the sibling is recorded as the grader used.
+        """
+        return None
+
     def cache_identity(self) -> dict[str, Any]:
         """What, besides the request, determines a reply (subclasses add their endpoint)."""
         return {"class": type(self).__name__, "id": self.spec.id, "config": self.spec.config}

@@ -41,6 +41,12 @@ REQUEST_FIELDS = ("format", "keep_alive", "think", "tools", "system", "template"
 class OllamaProvider(HttpApiProvider):
     """Shared endpoint, authentication and option handling."""
 
+    def sibling(self, kind: Capability) -> ProviderSpec | None:
+        """Ollama chat/completion graders also serve embeddings (same server) with nomic-embed-text."""
+        if kind != "embedding":
+            return None
+        return ProviderSpec(id="ollama:embedding:nomic-embed-text", config={k: v for k, v in self.spec.config.items() if k in ("apiBaseUrl", "baseUrl", "timeout")})
+
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int = 16):
         super().__init__(spec, env, max_concurrency)
         self._model = model

@@ -100,6 +100,14 @@ class OpenAIProvider(Provider):
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "model": self._model, "base_url": self.base_url()}
 
+    def sibling(self, kind: Capability) -> ProviderSpec | None:
+        """openai:* chat/responses graders also serve embeddings and moderation (same credentials)."""
+        ids = {"embedding": f"openai:embedding:{OpenAIEmbeddingProvider.default_model}", "moderation": f"openai:moderation:{OpenAIModerationProvider.default_model}"}
+        if kind not in ids or not self.spec.id.startswith("openai:"):
+            return None
+        shared = {k: v for k, v in self.spec.config.items() if k in ("apiKey", "apiKeyEnvar", "apiBaseUrl", "apiHost", "organization", "timeout")}
+        return ProviderSpec(id=ids[kind], config=shared)
+
     def client(self) -> Any:
         if self._client is None:
             from openai import AsyncOpenAI
@@ -172,42 +180,43 @@ class OpenAIChatProvider(OpenAIProvider):
         if error := self.missing_key_error():
             return ProviderResponse(error=error)
         try:
-            completion = await self.request(self.client().chat.completions.create, **self.chat_body(prompt, context))
+            # The SDK's raw request API (its documented route for custom bodies): same client,
+            # auth and errors, without per-call parameter transformation and model building,
+            # which cost more CPU than the rest of a grading call.
+            completion = await self.request(self.client().post, path="/chat/completions", cast_to=dict, body=self.chat_body(prompt, context))
         except OpenAIError as exc:
             return ProviderResponse(error=str(exc))
         return self.to_response(completion)
 
-    def to_response(self, completion: Any) -> ProviderResponse:
-        if not completion.choices:
-            return ProviderResponse(error="API returned no choices")
-        choice = completion.choices[0]
-        message = choice.message
-        usage = _usage(completion.usage)
-        common = {
-            "token_usage": usage,
-            "cost": self.cost(usage),
-            "finish_reason": _finish_reason(choice.finish_reason),
-            "cached": False,
-        }
-        if getattr(message, "refusal", None):
-            return ProviderResponse(output=message.refusal, is_refusal=True, **common)
-        tool_calls = [tc.model_dump(exclude_none=True) for tc in (message.tool_calls or [])]
-        function_call = message.function_call.model_dump() if getattr(message, "function_call", None) else None
+    def to_response(self, completion: dict[str, Any]) -> ProviderResponse:
+        """A Chat Completions JSON body -> ProviderResponse."""
+        choices = completion.get("choices") if isinstance(completion, dict) else None
+        if not choices:
+            return ProviderResponse(error=f"API returned no choices: {str(completion)[:200]}")
+        choice = choices[0]
+        message = choice.get("message") or {}
+        usage = _usage(completion.get("usage"))
+        finish = choice.get("finish_reason")
+        common = {"token_usage": usage, "cost": self.cost(usage), "finish_reason": _finish_reason(finish), "cached": False}
+        if message.get("refusal"):
+            return ProviderResponse(output=message["refusal"], is_refusal=True, **common)
+        content = message.get("content")
+        calls = message.get("tool_calls") or None
+        function_call = message.get("function_call")
         output: Any
-        if message.content and (tool_calls or function_call):
-            output = message.model_dump(exclude_none=True)
-        elif message.content is None:
-            output = tool_calls or function_call
+        if content and (calls or function_call):
+            output = {k: v for k, v in message.items() if v is not None}
+        elif content is None:
+            output = calls or function_call
         else:
-            output = message.content
+            output = content
         if isinstance(output, str) and (self.spec.config.get("response_format") or {}).get("type") == "json_schema":
             try:
                 output = json.loads(output)
             except ValueError:
                 pass
-        if choice.finish_reason == "content_filter":
-            common["finish_reason"] = "content_filter"
-            return ProviderResponse(output=output, is_refusal=True, **common)
+        if finish == "content_filter":
+            return ProviderResponse(output=output, is_refusal=True, **{**common, "finish_reason": "content_filter"})
         return ProviderResponse(output=output, **common)
 
 
@@ -326,16 +335,21 @@ class OpenAIModerationProvider(OpenAIProvider):
 
 
 def _usage(usage: Any) -> TokenUsage:
+    """Usage from a JSON body (dict) or an SDK object."""
     if usage is None:
         return TokenUsage(num_requests=1)
-    details = getattr(usage, "completion_tokens_details", None)
-    prompt_details = getattr(usage, "prompt_tokens_details", None)
+
+    def field(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    details = field(usage, "completion_tokens_details")
+    prompt_details = field(usage, "prompt_tokens_details")
     return TokenUsage.of(
-        usage.prompt_tokens,
-        usage.completion_tokens,
-        usage.total_tokens,
-        cached=getattr(prompt_details, "cached_tokens", 0) if prompt_details else 0,
-        reasoning=getattr(details, "reasoning_tokens", 0) if details else 0,
+        field(usage, "prompt_tokens"),
+        field(usage, "completion_tokens"),
+        field(usage, "total_tokens"),
+        cached=field(prompt_details, "cached_tokens") if prompt_details else 0,
+        reasoning=field(details, "reasoning_tokens") if details else 0,
     )
 
 

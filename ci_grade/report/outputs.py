@@ -63,8 +63,8 @@ def write_atomic(path: Path, text: str) -> None:
 def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, redactor: Redactor, regressions: Mapping[str, str] | None = None) -> str:
     kind = output_kind(path)
     renderers: dict[str, Callable[[], str]] = {
-        ".json": lambda: json.dumps(redactor.data(to_promptfoo(run, config)), ensure_ascii=False, separators=(",", ":"), default=str),
-        ".jsonl": lambda: "".join(json.dumps(redactor.data(row_to_promptfoo(r)), ensure_ascii=False, default=str) + "\n" for r in run.results),
+        ".json": lambda: redactor.text(json.dumps(to_promptfoo(run, redactor.data(config)), ensure_ascii=False, separators=(",", ":"), default=str)),
+        ".jsonl": lambda: redactor.text("".join(json.dumps(row_to_promptfoo(r), ensure_ascii=False, default=str) + "\n" for r in run.results)),
         ".junit.xml": lambda: render_junit(run, redactor, regressions),
         ".xml": lambda: render_junit(run, redactor, regressions),
         ".md": lambda: redactor.text(markdown_table(run, redactor)),

@@ -11,6 +11,7 @@ Run standalone for benchmarks: `python -m tests.servers.llm_server --port 8765 -
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import hashlib
 import json
@@ -20,8 +21,9 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http import HTTPStatus
 from typing import Any
 
 Matcher = str | re.Pattern[str] | Callable[[dict[str, Any]], bool] | None
@@ -131,24 +133,52 @@ class LLMServer:
         self._embeddings: dict[str, list[float]] = {}
         self._flags: list[tuple[str, str, float]] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: asyncio.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._accepted = 0
         self.default_reply: Callable[[dict[str, Any]], str] = lambda req: f"echo: {last_user_text(req)}"
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self, port: int = 0) -> LLMServer:
-        handler = _make_handler(self)
-        self._server = _Server(("127.0.0.1", port), handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="llm-server", daemon=True)
+        """Serve on 127.0.0.1 from a background thread running its own event loop."""
+        self._loop = asyncio.new_event_loop()
+        self._executor = ThreadPoolExecutor(max_workers=128, thread_name_prefix="llm-server-handler")
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self._loop)
+            self._server = self._loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", port, backlog=1024))
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="llm-server", daemon=True)
         self._thread.start()
+        ready.wait()
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        if self._server is None or self._loop is None:
+            return
+        loop, server = self._loop, self._server
+
+        async def shutdown() -> None:
+            server.close()
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(timeout=5)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        loop.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._server = None
 
     def __enter__(self) -> LLMServer:
         return self.start()
@@ -159,8 +189,56 @@ class LLMServer:
     @property
     def url(self) -> str:
         assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
+        host, port = self._server.sockets[0].getsockname()[:2]
         return f"http://{host}:{port}"
+
+    @property
+    def connections(self) -> int:
+        """How many TCP connections clients have opened so far (to observe client reuse)."""
+        return self._accepted
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One keep-alive connection: parse HTTP/1.1 requests and answer them in order."""
+        self._accepted += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                request_line, *header_lines = head.decode("latin-1").split("\r\n")
+                method, target, _version = request_line.split(" ", 2)
+                headers = dict(line.split(":", 1) for line in header_lines if ":" in line)
+                headers = {k.strip(): v.strip() for k, v in headers.items()}
+                lowered = {k.lower(): v for k, v in headers.items()}
+                if lowered.get("transfer-encoding", "").lower() == "chunked":
+                    body = await _read_chunked(reader)
+                else:
+                    body = await reader.readexactly(int(lowered.get("content-length") or 0))
+                try:
+                    parsed = json.loads(body) if body else None
+                except ValueError:
+                    parsed = None
+                recorded = Recorded(method, target, headers, body, parsed)
+                with self._lock:
+                    self.requests.append(recorded)
+                response = await loop.run_in_executor(self._executor, self.handle, recorded)
+                if response is None:
+                    return  # an injected dropped connection
+                writer.write(_encode(response))
+                await writer.drain()
+                if lowered.get("connection", "").lower() == "close":
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+            writer.close()
 
     @property
     def openai_base_url(self) -> str:
@@ -366,47 +444,24 @@ def _usage(prompt: str, completion: str) -> dict[str, int]:
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 512  # the default (5) drops bursts of concurrent connections
-    daemon_threads = True
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    body = b""
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        if size == 0:
+            await reader.readuntil(b"\r\n")
+            return body
+        body += await reader.readexactly(size)
+        await reader.readexactly(2)
 
 
-def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet
-            return
-
-        def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            try:
-                parsed = json.loads(body) if body else None
-            except ValueError:
-                parsed = None
-            recorded = Recorded(self.command, self.path, {k: v for k, v in self.headers.items()}, body, parsed)
-            with server._lock:
-                server.requests.append(recorded)
-            response = server.handle(recorded)
-            if response is None:
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return
-            payload = response.body if response.body is not None else json.dumps(response.json).encode()
-            self.send_response(response.status)
-            content_type = "application/json" if response.body is None else response.headers.get("Content-Type", "application/octet-stream")
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
-            for key, value in response.headers.items():
-                if key.lower() != "content-type":
-                    self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(payload)
-
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
-
-    return Handler
+def _encode(response: Response) -> bytes:
+    payload = response.body if response.body is not None else json.dumps(response.json).encode()
+    content_type = "application/json" if response.body is None else response.headers.get("Content-Type", "application/octet-stream")
+    reason = HTTPStatus(response.status).phrase if response.status in HTTPStatus._value2member_map_ else "Status"
+    lines = [f"HTTP/1.1 {response.status} {reason}", f"Content-Type: {content_type}", f"Content-Length: {len(payload)}"]
+    lines += [f"{k}: {v}" for k, v in response.headers.items() if k.lower() not in ("content-type", "content-length")]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
 
 
 def main() -> None:
