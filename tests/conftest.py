@@ -17,7 +17,8 @@ import pytest
 from tests.servers.llm_server import LLMServer
 
 REPO = Path(__file__).resolve().parent.parent
-COMPAT = REPO.parent / "shared" / "compat"
+FIXTURES = REPO / "tests" / "fixtures"
+COMPAT = FIXTURES / "promptfoo" / "compat"  # promptfoo's example configs (MIT), see NOTICE.md
 
 # Variables that would make a test reach a real service or change defaults.
 _ISOLATED_VARS = (

@@ -1,6 +1,6 @@
 """promptfoo's own example configs (deterministic ones) run unchanged against the loopback server.
 
-Each folder of /work/shared/compat is copied as is; OpenAI is the scripted loopback server with
+Each folder of promptfoo's example corpus (tests/fixtures/promptfoo/compat) is copied as is; OpenAI is the scripted loopback server with
 plausible replies. Every test row must appear, every assertion must be graded (pass or fail, no
 error, nothing 'not yet supported'), and the verdicts must be the ones the replies imply.
 """

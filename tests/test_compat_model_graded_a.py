@@ -20,7 +20,7 @@ from tests.conftest import COMPAT, write
 from tests.model_graded_helpers import Eval, all_text, fenced_blocks, grader_calls, run_eval, run_in, status
 from tests.servers.llm_server import LLMServer, request_text
 
-SEEDS = COMPAT.parent / "reference" / "seeds"
+SEEDS = COMPAT.parent / "seeds"
 
 
 def copy_example(name: str, tmp_path: Path) -> Path:

@@ -20,7 +20,7 @@ from ci_grade.results.promptfoo import from_promptfoo
 from tests.conftest import run_cli, write
 from tests.servers.llm_server import LLMServer
 
-JUNIT_XSD = Path(__file__).resolve().parents[2] / "shared" / "junit-10.xsd"
+JUNIT_XSD = Path(__file__).resolve().parent / "fixtures" / "junit-10.xsd"
 LITERAL_KEY = "sk-literal-config-secret-42"
 
 CONFIG = f"""
