@@ -357,3 +357,19 @@ def test_cache_dir_serves_the_second_run(workspace: Path, gh: GitHubServer, open
     assert second.code == 0
     assert len(openai_env.requests_to("/v1/chat/completions")) == 1, "the second run is served from the cache"
     assert "sk-test-0123456789" not in second.result.out.replace("::add-mask::sk-test-0123456789", "")
+
+
+def test_summary_keeps_what_the_comment_must_cut(workspace: Path, gh: GitHubServer) -> None:
+    """Many failures with long reasons: the comment fits GitHub's 65,536 characters, the summary
+    (1 MiB allowed) carries more of the report instead of the comment's cut."""
+    cases = "".join(
+        f"- description: long case {i}\n  vars: {{q: 'answer {i}'}}\n  assert:\n    - {{type: contains, value: '{'missing phrase ' * 40}{i}'}}\n"
+        for i in range(400)
+    )
+    (workspace / "evals" / "cases.yaml").write_text(cases)
+    run = run_action(workspace, gh)
+    assert run.code == 1
+    (comment,) = gh.comments[7]
+    assert len(comment["body"]) <= 65_536
+    assert 65_536 < len(run.summary) <= 1_000_000
+    assert run.summary.count("long case") > comment["body"].count("long case")

@@ -389,12 +389,15 @@ def test_openai_function_call(tmp_path: Path, openai_env: LLMServer, tmp_path_fa
          "assert": [{"type": "is-valid-openai-function-call"}]},
         {"description": "not- on a valid call", "vars": {"q": "c4"}, "providerOutput": {"name": "get_weather", "arguments": '{"city": "Rome"}'},
          "assert": [{"type": "not-is-valid-openai-function-call"}]},
+        {"description": "legacy name", "vars": {"q": "c6"}, "providerOutput": {"name": "get_weather", "arguments": '{"city": 7}'},
+         "assert": [{"type": "is-valid-function-call"}]},
     ]  # fmt: skip
     r = by_description(evaluate(tmp_path, openai_config(tests, provider={"id": MODEL, "config": {"functions": functions}})))
     assert {k: v.status for k, v in r.items()} == {
         "live function call": "pass", "canned valid": "pass", "canned json text": "fail", "canned not a call": "fail",
-        "canned object that is not a call": "fail", "not- on a valid call": "fail",
+        "canned object that is not a call": "fail", "not- on a valid call": "fail", "legacy name": "fail",
     }  # fmt: skip
+    assert "$.city: 7 is not of type 'string'" in r["legacy name"].reason
     assert "$.city: 7 is not of type 'string'" in r["canned json text"].reason
     assert r["canned not a call"].reason == "Output is not a function call: 'The weather is fine.'"
     # Without `functions`, the function definitions of `tools` are used.

@@ -101,6 +101,15 @@ def _docs_workflows(folder: Path) -> list[Path]:
     return paths
 
 
+def test_readme_shows_the_checked_docs_workflows() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    docs = DOCS.read_text(encoding="utf-8")
+    workflows = [b for b in re.findall(r"```yaml\n(.*?)```", docs, re.S) if b.startswith("name:")]
+    assert len(workflows) == 2
+    for workflow in workflows:
+        assert f"```yaml\n{workflow}```" in readme
+
+
 def test_docs_workflows_pass_every_check(tmp_path: Path) -> None:
     pull_request, baseline = _docs_workflows(tmp_path)
     pr = yaml.safe_load(pull_request.read_text())

@@ -90,9 +90,12 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
     warnings += [*graded.comparison.warnings, *graded.run.warnings]
     emit_annotations(commands, graded, warnings, workdir, event.workspace)
     if env.get("GITHUB_STEP_SUMMARY"):
-        from ci_grade.github.env_files import append_summary
+        from ci_grade.github.env_files import SUMMARY_LIMIT_BYTES, append_summary
 
-        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), report + warning_note(comment_problem, graded.redactor))
+        # The summary allows 1 MiB where a comment allows 65,536 characters: render it at its own size.
+        note = warning_note(comment_problem, graded.redactor)
+        summary = render_markdown(graded.run, graded.comparison, title=inputs.comment_title, redactor=graded.redactor, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()))
+        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), graded.redactor.text(summary) + note)
     if env.get("GITHUB_OUTPUT"):
         from ci_grade.github.env_files import write_outputs
 

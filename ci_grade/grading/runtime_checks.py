@@ -262,7 +262,7 @@ async def is_valid_openai_tools_call(ctx: AssertionContext) -> Grade:
     return await _validate_calls(ctx, "tools", "tools call")
 
 
-@assertion("is-valid-openai-function-call", handles_inverse=True)
+@assertion("is-valid-openai-function-call", aliases=("is-valid-function-call",), handles_inverse=True)
 async def is_valid_openai_function_call(ctx: AssertionContext) -> Grade:
     return await _validate_calls(ctx, "functions", "function call")
 

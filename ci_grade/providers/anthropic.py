@@ -40,6 +40,8 @@ CACHE_WRITE_FACTOR = 1.25
 class AnthropicMessagesProvider(HttpApiProvider):
     """`anthropic:messages:<model>`: one POST to `{base}/v1/messages` per call."""
 
+    key_names = ("ANTHROPIC_API_KEY",)
+
     default_model: ClassVar[str] = "claude-sonnet-4-5"
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int = 16):
@@ -52,14 +54,6 @@ class AnthropicMessagesProvider(HttpApiProvider):
 
     def describe(self) -> str:
         return f"anthropic:messages:{self._model}"
-
-    def api_key(self) -> str | None:
-        config = self.spec.config
-        if config.get("apiKey"):
-            return str(config["apiKey"])
-        if config.get("apiKeyEnvar"):
-            return self.env_value(str(config["apiKeyEnvar"]))
-        return self.env_value("ANTHROPIC_API_KEY")
 
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "model": self._model, "url": self.url()}
@@ -110,10 +104,9 @@ class AnthropicMessagesProvider(HttpApiProvider):
         return body
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
-        key = self.api_key()
-        if not key:
-            names = self.spec.config.get("apiKeyEnvar") or "ANTHROPIC_API_KEY"
-            return ProviderResponse(error=f"API key is not set: set {names} or config.apiKey for provider {self.id}")
+        if error := self.missing_key_error():
+            return ProviderResponse(error=error)
+        key = str(self.api_key())
         body = self.body(prompt, context)
         try:
             data = await self.post_json(self.url(), body, self.headers(key))

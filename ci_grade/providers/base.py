@@ -123,6 +123,8 @@ class Provider:
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"text"})
     cacheable: ClassVar[bool] = False
+    key_names: ClassVar[tuple[str, ...]] = ()
+    """Environment variables that hold the family's API key, in order of preference."""
     # The folder of the config that named this provider (relative file paths resolve here); set by the registry.
     base_dir: Path | None = None
 
@@ -175,6 +177,22 @@ class Provider:
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self._max_concurrency)
         return self._semaphore
+
+    def api_key(self) -> str | None:
+        """`config.apiKey`, else the variable `config.apiKeyEnvar` names, else the family's variables."""
+        config = self.spec.config
+        if config.get("apiKey"):
+            return str(config["apiKey"])
+        if config.get("apiKeyEnvar"):
+            return self.env_value(str(config["apiKeyEnvar"]))
+        return self.env_value(*self.key_names)
+
+    def missing_key_error(self) -> str | None:
+        """A message saying which variable or option to set, when no API key is available."""
+        if self.api_key():
+            return None
+        names = self.spec.config.get("apiKeyEnvar") or " or ".join(self.key_names)
+        return f"API key is not set: set {names} or config.apiKey for provider {self.id}"
 
     def env_value(self, *names: str) -> str | None:
         for name in names:

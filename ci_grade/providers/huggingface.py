@@ -36,6 +36,8 @@ TASKS = ("text-classification",)
 class HuggingFaceClassificationProvider(HttpApiProvider):
     """`huggingface:text-classification:<model>`: label scores for a text."""
 
+    key_names = ("HF_API_TOKEN", "HF_TOKEN")
+
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"classification", "text"})
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int = 16):
@@ -60,7 +62,7 @@ class HuggingFaceClassificationProvider(HttpApiProvider):
         return f"{base.rstrip('/')}/models/{self._model}"
 
     def headers(self) -> dict[str, str]:
-        token = self.spec.config.get("apiKey") or self.env_value("HF_API_TOKEN", "HF_TOKEN")
+        token = self.api_key()
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     def retry_after(self, response: httpx.Response) -> float | None:

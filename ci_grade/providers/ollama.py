@@ -41,6 +41,8 @@ REQUEST_FIELDS = ("format", "keep_alive", "think", "tools", "system", "template"
 class OllamaProvider(HttpApiProvider):
     """Shared endpoint, authentication and option handling."""
 
+    key_names = ("OLLAMA_API_KEY",)
+
     def sibling(self, kind: Capability) -> ProviderSpec | None:
         """Ollama chat/completion graders also serve embeddings (same server) with nomic-embed-text."""
         if kind != "embedding":
@@ -63,7 +65,7 @@ class OllamaProvider(HttpApiProvider):
         return base.rstrip("/") + path
 
     def headers(self) -> dict[str, str]:
-        key = self.spec.config.get("apiKey") or self.env_value("OLLAMA_API_KEY")
+        key = self.api_key()
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def request_body(self, **fields: Any) -> dict[str, Any]:

@@ -77,14 +77,6 @@ class OpenAIProvider(Provider):
     def model(self) -> str | None:
         return self._model
 
-    def api_key(self) -> str | None:
-        config = self.spec.config
-        if config.get("apiKey"):
-            return str(config["apiKey"])
-        if config.get("apiKeyEnvar"):
-            return self.env_value(str(config["apiKeyEnvar"]))
-        return self.env_value(*self.key_names)
-
     def base_url(self) -> str:
         config = self.spec.config
         if config.get("apiBaseUrl"):
@@ -120,13 +112,6 @@ class OpenAIProvider(Provider):
                 timeout=float(self.spec.config.get("timeout", 300)),
             )
         return self._client
-
-    def missing_key_error(self) -> str | None:
-        if self.api_key():
-            return None
-        envar = self.spec.config.get("apiKeyEnvar")
-        names = envar or " or ".join(self.key_names)
-        return f"API key is not set: set {names} or config.apiKey for provider {self.id}"
 
     async def request(self, method: Any, **body: Any) -> Any:
         """Call an SDK method with ci-grade's retry policy; API errors become OpenAIError."""

@@ -65,10 +65,8 @@ async def closedqa(ctx: AssertionContext) -> Grade:
     prompt, schema = grader_prompt(ctx, "model-graded-closedqa", variables, builtin)
     tally = Tally()
     reply = await ask(ctx, prompt, tally, schema=schema)
-    try:
+    with tally.reading(reply):
         meets, reasoning = parse_closedqa(reply)
-    except VerdictError as exc:
-        raise tally.error(str(exc), {"graderReply": excerpt(reply)}) from None
     score = 1.0 if meets else 0.0
     passed = meets and (ctx.threshold is None or score >= ctx.threshold)
     verdict = "meets" if meets else "does not meet"

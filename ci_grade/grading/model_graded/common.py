@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ci_grade.grading.context import AssertionContext, Grade, GraderError
 from ci_grade.grading.templates import load_override, load_template, render_override, template_vars
+from ci_grade.grading.verdicts import VerdictError
 from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse, TokenUsage
 
 
@@ -33,6 +36,14 @@ class Tally:
 
     def error(self, reason: str, metadata: dict[str, Any] | None = None) -> GraderError:
         return GraderError(reason, token_usage=self.token_usage, cost=self.cost, grader=self.grader, metadata=metadata)
+
+    @contextlib.contextmanager
+    def reading(self, reply: Any, prefix: str = "", **metadata: Any) -> Iterator[None]:
+        """Turn a VerdictError raised while reading `reply` into a grader error that carries the reply."""
+        try:
+            yield
+        except VerdictError as exc:
+            raise self.error(f"{prefix}{exc}", {**metadata, "graderReply": excerpt(reply)}) from None
 
 
 def provider_for(ctx: AssertionContext, kind: Capability) -> Provider:

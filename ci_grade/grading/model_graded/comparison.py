@@ -86,10 +86,8 @@ async def select_best(contexts: list[AssertionContext]) -> list[Grade]:
     prompt, schema = grader_prompt(first, "select-best", variables, builtin)
     tally = Tally()
     reply = await ask(first, prompt, tally, schema=schema)
-    try:
+    with tally.reading(reply):
         best = parse_index(reply, len(contexts))
-    except VerdictError as exc:
-        raise tally.error(str(exc), {"graderReply": excerpt(reply)}) from None
     grades = []
     for index in range(len(contexts)):
         chosen = index == best

@@ -129,10 +129,8 @@ async def context_faithfulness(ctx: AssertionContext) -> Grade:
         verdicts_override,
     )
     second = output_as_text(await ask(ctx, prompt, tally, what="statement verification"))
-    try:
+    with tally.reading(second, "could not read context-faithfulness verdicts: ", **metadata, statements=statements):
         verdicts = parse_verdicts(second, len(statements))
-    except VerdictError as exc:
-        raise tally.error(f"could not read context-faithfulness verdicts: {exc}", {**metadata, "statements": statements, "graderReply": excerpt(second)}) from None
     unsupported = verdicts.count(False) + (len(statements) - len(verdicts))
     score = min(1.0, max(0.0, 1.0 - unsupported / len(statements)))
     passed = reaches(score, threshold)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ci_grade.config import templating
 from ci_grade.grading.context import AssertionContext, Grade, GraderError
-from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt, rubric_prompt_override
+from ci_grade.grading.model_graded.common import Tally, ask, grader_prompt, rubric_prompt_override
 from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, reaches
 from ci_grade.grading.registry import assertion
 from ci_grade.grading.templates import fence, load_override, load_template, template_vars
@@ -100,10 +100,8 @@ async def conversation_relevance(ctx: AssertionContext) -> Grade:
         window = conversation[max(0, i - size + 1) : i + 1]
         prompt, schema = window_prompt(ctx, window)
         reply = await ask(ctx, prompt, tally, schema=schema, what=f"conversation-relevance window {i + 1}/{len(conversation)}")
-        try:
+        with tally.reading(reply, f"window {i + 1}/{len(conversation)}: ", windows=windows):
             relevant, reason = parse_window(reply)
-        except VerdictError as exc:
-            raise tally.error(f"window {i + 1}/{len(conversation)}: {exc}", {"graderReply": excerpt(reply), "windows": windows}) from None
         windows.append({"turn": i, "relevant": relevant, "reason": reason})
     relevant_count = sum(1 for w in windows if w["relevant"])
     score = relevant_count / len(windows)

@@ -90,10 +90,8 @@ async def factuality(ctx: AssertionContext) -> Grade:
     prompt, schema = grader_prompt(ctx, "factuality", variables, builtin)
     tally = Tally()
     reply = await ask(ctx, prompt, tally, schema=schema)
-    try:
+    with tally.reading(reply):
         letter, reason = parse_category(reply)
-    except VerdictError as exc:
-        raise tally.error(str(exc), {"graderReply": excerpt(reply)}) from None
     score = scores[letter]
     passed = score > 0 and (ctx.threshold is None or score >= ctx.threshold)
     reason = reason or f"Category {letter}: {CATEGORIES[letter][2]}"

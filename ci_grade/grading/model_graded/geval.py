@@ -64,10 +64,8 @@ async def grade_criterion(ctx: AssertionContext, criterion: str, custom: dict[st
     """(score 0..1, reason, steps) for one criterion: the steps call, then the evaluation call."""
     steps_prompt, steps_schema = grader_prompt(ctx, "g-eval-steps", {"criteria": criterion}, override=custom.get("steps"), inherit=False)
     steps_reply = await ask(ctx, steps_prompt, tally, schema=steps_schema, what="g-eval steps")
-    try:
+    with tally.reading(steps_reply, "g-eval steps: "):
         steps = parse_steps(steps_reply)
-    except VerdictError as exc:
-        raise tally.error(f"g-eval steps: {exc}", {"graderReply": excerpt(steps_reply)}) from None
     variables = {
         "criteria": criterion,
         "steps": "\n- ".join(steps),
@@ -78,10 +76,8 @@ async def grade_criterion(ctx: AssertionContext, criterion: str, custom: dict[st
     builtin = {"input_block": fence(ctx.prompt, "source"), "output_block": fence(ctx.output_text, "reply")}
     prompt, schema = grader_prompt(ctx, "g-eval-evaluate", variables, builtin, override=custom.get("evaluate"), inherit=False)
     reply = await ask(ctx, prompt, tally, schema=schema, what="g-eval evaluation")
-    try:
+    with tally.reading(reply, "g-eval evaluation: "):
         raw, reason = parse_evaluation(reply)
-    except VerdictError as exc:
-        raise tally.error(f"g-eval evaluation: {exc}", {"graderReply": excerpt(reply)}) from None
     return raw / MAX_SCORE, reason, steps
 
 

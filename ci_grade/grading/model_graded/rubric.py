@@ -84,10 +84,8 @@ async def grade_rubric(ctx: AssertionContext, template: str) -> Grade:
     prompt, schema = grader_prompt(ctx, template, variables, builtin)
     tally = Tally()
     reply = await ask(ctx, prompt, tally, schema=schema)
-    try:
+    with tally.reading(reply):
         passed, score, reason = judge(parse_rubric_verdict(reply), ctx.threshold)
-    except VerdictError as exc:
-        raise tally.error(str(exc), {"graderReply": excerpt(reply)}) from None
     if ctx.inverse:
         passed, score = not passed, min(1.0, max(0.0, 1.0 - score))
     return tally.grade(passed, score, reason, metadata={"graderReply": excerpt(reply, 500)})

@@ -32,13 +32,11 @@ async def search_rubric(ctx: AssertionContext) -> Grade:
     tally = Tally()
     response = await call_grader(ctx, prompt, tally, provider=provider)
     reply = response.output
-    try:
+    with tally.reading(reply, searchProvider=provider.describe()):
         verdict = extract(reply, "pass", compare=("pass", "score"))
         if parse_bool(verdict.get("pass")) is None:
             raise VerdictError(f"grader's 'pass' is not true or false: {verdict.get('pass')!r}")
         passed, score, reason = judge(verdict, ctx.threshold)
-    except VerdictError as exc:
-        raise tally.error(str(exc), {"graderReply": excerpt(reply), "searchProvider": provider.describe()}) from None
     if not searching:
         reason = f"{reason} (graded by {provider.describe()}, which has no web search tool: the verdict rests on the grader's own knowledge)"
     if ctx.inverse:
