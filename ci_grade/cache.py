@@ -37,8 +37,6 @@ class ResponseCache:
     def __init__(self, folder: Path, ttl_seconds: float | None = None):
         self.folder = folder
         self.ttl = float(os.environ.get("CI_GRADE_CACHE_TTL", ttl_seconds or DEFAULT_TTL_SECONDS))
-        self.hits = 0
-        self.misses = 0
 
     @staticmethod
     def key(identity: dict[str, Any], request: Any) -> str:
@@ -52,13 +50,10 @@ class ResponseCache:
         path = self._path(key)
         try:
             if time.time() - path.stat().st_mtime > self.ttl:
-                self.misses += 1
                 return None
             value = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            self.misses += 1
             return None
-        self.hits += 1
         return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:

@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbose:
             import traceback
 
-            traceback.print_exc()
+            sys.stderr.write(_redacted(traceback.format_exc()))
         sys.stderr.write(f"ci-grade: internal error: {type(exc).__name__}: {_redacted(str(exc))} (rerun with --verbose for details)\n")
         return ExitCode.INFRASTRUCTURE
 

@@ -151,7 +151,7 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool) -> Prov
 
         spec = as_spec(test.provider)
     provider = pool.get(spec)
-    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw, test_metadata=test.metadata or {})
+    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw)
     return await provider.call(prompt, context)
 
 

@@ -1,4 +1,5 @@
-"""Names of promptfoo's assertion types, and which of them grade with a model."""
+"""The names of promptfoo's assertion types (to read CSV `__expected` cells and to tell
+"not supported" from "unknown")."""
 
 from __future__ import annotations
 
@@ -74,30 +75,3 @@ PROMPTFOO_ASSERTION_TYPES: frozenset[str] = frozenset(
         "word-count",
     }
 )
-
-MODEL_GRADED_TYPES: frozenset[str] = frozenset(
-    {
-        "answer-relevance",
-        "classifier",
-        "context-faithfulness",
-        "context-recall",
-        "context-relevance",
-        "conversation-relevance",
-        "factuality",
-        "g-eval",
-        "llm-rubric",
-        "model-graded-closedqa",
-        "model-graded-factuality",
-        "moderation",
-        "pi",
-        "search-rubric",
-        "select-best",
-        "similar",
-        "similar:cosine",
-        "similar:dot",
-        "similar:euclidean",
-    }
-)
-
-COMPARISON_TYPES: frozenset[str] = frozenset({"select-best", "max-score"})
-"""Types graded across all outputs of a test row after every prompt x provider has run."""

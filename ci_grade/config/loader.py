@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -25,8 +24,6 @@ from ci_grade.config.csv_tests import read_csv_tests
 from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config
 from ci_grade.config.sources import Location, SourceMap, format_path
 from ci_grade.errors import ConfigError
-
-log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 _NOT_DEREFERENCED = {"tools", "functions", "response_format"}
@@ -51,12 +48,6 @@ class LoadedConfig:
     def config_hash(self) -> str:
         blob = json.dumps(self.raw, sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-    def test_location(self, index: int) -> Location | None:
-        tests = self.raw.get("tests")
-        if isinstance(tests, list) and index < len(tests):
-            return self.sources.location(tests[index])
-        return None
 
 
 def find_default_config(cwd: Path) -> Path:

@@ -27,7 +27,7 @@ ComparisonHandler = Callable[[list["AssertionContext"]], Awaitable[list["Grade"]
 @dataclass(frozen=True)
 class AssertionType:
     name: str
-    handler: Any
+    handler: Handler | ComparisonHandler
     handles_inverse: bool = False
     invertible: bool = True
     model_graded: bool = False

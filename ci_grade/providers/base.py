@@ -105,7 +105,6 @@ class CallContext:
     vars: dict[str, Any] = field(default_factory=dict)
     prompt_label: str = ""
     prompt_raw: str = ""
-    test_metadata: dict[str, Any] = field(default_factory=dict)
     response_schema: dict[str, Any] | None = None
     response_schema_name: str = "verdict"
 
