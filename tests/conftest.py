@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -31,6 +32,23 @@ _ISOLATED_VARS = (
     "GITHUB_TOKEN", "GITHUB_EVENT_PATH", "GITHUB_EVENT_NAME", "GITHUB_REPOSITORY", "GITHUB_API_URL",
     "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS", "GITHUB_SHA", "GITHUB_WORKSPACE",
 )
+
+
+_LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", ""}
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _loopback_only(host: object, *args: object, **kwargs: object) -> object:
+    name = host.decode() if isinstance(host, bytes) else str(host or "")
+    if name not in _LOOPBACK:
+        raise OSError(f"tests may only reach loopback, not {name!r}")
+    return _real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Name resolution outside loopback fails: nothing in a test can reach a real service."""
+    monkeypatch.setattr(socket, "getaddrinfo", _loopback_only)
 
 
 @pytest.fixture(autouse=True)

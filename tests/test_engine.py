@@ -204,3 +204,21 @@ def test_provider_output_is_graded_without_a_call_and_no_assertions_pass(tmp_pat
     assert code == 0
     assert rows[0]["response"]["output"] == "canned answer"
     assert rows[1]["gradingResult"]["reason"] == "No assertions"
+
+
+def test_the_suite_cannot_reach_the_network(tmp_path: Path) -> None:
+    """The conftest guard: a provider pointed at a real host fails per row, without a connection."""
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers:
+          - id: openai:chat:gpt-4.1-mini
+            config: {apiKey: sk-not-a-real-key, apiBaseUrl: 'https://api.openai.com/v1'}
+        tests:
+          - vars: {q: hello}
+            assert: [{type: contains, value: hello}]
+        """,
+    )
+    assert code == 1
+    assert rows[0]["failureReason"] == 2
