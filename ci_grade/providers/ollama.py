@@ -9,7 +9,7 @@ num_predict, top_k, ...) go into the request's `options`. Local models cost noth
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
@@ -83,7 +83,8 @@ class OllamaProvider(HttpApiProvider):
             body.update(config["passthrough"])
         return body
 
-    async def generate(self, path: str, body: dict[str, Any]) -> ProviderResponse:
+    async def generate(self, path: str, body: dict[str, Any], output_of: Callable[[dict[str, Any]], Any]) -> ProviderResponse:
+        """POST a generation request; `output_of` reads the output from the reply."""
         try:
             data = await self.post_json(self.endpoint(path), body, self.headers())
         except ApiError as exc:
@@ -92,16 +93,13 @@ class OllamaProvider(HttpApiProvider):
             return ProviderResponse(error=f"API reply is not an object: {excerpt(str(data), 200)}")
         if data.get("error"):
             return ProviderResponse(error=f"API error: {data['error']}")
-        output = self.output_of(data)
+        output = output_of(data)
         if output is None:
             return ProviderResponse(error=f"API reply has no output: {excerpt(str(data), 200)}")
         usage = TokenUsage.of(data.get("prompt_eval_count"), data.get("eval_count"))
         reason = data.get("done_reason")
         finish = "length" if reason == "length" else ("tool_calls" if isinstance(output, list) else "stop")
         return ProviderResponse(output=output, token_usage=usage, cost=0.0, finish_reason=finish)
-
-    def output_of(self, data: dict[str, Any]) -> Any:
-        raise NotImplementedError
 
 
 class OllamaChatProvider(OllamaProvider):
@@ -114,7 +112,7 @@ class OllamaChatProvider(OllamaProvider):
         body = self.request_body(messages=parse_chat_messages(prompt))
         if context.response_schema is not None and "format" not in body:
             body["format"] = context.response_schema
-        return await self.generate("/api/chat", body)
+        return await self.generate("/api/chat", body, self.output_of)
 
     def output_of(self, data: dict[str, Any]) -> Any:
         message = data.get("message")
@@ -136,7 +134,7 @@ class OllamaCompletionProvider(OllamaProvider):
         body = self.request_body(prompt=prompt)
         if context.response_schema is not None and "format" not in body:
             body["format"] = context.response_schema
-        return await self.generate("/api/generate", body)
+        return await self.generate("/api/generate", body, self.output_of)
 
     def output_of(self, data: dict[str, Any]) -> Any:
         return data.get("response")
