@@ -210,26 +210,32 @@ def test_quickstart_shows_a_regression_against_its_committed_baseline(tmp_path: 
         "-o", str(out / "summary.md"), "--baseline", "examples/quickstart/baseline.json", "--no-progress", cwd=REPO,
     )
     assert result.code == 1, result.out + result.err
-    assert "verdict: FAILED (gate failed): 2 tests failed; 2 tests regressed beyond tolerance (max drop 0.10)" in result.out
-    assert result.out.count("double charge offers a refund and a human: score 1.00 -> 0.33 (-0.67); newly failing (passed in the baseline)") == 2
+    assert "verdict: FAILED (gate failed): 1 test failed; 1 test regressed beyond tolerance (max drop 0.10)" in result.out
+    assert result.out.count("double charge offers a refund and a human: score 1.00 -> 0.33 (-0.67); newly failing (passed in the baseline)") == 1
     md = (out / "summary.md").read_text()
-    assert "❌ **Failed**: 2 tests failed; 2 tests regressed beyond tolerance (max drop 0.10)" in md
-    assert "| metric accuracy | 1.00 | 0.78 | ▼ −0.22 🔻 regression |" in md
-    assert md.count("- **double charge offers a refund and a human** · support-bot") == 2
+    assert "❌ **Failed**: 1 test failed; 1 test regressed beyond tolerance (max drop 0.10)" in md
+    assert "| metric accuracy | 1.00 | 0.83 | ▼ −0.17 🔻 regression |" in md
+    assert md.count("- **double charge offers a refund and a human** · support-bot") == 1
     assert "score 1.00 → 0.33 (▼ −0.67) · **regressed** · **new failure**" in md
     assert "  - output: You can see your invoices and change your payment method under Settings &gt; Billing." in md
-    assert (out / "results.junit.xml").read_text().count('type="regression"') == 2
+    assert (out / "results.junit.xml").read_text().count('type="regression"') == 1
 
 
-def test_quickstart_baseline_is_what_the_previous_bot_scores(tmp_path: Path) -> None:
-    """The committed baseline is reproduced by the bot without this version's billing intent."""
+def test_quickstart_baseline_is_what_the_previous_replies_score(tmp_path: Path) -> None:
+    """The committed baseline is reproduced by the bot's previous reply to the double-charge question."""
     copy = tmp_path / "quickstart"
     shutil.copytree(QUICKSTART, copy)
-    bot = copy / "bot.py"
-    bot.write_text("".join(line for line in bot.read_text().splitlines(keepends=True) if '"billing":' not in line))
+    config = copy / "promptfooconfig.yaml"
+    regressed = "providerOutput: You can see your invoices and change your payment method under Settings > Billing."
+    previous = (
+        "providerOutput: \"I'm sorry about the double charge. Refunds for duplicate payments are issued automatically within "
+        "5 business days. If you would like, I can hand this over to a human billing agent.\""
+    )
+    assert regressed in config.read_text()
+    config.write_text(config.read_text().replace(regressed, previous))
     result = run_cli("eval", "--no-progress", "--baseline", "baseline.json", "--save-baseline", "fresh.json", cwd=copy)
     assert result.code == 0, result.out
-    assert "verdict: PASSED (gate passed): all 9 tests passed; no regressions against the baseline" in result.out
+    assert "verdict: PASSED (gate passed): all 6 tests passed; no regressions against the baseline" in result.out
     committed, fresh = (json.loads((copy / name).read_text()) for name in ("baseline.json", "fresh.json"))
     assert committed["info"]["config_hash"] == fresh["info"]["config_hash"]
     assert committed["info"]["config_files"] == ["examples/quickstart/promptfooconfig.yaml"]
