@@ -103,6 +103,8 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                 variables = _transform_vars(case, variables)
             test = case.test.model_copy(update={"vars": variables})
             identity = _identity(case.test, identity_vars)
+            canonical_vars = _canonical(identity_vars)
+            tiebreak = _digest(canonical_vars, _canonical(case.test.model_dump(mode="json", by_alias=True, exclude_none=True)))
             for (prompt_index, prompt), (provider_index, provider) in pairs:
                 provider_key = provider.label or provider.id
                 cells.append(
@@ -116,8 +118,8 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                         provider=provider,
                         provider_index=provider_index,
                         base_id=_digest(identity, prompt.key, provider_key),
-                        tiebreak=_digest(_canonical(identity_vars), _canonical(case.test.model_dump(mode="json", by_alias=True, exclude_none=True))),
-                        fingerprint=_digest(_canonical(identity_vars), prompt.key, provider_key),
+                        tiebreak=tiebreak,
+                        fingerprint=_digest(canonical_vars, prompt.key, provider_key),
                     )
                 )
             group += 1

@@ -32,15 +32,12 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def eval_options(args: argparse.Namespace) -> Any:
+    from ci_grade.errors import UsageError
     from ci_grade.evaluate import EvalOptions
 
     if args.max_concurrency is not None and args.max_concurrency < 1:
-        from ci_grade.errors import UsageError
-
         raise UsageError("--max-concurrency must be at least 1")
     if args.repeat is not None and args.repeat < 1:
-        from ci_grade.errors import UsageError
-
         raise UsageError("--repeat must be at least 1")
     return EvalOptions(
         configs=args.config,
