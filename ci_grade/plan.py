@@ -24,7 +24,7 @@ from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
 from ci_grade.config.loader import LoadedConfig, suggest
 from ci_grade.config.models import Assertion, Prompt, ProviderSpec, TestCase, TestOptions
 from ci_grade.config.sources import Location
-from ci_grade.errors import ConfigError
+from ci_grade.errors import ConfigError, ScriptError, TemplateError
 from ci_grade.grading import registry
 from ci_grade.providers.registry import is_known as provider_is_known
 
@@ -317,7 +317,7 @@ def validate(loaded: LoadedConfig) -> None:
     for index, prompt in enumerate(loaded.config.prompts):
         try:
             templating.check(prompt.raw)
-        except templating.TemplateError as exc:
+        except TemplateError as exc:
             loc = sources.location(_item(raw_prompts, index))
             raise ConfigError(str(exc), file=loc.file if loc else None, line=loc.line if loc else None, path=f"prompts[{index}]") from None
     raw_tests = _list(loaded.raw.get("tests"))
@@ -435,7 +435,7 @@ def _transform_vars(case: _Case, variables: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError("transformVars from a file is not supported by ci-grade; use an inline expression", **where)
     try:
         _, value = js.run_inline(code, ("vars", "context"), [variables, {}])
-    except js.JsError as exc:
+    except ScriptError as exc:
         raise ConfigError(f"transformVars failed: {exc}", **where) from None
     if not isinstance(value, dict):
         raise ConfigError("transformVars must return an object", **where)

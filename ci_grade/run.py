@@ -18,14 +18,16 @@ from typing import Any
 
 from ci_grade.cache import ResponseCache
 from ci_grade.config import templating
+from ci_grade.errors import TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
 from ci_grade.grading.graders import GraderResolver
-from ci_grade.grading.transforms import TransformError, apply_transform
+from ci_grade.grading.transforms import apply_transform
 from ci_grade.plan import Plan, PlannedRow
-from ci_grade.providers.base import CallContext, ProviderResponse, TokenUsage
+from ci_grade.providers.base import CallContext, ProviderResponse
 from ci_grade.providers.registry import ProviderPool
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
+from ci_grade.results.usage import TokenUsage
 
 Progress = Callable[[TestResult, int, int], None]
 
@@ -102,7 +104,7 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext) -> 
     template = (test.options.prefix or "") + planned.prompt.raw + (test.options.suffix or "")
     try:
         prompt = templating.render_prompt(template, planned.vars, run.env_overrides)
-    except templating.TemplateError as exc:
+    except TemplateError as exc:
         return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     result = _base_result(planned, prompt)
     try:

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ci_grade.github.comment import COMMENT_LIMIT, CommentFailed, comment_body, marker_for, upsert_comment
+from ci_grade.errors import GitHubError
+from ci_grade.github.comment import COMMENT_LIMIT, comment_body, marker_for, upsert_comment
 from tests.servers.github_server import BOT_LOGIN, GitHubServer
 
 MARKER = marker_for("ci-grade")
@@ -72,7 +73,7 @@ def test_each_title_keeps_its_own_comment(gh: GitHubServer) -> None:
 
 def test_read_only_token_is_a_forbidden_failure(gh: GitHubServer) -> None:
     gh.fail("POST", r"/comments$", 403)
-    with pytest.raises(CommentFailed) as caught:
+    with pytest.raises(GitHubError) as caught:
         upsert(gh, "report")
     assert caught.value.forbidden and caught.value.status == 403
     assert "Resource not accessible by integration" in str(caught.value)
@@ -82,7 +83,7 @@ def test_read_only_token_is_a_forbidden_failure(gh: GitHubServer) -> None:
 
 def test_a_failed_create_is_not_retried(gh: GitHubServer) -> None:
     gh.fail("POST", r"/comments$", 502, message="Bad gateway", times=1)
-    with pytest.raises(CommentFailed) as caught:
+    with pytest.raises(GitHubError) as caught:
         upsert(gh, "report")
     assert caught.value.forbidden is False
     assert len(gh.calls("POST")) == 1  # a retried POST could leave two comments
@@ -98,10 +99,10 @@ def test_reads_and_edits_are_retried_after_server_errors(gh: GitHubServer) -> No
 
 
 def test_bad_credentials_and_unreachable_servers_fail_cleanly(gh: GitHubServer) -> None:
-    with pytest.raises(CommentFailed) as caught:
+    with pytest.raises(GitHubError) as caught:
         upsert(gh, "report", token="ghp_wrongToken123")
     assert caught.value.status == 401 and "Bad credentials" in str(caught.value)
-    with pytest.raises(CommentFailed) as unreachable:
+    with pytest.raises(GitHubError) as unreachable:
         upsert_comment(api_url="http://127.0.0.1:9", token="x" * 10, repository="octo/demo", number=7, marker=MARKER, body="r")
     assert unreachable.value.status is None and "cannot reach GitHub" in str(unreachable.value)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ci_grade.providers.registry import UnknownProviderError
+from ci_grade.errors import UnknownProviderError
 from tests.provider_helpers import call, eval_rows, make, use
 from tests.servers.counting_server import CountingServer
 from tests.servers.llm_server import LLMServer

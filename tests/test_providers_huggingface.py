@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_grade.providers.registry import UnknownProviderError
+from ci_grade.errors import UnknownProviderError
 from tests.provider_helpers import call, eval_rows, make, use
 from tests.servers import hf_server
 from tests.servers.counting_server import CountingServer

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import CallContext
-from ci_grade.providers.registry import UnknownProviderError
 from tests.provider_helpers import call, eval_rows, make, use
 from tests.servers import ollama_server
 from tests.servers.counting_server import CountingServer

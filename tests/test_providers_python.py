@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ci_grade.config.yaml12 import loads as yaml_loads
+from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import CallContext
-from ci_grade.providers.registry import UnknownProviderError
 from tests.conftest import COMPAT, run_cli, write
 from tests.provider_helpers import call, eval_rows, make
 from tests.servers.llm_server import LLMServer

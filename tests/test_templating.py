@@ -7,7 +7,8 @@ import json
 import pytest
 
 from ci_grade.config import templating, yaml12
-from ci_grade.config.templating import TemplateError, render, render_prompt, resolve_references
+from ci_grade.config.templating import render, render_prompt, resolve_references
+from ci_grade.errors import TemplateError
 
 
 def test_undefined_variables_render_empty_even_when_chained() -> None:

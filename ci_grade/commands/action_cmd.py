@@ -151,7 +151,8 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
 
 def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: ActionInputs, report: str, marker: str) -> tuple[str, str | None]:
     """Post or update the sticky comment; returns (url, problem) and never raises for GitHub errors."""
-    from ci_grade.github.comment import CommentFailed, upsert_comment
+    from ci_grade.errors import GitHubError
+    from ci_grade.github.comment import upsert_comment
 
     number = event.pull_request_number
     if not inputs.comment:
@@ -165,7 +166,7 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
         return "", "GITHUB_REPOSITORY is not set: the PR comment was skipped; the report is in the job summary"
     try:
         posted = upsert_comment(api_url=event.api_url, token=inputs.github_token, repository=event.repository, number=number, marker=marker, body=report)
-    except CommentFailed as exc:
+    except GitHubError as exc:
         hint = ""
         if exc.forbidden:
             hint = " (pull requests from forks get a read-only token; the workflow needs `permissions: pull-requests: write`)"

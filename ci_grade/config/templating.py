@@ -19,6 +19,8 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from ci_grade.errors import TemplateError
+
 
 class _Undefined(jinja2.ChainableUndefined):
     """Renders as '' and tolerates attribute access, like nunjucks with throwOnUndefined off."""
@@ -112,10 +114,6 @@ def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
 @lru_cache(maxsize=8)
 def _environment(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     return _make_env(extra_env)
-
-
-class TemplateError(ValueError):
-    """A template could not be parsed or rendered."""
 
 
 _TEMPLATE_CACHE: dict[tuple[str, tuple], jinja2.Template] = {}

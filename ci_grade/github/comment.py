@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ci_grade.errors import GitHubError
+
 if TYPE_CHECKING:
     from github import Github
     from github.Issue import Issue
@@ -43,18 +45,6 @@ class PostedComment:
     id: int
     url: str
     created: bool
-
-
-class CommentFailed(Exception):
-    """The comment could not be read or written (permissions, network, GitHub errors)."""
-
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.status = status
-
-    @property
-    def forbidden(self) -> bool:
-        return self.status in (401, 403, 404)
 
 
 def connect(api_url: str, token: str) -> Github:
@@ -125,8 +115,8 @@ def upsert_comment(*, api_url: str, token: str, repository: str, number: int, ma
         return PostedComment(created.id, created.html_url, created=True)
     except GithubException as exc:
         message = exc.message or (exc.data.get("message") if isinstance(exc.data, dict) else None) or "request failed"
-        raise CommentFailed(f"GitHub answered {exc.status}: {message}", exc.status) from None
+        raise GitHubError(f"GitHub answered {exc.status}: {message}", exc.status) from None
     except requests.RequestException as exc:
-        raise CommentFailed(f"cannot reach GitHub at {api_url}: {type(exc).__name__}") from None
+        raise GitHubError(f"cannot reach GitHub at {api_url}: {type(exc).__name__}") from None
     except Exception as exc:  # e.g. a malformed API reply: still GitHub's side, never the gate's
-        raise CommentFailed(f"unexpected reply from GitHub: {type(exc).__name__}: {exc}") from None
+        raise GitHubError(f"unexpected reply from GitHub: {type(exc).__name__}: {exc}") from None

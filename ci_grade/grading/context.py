@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
-from ci_grade.providers.base import ProviderResponse, TokenUsage
+from ci_grade.providers.base import ProviderResponse
+from ci_grade.results.usage import TokenUsage
 
 if TYPE_CHECKING:
     from ci_grade.grading.graders import GraderResolver
@@ -30,21 +31,6 @@ class Grade:
     metadata: dict[str, Any] = field(default_factory=dict)
     error: bool = False
     children: list[AssertionResult] = field(default_factory=list)
-
-
-class GraderError(Exception):
-    """The assertion could not be graded (grader unreachable, reply unusable, input missing).
-
-    The engine records it as an ERROR for this assertion: never a pass, never inverted.
-    """
-
-    def __init__(self, reason: str, *, token_usage: TokenUsage | None = None, cost: float | None = None, grader: str | None = None, metadata: dict[str, Any] | None = None):
-        super().__init__(reason)
-        self.reason = reason
-        self.token_usage = token_usage
-        self.cost = cost
-        self.grader = grader
-        self.metadata = metadata or {}
 
 
 @dataclass

@@ -8,7 +8,8 @@ import re
 from typing import Any
 
 from ci_grade.config.templating import js_string
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, ScriptError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
 from ci_grade.scripting import js
 
@@ -113,7 +114,7 @@ async def regex(ctx: AssertionContext) -> Grade:
     pattern = _text(_require_value(ctx))
     try:
         _, matched = await js.arun_inline("new RegExp(pattern).test(output)", ("pattern", "output"), [pattern, ctx.output_text])
-    except js.JsError as exc:
+    except ScriptError as exc:
         raise GraderError(f"invalid regular expression {pattern!r}: {exc}") from None
     return ctx.check(bool(matched), f"match regex {pattern!r}")
 

@@ -16,11 +16,13 @@ from typing import Any
 
 from ci_grade.config import files, templating
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
+from ci_grade.errors import GraderError, TemplateError, TransformError
 from ci_grade.grading import registry
-from ci_grade.grading.context import AssertionContext, Grade, GraderError, RunContext
-from ci_grade.grading.transforms import TransformError, apply_transform, is_script_ref, run_script
-from ci_grade.providers.base import ProviderResponse, TokenUsage
+from ci_grade.grading.context import AssertionContext, Grade, RunContext
+from ci_grade.grading.transforms import apply_transform, is_script_ref, run_script
+from ci_grade.providers.base import ProviderResponse
 from ci_grade.results.models import AssertionResult, Status, TestResult
+from ci_grade.results.usage import TokenUsage
 
 ASSERTION_CONCURRENCY = 4
 _SCRIPT_TYPES = {"javascript", "python"}
@@ -227,7 +229,7 @@ def _render_metric(metric: str | None, variables: dict[str, Any]) -> str | None:
         return metric
     try:
         return templating.render(metric, variables)
-    except templating.TemplateError:
+    except TemplateError:
         return metric
 
 

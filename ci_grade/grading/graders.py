@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.grading.context import AssertionContext, GraderError
+from ci_grade.errors import GraderError, UnknownProviderError
+from ci_grade.grading.context import AssertionContext
 from ci_grade.providers.base import Capability, Provider
-from ci_grade.providers.registry import ProviderPool, UnknownProviderError, as_spec
+from ci_grade.providers.registry import ProviderPool, as_spec
 
 KINDS: tuple[Capability, ...] = ("text", "embedding", "classification", "moderation")
 

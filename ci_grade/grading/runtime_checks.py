@@ -13,7 +13,8 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
 
 DEFAULT_WEBHOOK_TIMEOUT_MS = 300_000  # promptfoo's PROMPTFOO_REQUEST_TIMEOUT_MS default
@@ -288,7 +289,8 @@ async def post_webhook(url: str, payload: dict[str, Any], timeout: float) -> Any
     """POST JSON and return the decoded JSON reply; transient failures are retried, then errors."""
     import httpx
 
-    from ci_grade.providers.retry import RETRYABLE_STATUS, TransientError, retry_after_seconds, with_retries
+    from ci_grade.errors import TransientError
+    from ci_grade.providers.retry import RETRYABLE_STATUS, retry_after_seconds, with_retries
 
     shown = _display_url(url)
     async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:

@@ -13,7 +13,8 @@ import math
 from typing import Any
 
 from ci_grade.config import files
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, ScriptError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
 from ci_grade.results.models import AssertionResult
 from ci_grade.scripting import js, python
@@ -55,7 +56,7 @@ async def javascript(ctx: AssertionContext) -> Grade:
             value, returned = await asyncio.to_thread(js.call_js_file_function, path, function, args), True
         else:
             returned, value = await js.arun_inline(code, ("output", "context"), args)
-    except js.JsError as exc:
+    except ScriptError as exc:
         raise GraderError(f"JavaScript error: {exc}") from None
     return normalize(value if returned else None, ctx)
 
@@ -77,7 +78,7 @@ async def python_assert(ctx: AssertionContext) -> Grade:
         value = await python.call(fn, ctx.output, script_context(ctx))
     except GraderError:
         raise
-    except python.PythonScriptError as exc:
+    except ScriptError as exc:
         raise GraderError(str(exc)) from None
     except SyntaxError as exc:
         raise GraderError(f"Python syntax error: {exc.msg} (line {exc.lineno})") from None

@@ -16,7 +16,8 @@ from html.parser import HTMLParser
 from typing import Any
 from xml.etree import ElementTree
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, InputRejected
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
 
 # --------------------------------------------------------------------------------------------
@@ -191,14 +192,10 @@ async def contains_json(ctx: AssertionContext) -> Grade:
 # XML
 
 
-class XmlRejected(Exception):
-    """Well-formed or not, this XML uses a feature we refuse to process (DTD declarations)."""
-
-
 def parse_xml(text: str) -> ElementTree.Element:
     """Parse a whole XML document with expat; DTD internal subsets and entity declarations are refused.
 
-    Raises XmlRejected for refused features and ValueError (with expat's message) when not well-formed.
+    Raises InputRejected for refused features and ValueError (with expat's message) when not well-formed.
     """
     from xml.parsers import expat
 
@@ -208,10 +205,10 @@ def parse_xml(text: str) -> ElementTree.Element:
 
     def doctype(name: str, system_id: str | None, public_id: str | None, has_internal_subset: bool) -> None:
         if has_internal_subset:
-            raise XmlRejected("DTD internal subsets are not supported")
+            raise InputRejected("DTD internal subsets are not supported")
 
     def entity(*_args: Any) -> None:
-        raise XmlRejected("entity declarations are not supported")
+        raise InputRejected("entity declarations are not supported")
 
     parser.StartDoctypeDeclHandler = doctype
     parser.EntityDeclHandler = entity
@@ -265,7 +262,7 @@ def _check_xml(text: str, paths: list[str]) -> tuple[bool, bool, str]:
     """(valid, well_formed, reason) for one XML document against required element paths."""
     try:
         root = parse_xml(text)
-    except XmlRejected as exc:
+    except InputRejected as exc:
         return False, False, str(exc)
     except ValueError as exc:
         return False, False, f"XML parsing failed: {exc}"
@@ -540,7 +537,7 @@ def sql_problems(text: str, options: _SqlOptions) -> list[str]:
         statements = parse_sql(text, options.dialect)
     except (ParseError, TokenError) as exc:
         return [f"{syntax}: {_first_line(exc)}"]
-    except NotSql as exc:
+    except InputRejected as exc:
         return [f"{syntax}: {exc}"]
     if not statements:
         return ["Output contains no SQL statement"]
@@ -558,10 +555,6 @@ def sql_problems(text: str, options: _SqlOptions) -> list[str]:
         if denied:
             problems.append(f"SQL validation failed: authority '{', '.join(denied)}' is not in the allowed {kind} list")
     return problems
-
-
-class NotSql(Exception):
-    """Text that sqlglot accepts leniently (a bare expression, a command fallback) but is not a statement."""
 
 
 _TRANSACTION_WORDS = frozenset({"BEGIN", "START", "TRANSACTION", "COMMIT", "ROLLBACK", "WORK"})
@@ -595,7 +588,7 @@ def parse_sql(text: str, dialect: str) -> list[Any]:
             or isinstance(statement, exp.Delete | exp.Merge | exp.Create | exp.Drop | exp.Alter | exp.TruncateTable | exp.Show | exp.Use | exp.Set | exp.Grant)
         )
         if not acceptable or isinstance(statement, exp.Command):
-            raise NotSql(f"{_clip(' '.join(source.split()), 80)!r} is not a SQL statement")
+            raise InputRejected(f"{_clip(' '.join(source.split()), 80)!r} is not a SQL statement")
         statements.append(statement)
     return statements
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade.config import files, templating, yaml12
-from ci_grade.grading.context import GraderError
+from ci_grade.errors import GraderError, TemplateError
 from ci_grade.grading.verdicts import strip_comments
 
 
@@ -107,9 +107,9 @@ def render_override(template: str, variables: dict[str, Any], env_overrides: dic
         if isinstance(parsed, list | dict):
             try:
                 return json.dumps(templating.render_value(parsed, values, env_overrides), ensure_ascii=False)
-            except templating.TemplateError:
+            except TemplateError:
                 pass
     try:
         return templating.render(template, values, env_overrides)
-    except templating.TemplateError as exc:
+    except TemplateError as exc:
         raise GraderError(f"rubricPrompt: {exc}") from None

@@ -14,7 +14,8 @@ from collections import Counter
 from typing import Any
 
 from ci_grade.config.templating import js_string
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
 
 LEVENSHTEIN_THRESHOLD = 5.0

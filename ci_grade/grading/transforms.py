@@ -6,13 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade.config import files
+from ci_grade.errors import ScriptError, TransformError
 from ci_grade.scripting import js, python
 
 _JS_SUFFIXES = (".js", ".cjs", ".mjs")
-
-
-class TransformError(Exception):
-    """A transform failed or returned nothing."""
 
 
 def is_script_ref(value: Any) -> bool:
@@ -32,7 +29,7 @@ async def run_script(code: str, args: list[Any], base_dir: Path, params: tuple[s
         if path.suffix == ".py":
             try:
                 fn = python.load_function(path, function or python_default)
-            except python.PythonScriptError as exc:
+            except ScriptError as exc:
                 raise TransformError(str(exc)) from None
             value = await python.call(fn, *args)
             return value is not None, value
@@ -40,7 +37,7 @@ async def run_script(code: str, args: list[Any], base_dir: Path, params: tuple[s
         return value is not None, value
     try:
         return await js.arun_inline(code, params, args)
-    except js.JsError as exc:
+    except ScriptError as exc:
         raise TransformError(str(exc)) from None
 
 

@@ -15,14 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ci_grade.config import yaml12
+from ci_grade.errors import VerdictError
 
 _TRUE = {"true", "yes", "y", "pass", "passed", "1"}
 _FALSE = {"false", "no", "n", "fail", "failed", "0"}
 _MAX_SCAN = 200_000
-
-
-class VerdictError(ValueError):
-    """The reply holds no usable verdict, or contradicts itself."""
 
 
 @dataclass(frozen=True)

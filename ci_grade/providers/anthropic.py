@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.providers.base import CallContext, ProviderResponse, TokenUsage, parse_chat_messages
-from ci_grade.providers.http_api import ApiError, HttpApiProvider, error_detail, excerpt
+from ci_grade.errors import ProviderError, UnknownProviderError
+from ci_grade.providers.base import CallContext, ProviderResponse, parse_chat_messages
+from ci_grade.providers.http_api import HttpApiProvider, error_detail, excerpt
 from ci_grade.providers.pricing import price_per_token
-from ci_grade.providers.registry import UnknownProviderError
+from ci_grade.results.usage import TokenUsage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -110,7 +111,7 @@ class AnthropicMessagesProvider(HttpApiProvider):
         body = self.body(prompt, context)
         try:
             data = await self.post_json(self.url(), body, self.headers(key))
-        except ApiError as exc:
+        except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         return self.to_response(data, forced=_is_forced(body.get("tool_choice")))
 

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider, ProviderResponse
 from ci_grade.providers.openai import OpenAIChatProvider, OpenAIEmbeddingProvider, OpenAIProvider
 from ci_grade.providers.pricing import estimate_cost
-from ci_grade.providers.registry import UnknownProviderError
 
 DEFAULT_API_VERSION = "2024-10-21"
 

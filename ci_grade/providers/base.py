@@ -16,43 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import NotSupportedError
+from ci_grade.results.usage import TokenUsage
 
 if TYPE_CHECKING:
     from ci_grade.cache import ResponseCache
 
 Capability = Literal["text", "embedding", "moderation", "classification"]
-
-
-class TokenUsage(BaseModel):
-    """Token counts for one call or a sum of calls."""
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    prompt: int = 0
-    completion: int = 0
-    total: int = 0
-    cached: int = 0
-    reasoning: int = 0
-    num_requests: int = Field(default=0, alias="numRequests")
-
-    def add(self, other: TokenUsage | None) -> TokenUsage:
-        """Add `other` into this usage (in place) and return self."""
-        if other is not None:
-            self.prompt += other.prompt
-            self.completion += other.completion
-            self.total += other.total
-            self.cached += other.cached
-            self.reasoning += other.reasoning
-            self.num_requests += other.num_requests
-        return self
-
-    @classmethod
-    def of(cls, prompt: int | None = 0, completion: int | None = 0, total: int | None = None, cached: int | None = 0, reasoning: int | None = 0, requests: int = 1) -> TokenUsage:
-        prompt, completion = prompt or 0, completion or 0
-        return cls(prompt=prompt, completion=completion, total=total if total is not None else prompt + completion, cached=cached or 0, reasoning=reasoning or 0, num_requests=requests)
 
 
 class ProviderResponse(BaseModel):
@@ -107,10 +80,6 @@ class CallContext:
     prompt_raw: str = ""
     response_schema: dict[str, Any] | None = None
     response_schema_name: str = "verdict"
-
-
-class NotSupportedError(Exception):
-    """The provider does not offer this kind of call."""
 
 
 class Provider:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ci_grade.providers.base import CallContext, Provider, ProviderResponse, TokenUsage
+from ci_grade.providers.base import CallContext, Provider, ProviderResponse
+from ci_grade.results.usage import TokenUsage
 
 
 class EchoProvider(Provider):

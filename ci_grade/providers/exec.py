@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.providers.base import CallContext, Provider, ProviderResponse, TokenUsage
+from ci_grade.providers.base import CallContext, Provider, ProviderResponse
 from ci_grade.providers.http_api import excerpt
+from ci_grade.results.usage import TokenUsage
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 _ANSI_ESCAPE = re.compile(r"\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")

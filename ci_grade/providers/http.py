@@ -26,10 +26,12 @@ import httpx
 
 from ci_grade.config import files, templating
 from ci_grade.config.models import ProviderSpec
-from ci_grade.providers.base import CallContext, ProviderResponse, TokenUsage
-from ci_grade.providers.http_api import ApiError, HttpApiProvider, excerpt
+from ci_grade.errors import ProviderError, ScriptError, TemplateError
+from ci_grade.providers.base import CallContext, ProviderResponse
+from ci_grade.providers.http_api import HttpApiProvider, excerpt
 from ci_grade.providers.response_dict import response_from_dict
 from ci_grade.providers.retry import RetryPolicy
+from ci_grade.results.usage import TokenUsage
 from ci_grade.scripting import js, python
 
 UNSUPPORTED = ("request", "transformRequest", "sessionParser", "signatureAuth")
@@ -81,11 +83,11 @@ class HttpProvider(HttpApiProvider):
             params = {str(k): templating.render(str(v), variables) for k, v in (config.get("queryParams") or {}).items()}
             method = str(config.get("method") or "POST").upper()
             content = None if method in _NO_BODY_METHODS else _render_body(config.get("body"), variables, headers)
-        except templating.TemplateError as exc:
+        except TemplateError as exc:
             return ProviderResponse(error=f"provider {self.id}: {exc}")
         try:
             response = await self.send(method, url, params=params, headers=headers, content=content)
-        except ApiError as exc:
+        except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         text = response.text
         try:
@@ -106,7 +108,7 @@ class HttpProvider(HttpApiProvider):
     async def transformed(self, data: Any, text: str, context: dict[str, Any]) -> ProviderResponse:
         try:
             value = await self.run_transform(str(self._transform), [data, text, context])
-        except (js.JsError, python.PythonScriptError, FileNotFoundError) as exc:
+        except (ScriptError, FileNotFoundError) as exc:
             return ProviderResponse(error=f"transformResponse failed: {exc}")
         except Exception as exc:
             return ProviderResponse(error=f"transformResponse failed: {type(exc).__name__}: {exc}")
@@ -125,7 +127,7 @@ class HttpProvider(HttpApiProvider):
                 raise FileNotFoundError(f"file not found: {path}")
             if path.suffix == ".py":
                 if not function:
-                    raise python.PythonScriptError(f"name the function to call: file://{path_text}:<function>")
+                    raise ScriptError(f"name the function to call: file://{path_text}:<function>")
                 return await python.call(python.load_function(path, function), *args)
             return js.call_js_file_function(path, function, args)
         if _FUNCTION_EXPRESSION.match(code):

@@ -2,7 +2,7 @@
 
 The client is created on first use and closed by `aclose()`. Requests go through ci-grade's retry
 policy: 408/409/425/429/5xx/529 responses, timeouts and dropped connections are retried (honouring
-`Retry-After`); anything else becomes an `ApiError` whose message names the status and the
+`Retry-After`); anything else becomes an `ProviderError` whose message names the status and the
 server's own explanation, never the request's credentials.
 """
 
@@ -15,21 +15,12 @@ from typing import Any
 import httpx
 
 from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import Provider
-from ci_grade.providers.retry import (
-    RETRYABLE_STATUS,
-    RetryPolicy,
-    TransientError,
-    retry_after_seconds,
-    with_retries,
-)
+from ci_grade.providers.retry import RETRYABLE_STATUS, RetryPolicy, retry_after_seconds, with_retries
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
 EXCERPT_CHARS = 300
-
-
-class ApiError(Exception):
-    """A call that failed for good, with a message fit for a report."""
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -84,7 +75,7 @@ class HttpApiProvider(Provider):
         return f"API error {response.status_code}: {text}"
 
     async def send(self, method: str, url: str, *, ok_status: range = range(200, 300), **kwargs: Any) -> httpx.Response:
-        """One request with retries; a response outside `ok_status` after retries is an ApiError."""
+        """One request with retries; a response outside `ok_status` after retries is an ProviderError."""
         policy = self.retry_policy()
 
         async def attempt() -> httpx.Response:
@@ -93,28 +84,28 @@ class HttpApiProvider(Provider):
             except httpx.TimeoutException:
                 raise TransientError(f"request timed out after {self._timeout:g}s") from None
             except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as exc:
-                raise ApiError(f"invalid request: {exc}") from None
+                raise ProviderError(f"invalid request: {exc}") from None
             except httpx.TransportError as exc:
                 raise TransientError(f"connection failed: {type(exc).__name__}: {exc}") from None
             if response.status_code in ok_status:
                 return response
             if response.status_code in RETRYABLE_STATUS:
                 raise TransientError(self.error_message(response), self.retry_after(response))
-            raise ApiError(self.error_message(response))
+            raise ProviderError(self.error_message(response))
 
         try:
             return await with_retries(attempt, policy)
         except TransientError as exc:
             attempts = "attempt" if policy.attempts == 1 else "attempts"
-            raise ApiError(f"{exc} (gave up after {policy.attempts} {attempts})") from None
+            raise ProviderError(f"{exc} (gave up after {policy.attempts} {attempts})") from None
 
     async def post_json(self, url: str, body: Any, headers: Mapping[str, str] | None = None) -> Any:
-        """POST `body` as JSON and return the parsed JSON reply (an ApiError if it is not JSON)."""
+        """POST `body` as JSON and return the parsed JSON reply (an ProviderError if it is not JSON)."""
         response = await self.send("POST", url, json=body, headers=dict(headers or {}))
         try:
             return response.json()
         except ValueError:
-            raise ApiError(f"API returned a body that is not JSON (status {response.status_code}): {excerpt(response.text, 120)!r}") from None
+            raise ProviderError(f"API returned a body that is not JSON (status {response.status_code}): {excerpt(response.text, 120)!r}") from None
 
     async def aclose(self) -> None:
         if self._http is not None:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import httpx
 
 from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import ProviderError, UnknownProviderError
 from ci_grade.providers.base import (
     CallContext,
     Capability,
@@ -25,8 +26,7 @@ from ci_grade.providers.base import (
     ProviderResponse,
     TokenUsage,
 )
-from ci_grade.providers.http_api import ApiError, HttpApiProvider, excerpt
-from ci_grade.providers.registry import UnknownProviderError
+from ci_grade.providers.http_api import HttpApiProvider, excerpt
 from ci_grade.providers.retry import retry_after_seconds
 
 DEFAULT_BASE_URL = "https://router.huggingface.co/hf-inference"
@@ -89,7 +89,7 @@ class HuggingFaceClassificationProvider(HttpApiProvider):
                 body[key] = self.spec.config[key]
         try:
             data = await self.post_json(self.url(), body, self.headers())
-        except ApiError as exc:
+        except ProviderError as exc:
             return ClassificationResponse(error=str(exc))
         scores = _label_scores(data)
         if scores is None:

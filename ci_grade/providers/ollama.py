@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import ProviderError, UnknownProviderError
 from ci_grade.providers.base import (
     CallContext,
     Capability,
@@ -21,8 +22,7 @@ from ci_grade.providers.base import (
     TokenUsage,
     parse_chat_messages,
 )
-from ci_grade.providers.http_api import ApiError, HttpApiProvider, excerpt
-from ci_grade.providers.registry import UnknownProviderError
+from ci_grade.providers.http_api import HttpApiProvider, excerpt
 
 DEFAULT_BASE_URL = "http://localhost:11434"
 # Model parameters Ollama reads from a request's `options`.
@@ -87,7 +87,7 @@ class OllamaProvider(HttpApiProvider):
         """POST a generation request; `output_of` reads the output from the reply."""
         try:
             data = await self.post_json(self.endpoint(path), body, self.headers())
-        except ApiError as exc:
+        except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         if not isinstance(data, dict):
             return ProviderResponse(error=f"API reply is not an object: {excerpt(str(data), 200)}")
@@ -153,7 +153,7 @@ class OllamaEmbeddingProvider(OllamaProvider):
         body.pop("stream", None)
         try:
             data = await self.post_json(self.endpoint("/api/embed"), body, self.headers())
-        except ApiError as exc:
+        except ProviderError as exc:
             return EmbeddingResponse(error=str(exc))
         embeddings = data.get("embeddings") if isinstance(data, dict) else None
         if not isinstance(embeddings, list) or not embeddings or not isinstance(embeddings[0], list):

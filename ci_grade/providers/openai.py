@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import (
     CallContext,
     Capability,
@@ -24,7 +25,7 @@ from ci_grade.providers.base import (
     parse_chat_messages,
 )
 from ci_grade.providers.pricing import estimate_cost
-from ci_grade.providers.retry import RETRYABLE_STATUS, TransientError, retry_after_seconds, with_retries
+from ci_grade.providers.retry import RETRYABLE_STATUS, retry_after_seconds, with_retries
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 CHAT_OPTIONS = (
@@ -51,10 +52,6 @@ CHAT_OPTIONS = (
     "store",
     "verbosity",
 )
-
-
-class OpenAIError(Exception):
-    """A non-retryable API failure, with a message fit for a report."""
 
 
 def _finish_reason(value: str | None) -> str | None:
@@ -114,7 +111,7 @@ class OpenAIProvider(Provider):
         return self._client
 
     async def request(self, method: Any, **body: Any) -> Any:
-        """Call an SDK method with ci-grade's retry policy; API errors become OpenAIError."""
+        """Call an SDK method with ci-grade's retry policy; API errors become ProviderError."""
         import openai
 
         async def attempt() -> Any:
@@ -124,14 +121,14 @@ class OpenAIProvider(Provider):
                 message = _error_message(exc)
                 if exc.status_code in RETRYABLE_STATUS:
                     raise TransientError(message, retry_after_seconds(dict(exc.response.headers))) from None
-                raise OpenAIError(message) from None
+                raise ProviderError(message) from None
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 raise TransientError(f"{type(exc).__name__}: {exc}") from None
 
         try:
             return await with_retries(attempt)
         except TransientError as exc:
-            raise OpenAIError(f"{exc} (after retries)") from None
+            raise ProviderError(f"{exc} (after retries)") from None
 
     def cost(self, usage: TokenUsage) -> float | None:
         return estimate_cost(self._model, self.spec.config, usage.prompt, usage.completion)
@@ -169,7 +166,7 @@ class OpenAIChatProvider(OpenAIProvider):
             # auth and errors, without per-call parameter transformation and model building,
             # which cost more CPU than the rest of a grading call.
             completion = await self.request(self.client().post, path="/chat/completions", cast_to=dict, body=self.chat_body(prompt, context))
-        except OpenAIError as exc:
+        except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         return self.to_response(completion)
 
@@ -237,7 +234,7 @@ class OpenAIResponsesProvider(OpenAIProvider):
             body.setdefault("extra_body", {})["seed"] = body.pop("seed")
         try:
             result = await self.request(self.client().responses.create, **body)
-        except OpenAIError as exc:
+        except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         usage = TokenUsage.of(
             getattr(result.usage, "input_tokens", 0) if result.usage else 0,
@@ -285,7 +282,7 @@ class OpenAIEmbeddingProvider(OpenAIProvider):
             return EmbeddingResponse(error=error)
         try:
             result = await self.request(self.client().embeddings.create, model=self._model, input=text)
-        except OpenAIError as exc:
+        except ProviderError as exc:
             return EmbeddingResponse(error=str(exc))
         if not result.data:
             return EmbeddingResponse(error="API returned no embedding")
@@ -307,7 +304,7 @@ class OpenAIModerationProvider(OpenAIProvider):
             return ModerationResponse(error=error)
         try:
             result = await self.request(self.client().moderations.create, model=self._model, input=output)
-        except OpenAIError as exc:
+        except ProviderError as exc:
             return ModerationResponse(error=str(exc))
         flags: list[ModerationFlag] = []
         for item in result.results or []:

@@ -17,8 +17,8 @@ from typing import Any
 
 from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import ScriptError, UnknownProviderError
 from ci_grade.providers.base import CallContext, Provider, ProviderResponse
-from ci_grade.providers.registry import UnknownProviderError
 from ci_grade.providers.response_dict import response_from_dict
 from ci_grade.scripting import python
 
@@ -42,7 +42,7 @@ class PythonProvider(Provider):
             return ProviderResponse(error=f"provider file not found: {path}")
         try:
             function = python.load_function(path, self.function)
-        except python.PythonScriptError as exc:
+        except ScriptError as exc:
             return ProviderResponse(error=str(exc))
         options = {"id": self.id, "label": self.spec.label, "config": self.spec.config}
         call_context = {"vars": context.vars, "prompt": {"raw": context.prompt_raw, "label": context.prompt_label}}

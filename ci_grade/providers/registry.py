@@ -13,6 +13,7 @@ from typing import Any
 
 from ci_grade.cache import ResponseCache
 from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider
 
 # (prefix, module, attribute): the first matching prefix wins.
@@ -35,10 +36,6 @@ _FAMILIES: list[tuple[str, str, str]] = [
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})
-
-
-class UnknownProviderError(ValueError):
-    """No provider family serves this id."""
 
 
 def _family(provider_id: str) -> tuple[str, str] | None:

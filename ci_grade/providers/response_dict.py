@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ci_grade.providers.base import ProviderResponse, TokenUsage
+from ci_grade.providers.base import ProviderResponse
+from ci_grade.results.usage import TokenUsage
 
 
 def response_from_dict(result: dict[str, Any], source: str) -> ProviderResponse:

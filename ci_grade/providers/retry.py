@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ci_grade.errors import TransientError
+
 T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -40,14 +42,6 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.max_delay)
         backoff = self.base_delay * (2 ** (attempt - 1))
         return min(backoff * (0.5 + random.random()), self.max_delay)
-
-
-class TransientError(Exception):
-    """A failure worth retrying; carries the server's requested wait, if any."""
-
-    def __init__(self, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ci_grade.providers.base import TokenUsage
+from ci_grade.results.usage import TokenUsage
 
 Status = Literal["pass", "fail", "error"]
 

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ci_grade import __version__
-from ci_grade.providers.base import TokenUsage
 from ci_grade.results.models import (
     AssertionResult,
     EvalRun,
@@ -25,6 +24,7 @@ from ci_grade.results.models import (
     SourceRef,
     TestResult,
 )
+from ci_grade.results.usage import TokenUsage
 
 FAILURE_REASON = {"pass": 0, "fail": 1, "error": 2}
 

@@ -21,12 +21,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from ci_grade.errors import ScriptError
+
 DEFAULT_TIMEOUT_MS = int(os.environ.get("CI_GRADE_JS_TIMEOUT_MS", "5000"))
 DEFAULT_MAX_MEMORY = int(os.environ.get("CI_GRADE_JS_MAX_MEMORY_MB", "256")) * 1024 * 1024
-
-
-class JsError(Exception):
-    """A JavaScript snippet failed: syntax error, exception, timeout or memory limit."""
 
 
 _BOOTSTRAP = """
@@ -97,8 +95,8 @@ class JsRuntime:
             )
             try:
                 self._eval(wrapped)
-            except JsError as exc:
-                raise JsError(f"{filename}: {exc}") from None
+            except ScriptError as exc:
+                raise ScriptError(f"{filename}: {exc}") from None
             self._functions[key] = name
         return name
 
@@ -126,11 +124,11 @@ class JsRuntime:
         try:
             return self._ctx.eval(source, timeout_sec=self._timeout)  # type: ignore[attr-defined]
         except JSTimeoutException:
-            raise JsError(f"timed out after {self._timeout:g}s") from None
+            raise ScriptError(f"timed out after {self._timeout:g}s") from None
         except JSOOMException:
-            raise JsError("ran out of memory") from None
+            raise ScriptError("ran out of memory") from None
         except JSEvalException as exc:
-            raise JsError(_first_error_line(str(exc))) from None
+            raise ScriptError(_first_error_line(str(exc))) from None
 
 
 def _call_source(name: str, args: list[Any]) -> str:

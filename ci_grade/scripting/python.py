@@ -19,12 +19,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ci_grade.errors import ScriptError
+
 _modules: dict[Path, ModuleType] = {}
 _lock = threading.Lock()
-
-
-class PythonScriptError(Exception):
-    """A user Python file could not be imported, or lacks the named function."""
 
 
 def load_module(path: Path) -> ModuleType:
@@ -36,7 +34,7 @@ def load_module(path: Path) -> ModuleType:
         name = "ci_grade_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
-            raise PythonScriptError(f"cannot import {path}")
+            raise ScriptError(f"cannot import {path}")
         module = importlib.util.module_from_spec(spec)
         folder = str(path.parent)
         if folder not in sys.path:
@@ -46,7 +44,7 @@ def load_module(path: Path) -> ModuleType:
             spec.loader.exec_module(module)
         except Exception as exc:
             sys.modules.pop(name, None)
-            raise PythonScriptError(f"importing {path.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise ScriptError(f"importing {path.name} failed: {type(exc).__name__}: {exc}") from exc
         _modules[path] = module
         return module
 
@@ -55,7 +53,7 @@ def load_function(path: Path, name: str) -> Callable[..., Any]:
     module = load_module(path)
     function = getattr(module, name, None)
     if not callable(function):
-        raise PythonScriptError(f"{path.name} has no function {name!r}")
+        raise ScriptError(f"{path.name} has no function {name!r}")
     return function
 
 

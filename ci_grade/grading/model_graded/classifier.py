@@ -8,7 +8,8 @@ assertion's `provider` or the test's `options.provider` must name one.
 
 from __future__ import annotations
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.model_graded.common import Tally, provider_for
 from ci_grade.grading.model_graded.scoring import inverted, reaches, shown
 from ci_grade.grading.registry import assertion

@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, VerdictError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.templates import load_override, load_template, render_override, template_vars
-from ci_grade.grading.verdicts import VerdictError
-from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse, TokenUsage
+from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse
+from ci_grade.results.usage import TokenUsage
 
 
 @dataclass

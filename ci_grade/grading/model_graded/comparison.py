@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, VerdictError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
 from ci_grade.grading.model_graded.scoring import reaches
 from ci_grade.grading.registry import assertion
 from ci_grade.grading.templates import fence, try_parse
-from ci_grade.grading.verdicts import VerdictError, find_objects, parse_number
+from ci_grade.grading.verdicts import find_objects, parse_number
 from ci_grade.results.models import AssertionResult
 
 COMPARISON_TYPES = {"select-best", "max-score"}

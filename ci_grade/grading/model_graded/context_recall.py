@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError, output_as_text
+from ci_grade.errors import GraderError
+from ci_grade.grading.context import AssertionContext, Grade, output_as_text
 from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
 from ci_grade.grading.model_graded.rag_context import resolve_context
 from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown

@@ -14,12 +14,13 @@ import json
 from typing import Any
 
 from ci_grade.config import templating
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, TemplateError, VerdictError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.model_graded.common import Tally, ask, grader_prompt, rubric_prompt_override
 from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, reaches
 from ci_grade.grading.registry import assertion
 from ci_grade.grading.templates import fence, load_override, load_template, template_vars
-from ci_grade.grading.verdicts import VerdictError, extract
+from ci_grade.grading.verdicts import extract
 
 DEFAULT_WINDOW = 5
 
@@ -60,7 +61,7 @@ def window_prompt(ctx: AssertionContext, window: list[dict[str, Any]]) -> tuple[
         text = load_override(override, ctx.run.base_dir, ctx.run.env_overrides)
         try:
             return templating.render(text, {**ctx.vars, "messages": window}, ctx.run.env_overrides), None
-        except templating.TemplateError as exc:
+        except TemplateError as exc:
             raise GraderError(f"rubricPrompt: {exc}") from None
     block = fence(json.dumps(as_messages(window), ensure_ascii=False, indent=2), "conversation")
     return grader_prompt(ctx, "conversation-relevance", {}, {"messages_block": block}, inherit=False)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, VerdictError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
 from ci_grade.grading.model_graded.scoring import reaches
 from ci_grade.grading.registry import assertion
 from ci_grade.grading.templates import fence, try_parse
-from ci_grade.grading.verdicts import VerdictError, extract, parse_number
+from ci_grade.grading.verdicts import extract, parse_number
 
 DEFAULT_THRESHOLD = 0.7
 MAX_SCORE = 10

@@ -7,7 +7,8 @@ thresholded. `not-moderation` passes when a (counted) flag is raised.
 
 from __future__ import annotations
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.model_graded.common import Tally, provider_for
 from ci_grade.grading.model_graded.scoring import inverted
 from ci_grade.grading.registry import assertion

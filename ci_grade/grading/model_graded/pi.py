@@ -16,18 +16,13 @@ from typing import Any
 
 import httpx
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, TransientError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.model_graded.common import Tally
 from ci_grade.grading.model_graded.scoring import shown
 from ci_grade.grading.registry import assertion
 from ci_grade.providers.http_api import error_detail, excerpt
-from ci_grade.providers.retry import (
-    RETRYABLE_STATUS,
-    RetryPolicy,
-    TransientError,
-    retry_after_seconds,
-    with_retries,
-)
+from ci_grade.providers.retry import RETRYABLE_STATUS, RetryPolicy, retry_after_seconds, with_retries
 
 DEFAULT_BASE_URL = "https://api.withpi.ai/v1"
 DEFAULT_THRESHOLD = 0.5

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ci_grade.grading.context import AssertionContext, GraderError
-from ci_grade.grading.transforms import TransformError, run_script
+from ci_grade.errors import GraderError, TransformError
+from ci_grade.grading.context import AssertionContext
+from ci_grade.grading.transforms import run_script
 
 
 @dataclass(frozen=True)

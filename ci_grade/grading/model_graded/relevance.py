@@ -14,10 +14,11 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError, output_as_text
+from ci_grade.errors import GraderError, InputRejected
+from ci_grade.grading.context import AssertionContext, Grade, output_as_text
 from ci_grade.grading.model_graded.common import Tally, ask, embed, grader_prompt
 from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown
-from ci_grade.grading.model_graded.similarity import VectorError, cosine
+from ci_grade.grading.model_graded.similarity import cosine
 from ci_grade.grading.registry import assertion
 from ci_grade.grading.templates import fence, try_parse
 
@@ -63,7 +64,7 @@ async def answer_relevance(ctx: AssertionContext) -> Grade:
     vectors = await all_or_first_error([embed(ctx, text, tally) for text in (query, *questions)], tally)
     try:
         similarities = [cosine(vectors[0], vector) for vector in vectors[1:]]
-    except VectorError as exc:
+    except InputRejected as exc:
         raise tally.error(f"answer-relevance: {exc}") from None
     score = sum(similarities) / len(similarities)
     passed = reaches(score, threshold)

@@ -11,12 +11,13 @@ its web search tool). The reply must carry a boolean `pass`; threshold and `not-
 
 from __future__ import annotations
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, VerdictError
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.model_graded.common import Tally, call_grader, excerpt, grader_prompt
 from ci_grade.grading.model_graded.rubric import grader_guidance, judge
 from ci_grade.grading.registry import assertion
 from ci_grade.grading.templates import fence, try_parse
-from ci_grade.grading.verdicts import VerdictError, extract, parse_bool
+from ci_grade.grading.verdicts import extract, parse_bool
 
 
 @assertion("search-rubric", handles_inverse=True, model_graded=True)

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ci_grade.grading.context import AssertionContext, Grade, GraderError
+from ci_grade.errors import GraderError, InputRejected
+from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.model_graded.common import Tally, embed
 from ci_grade.grading.model_graded.scoring import EPSILON, reaches, shown
 from ci_grade.grading.registry import assertion
@@ -24,23 +25,19 @@ DEFAULT_THRESHOLD = 0.75
 METRICS = {"similar": "cosine", "similar:cosine": "cosine", "similar:dot": "dot", "similar:euclidean": "euclidean"}
 
 
-class VectorError(ValueError):
-    """Two embeddings cannot be compared."""
-
-
 def _checked(a: list[float], b: list[float]) -> None:
     if len(a) != len(b):
-        raise VectorError(f"embeddings have different lengths ({len(a)} and {len(b)})")
+        raise InputRejected(f"embeddings have different lengths ({len(a)} and {len(b)})")
 
 
 def _total(terms: Iterable[float], what: str) -> float:
-    """An exact sum that must be finite (overflowing or NaN vectors raise VectorError)."""
+    """An exact sum that must be finite (overflowing or NaN vectors raise InputRejected)."""
     try:
         value = math.fsum(terms)
     except (OverflowError, ValueError):
         value = math.nan
     if not math.isfinite(value):
-        raise VectorError(f"invalid {what}: the embeddings overflow or contain NaN/infinite values")
+        raise InputRejected(f"invalid {what}: the embeddings overflow or contain NaN/infinite values")
     return value
 
 
@@ -57,7 +54,7 @@ def cosine(a: list[float], b: list[float]) -> float:
         return 0.0
     similarity = product / norms
     if not math.isfinite(similarity):
-        raise VectorError("invalid cosine similarity: the embeddings overflow")
+        raise InputRejected("invalid cosine similarity: the embeddings overflow")
     return similarity
 
 
@@ -114,7 +111,7 @@ async def grade_similarity(ctx: AssertionContext, metric: str) -> Grade:
         vector = await embed(ctx, expected, tally)
         try:
             measure = measure_of(output_vector, vector)
-        except VectorError as exc:
+        except InputRejected as exc:
             raise tally.error(f"{ctx.type}: {exc}") from None
         comparison = judge(metric, measure, threshold, ctx.inverse, expected)
         compared.append(comparison)
