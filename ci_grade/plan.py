@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ci_grade.config import files, templating
+from ci_grade.config import files, nunjucks
 from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
 from ci_grade.config.loader import LoadedConfig, suggest
 from ci_grade.config.models import Assertion, Prompt, ProviderSpec, TestCase, TestOptions
@@ -98,7 +98,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     for case in cases:
         pairs = _pairs(case, config.prompts, config.providers)
         for identity_vars in _var_combinations(case, loaded.base_dir):
-            variables = templating.resolve_references(var_loader.resolve(identity_vars, case))
+            variables = nunjucks.resolve_references(var_loader.resolve(identity_vars, case))
             if case.test.options.transformVars:
                 variables = _transform_vars(case, variables)
             test = case.test.model_copy(update={"vars": variables})
@@ -316,7 +316,7 @@ def validate(loaded: LoadedConfig) -> None:
     raw_prompts = _list(loaded.raw.get("prompts"))
     for index, prompt in enumerate(loaded.config.prompts):
         try:
-            templating.check(prompt.raw)
+            nunjucks.check(prompt.raw)
         except TemplateError as exc:
             loc = sources.location(_item(raw_prompts, index))
             raise ConfigError(str(exc), file=loc.file if loc else None, line=loc.line if loc else None, path=f"prompts[{index}]") from None

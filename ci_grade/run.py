@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade.cache import ResponseCache
-from ci_grade.config import templating
+from ci_grade.config import nunjucks
 from ci_grade.errors import TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
@@ -103,7 +103,7 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext) -> 
     test = planned.test
     template = (test.options.prefix or "") + planned.prompt.raw + (test.options.suffix or "")
     try:
-        prompt = templating.render_prompt(template, planned.vars, run.env_overrides)
+        prompt = nunjucks.render_prompt(template, planned.vars, run.env_overrides)
     except TemplateError as exc:
         return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     result = _base_result(planned, prompt)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_grade.grading.text_metrics import bleu, brevity_penalty, levenshtein, rouge_n
+from ci_grade.grading.metrics import bleu, brevity_penalty, levenshtein, rouge_n
 from tests.assertion_runs import grade_outputs
 
 

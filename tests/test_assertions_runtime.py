@@ -16,7 +16,7 @@ from ci_grade.config import models
 from ci_grade.config.models import Assertion
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, RunContext
-from ci_grade.grading.runtime_checks import latency, normalize_finish_reason
+from ci_grade.grading.runtime import latency, normalize_finish_reason
 from ci_grade.providers.base import ProviderResponse
 from tests.assertion_runs import Outcome, evaluate, first, grade_outputs
 from tests.servers.llm_server import LLMServer, Recorded, Response

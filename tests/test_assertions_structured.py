@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ci_grade.grading.structured import extract_json, html_indicators, xml_fragments
+from ci_grade.grading.structured.html import html_indicators
+from ci_grade.grading.structured.json import extract_json
+from ci_grade.grading.structured.xml import xml_fragments
 from tests.assertion_runs import evaluate, grade_outputs
 from tests.conftest import write
 

@@ -80,6 +80,11 @@ class AssertionContext:
         return self.assertion.threshold
 
     @property
+    def grader_ref(self) -> Any:
+        """The grader this assertion names: its own `provider`, else the test's `options.provider`."""
+        return self.assertion.provider if self.assertion.provider is not None else self.test.options.provider
+
+    @property
     def config(self) -> dict[str, Any]:
         return self.assertion.config or {}
 
@@ -94,6 +99,14 @@ class AssertionContext:
         if passed:
             return Grade(True, 1.0, "Assertion passed")
         return Grade(False, 0.0, f"Expected output to {'not ' if self.inverse else ''}{expectation}")
+
+    def verdict(self, ok: bool, reason: str, expectation: str) -> Grade:
+        """Like `check`, but a failure of the positive form gives `reason` (why the check failed)."""
+        if ok != self.inverse:
+            return Grade(True, 1.0, "Assertion passed")
+        if self.inverse:
+            return Grade(False, 0.0, f"Expected output to not {expectation}")
+        return Grade(False, 0.0, reason)
 
 
 def output_as_text(output: Any) -> str:

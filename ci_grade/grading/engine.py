@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ci_grade.config import files, templating
+from ci_grade.config import files, nunjucks
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
 from ci_grade.errors import GraderError, TemplateError, TransformError
 from ci_grade.grading import registry
@@ -218,9 +218,9 @@ async def render_assertion_value(assertion: Assertion, inp: GradingInput, output
             return files.read_text(path).strip()
         if value.startswith("file://"):
             return value
-        return templating.render(value, inp.vars, run.env_overrides)
+        return nunjucks.render(value, inp.vars, run.env_overrides)
     if isinstance(value, list):
-        return [templating.render(v, inp.vars, run.env_overrides) if isinstance(v, str) else v for v in value]
+        return [nunjucks.render(v, inp.vars, run.env_overrides) if isinstance(v, str) else v for v in value]
     return value
 
 
@@ -228,7 +228,7 @@ def _render_metric(metric: str | None, variables: dict[str, Any]) -> str | None:
     if not metric:
         return metric
     try:
-        return templating.render(metric, variables)
+        return nunjucks.render(metric, variables)
     except TemplateError:
         return metric
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import GraderError, UnknownProviderError
-from ci_grade.grading.context import AssertionContext
 from ci_grade.providers.base import Capability, Provider
 from ci_grade.providers.registry import ProviderPool, as_spec
 
@@ -65,31 +64,31 @@ class GraderResolver:
         self.used: set[str] = set()
         self._resolved: dict[tuple[str, str], Provider] = {}
 
-    def resolve(self, kind: Capability, ctx: AssertionContext) -> Provider:
-        """The provider that serves `kind` for this assertion (raises GraderError if none)."""
-        ref = ctx.assertion.provider if ctx.assertion.provider is not None else ctx.test.options.provider
+    def resolve(self, kind: Capability, ref: Any, check: str) -> Provider:
+        """The provider that serves `kind` for the assertion type `check`, given the grader reference
+        that applies to it (the assertion's `provider`, else the test's `options.provider`, or None);
+        raises GraderError if there is none."""
         key = (kind, ref if isinstance(ref, str) else json.dumps(ref, sort_keys=True, default=str))
         provider = self._resolved.get(key)
         if provider is None:
-            provider = self._from_ref(ref, kind, ctx.type) if ref is not None else None
+            provider = self._from_ref(ref, kind, check) if ref is not None else None
             if provider is None:
-                provider = self.default(kind, ctx.type)
+                provider = self.default(kind, check)
             self._resolved[key] = provider
             self.used.add(provider.describe())
         return provider
 
-    def resolve_search(self, ctx: AssertionContext) -> tuple[Provider, bool]:
+    def resolve_search(self, ref: Any, check: str) -> tuple[Provider, bool]:
         """The grader for search-rubric and whether it can search the web.
 
         A configured grader is used as it is, even without web search (the caller says so in
         its result); only when none is configured is a web-search default chosen.
         """
-        ref = ctx.assertion.provider if ctx.assertion.provider is not None else ctx.test.options.provider
-        provider = self._from_ref(ref, "text", ctx.type) if ref is not None else None
+        provider = self._from_ref(ref, "text", check) if ref is not None else None
         if provider is not None:
             searching = has_web_search(provider.spec)
         else:
-            provider, searching = self._create(self.default_search_spec(ctx.type), ctx.type), True
+            provider, searching = self._create(self.default_search_spec(check), check), True
         self.used.add(provider.describe())
         return provider, searching
 

@@ -1,6 +1,6 @@
 """The assertion registry: one entry per assertion type, keyed by its promptfoo name.
 
-Add a type by decorating an async handler in any module listed in `_MODULES`:
+Add a type by decorating an async handler in any module of the `ci_grade.grading` package:
 
     @assertion("contains")
     async def contains(ctx: AssertionContext) -> Grade: ...
@@ -13,6 +13,7 @@ Comparison types (`select-best`, `max-score`) grade all outputs of a test row to
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,11 +37,11 @@ class AssertionType:
 
 _REGISTRY: dict[str, AssertionType] = {}
 _MODULES = (
-    "ci_grade.grading.deterministic",
+    "ci_grade.grading.text",
     "ci_grade.grading.scripts",
     "ci_grade.grading.structured",
-    "ci_grade.grading.text_metrics",
-    "ci_grade.grading.runtime_checks",
+    "ci_grade.grading.metrics",
+    "ci_grade.grading.runtime",
     "ci_grade.grading.model_graded",
 )
 _loaded = False
@@ -68,12 +69,14 @@ def assertion(
 
 
 def load_all() -> None:
-    """Import every module that registers assertion types (once)."""
+    """Import every module of the grading package once, so every `@assertion` has registered."""
     global _loaded
     if _loaded:
         return
-    for module in _MODULES:
-        importlib.import_module(module)
+    import ci_grade.grading as package
+
+    for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        importlib.import_module(module.name)
     _loaded = True
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from ci_grade.config import files, templating
+from ci_grade.config import files, nunjucks
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, ScriptError, TemplateError
 from ci_grade.providers.base import CallContext, ProviderResponse
@@ -78,9 +78,9 @@ class HttpProvider(HttpApiProvider):
         config = self.spec.config
         variables = {**context.vars, "prompt": prompt}
         try:
-            url = templating.render(str(self._url), variables)
-            headers = {str(k): templating.render(str(v), variables) for k, v in (config.get("headers") or {}).items()}
-            params = {str(k): templating.render(str(v), variables) for k, v in (config.get("queryParams") or {}).items()}
+            url = nunjucks.render(str(self._url), variables)
+            headers = {str(k): nunjucks.render(str(v), variables) for k, v in (config.get("headers") or {}).items()}
+            params = {str(k): nunjucks.render(str(v), variables) for k, v in (config.get("queryParams") or {}).items()}
             method = str(config.get("method") or "POST").upper()
             content = None if method in _NO_BODY_METHODS else _render_body(config.get("body"), variables, headers)
         except TemplateError as exc:
@@ -149,8 +149,8 @@ def _render_body(body: Any, variables: dict[str, Any], headers: dict[str, str]) 
         if not isinstance(parsed, dict | list):
             if content_type is None:
                 headers["Content-Type"] = "text/plain"
-            return templating.render(body, variables).encode()
+            return nunjucks.render(body, variables).encode()
         body = parsed
     if content_type is None:
         headers["Content-Type"] = "application/json"
-    return json.dumps(templating.render_value(body, variables), ensure_ascii=False).encode()
+    return json.dumps(nunjucks.render_value(body, variables), ensure_ascii=False).encode()

@@ -9,7 +9,7 @@ from typing import Any
 
 from ci_grade.errors import GraderError, VerdictError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.templates import load_override, load_template, render_override, template_vars
+from ci_grade.grading.grader_prompts import load_override, load_template, render_override, template_vars
 from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse
 from ci_grade.results.usage import TokenUsage
 
@@ -48,7 +48,7 @@ class Tally:
 
 
 def provider_for(ctx: AssertionContext, kind: Capability) -> Provider:
-    return ctx.run.graders.resolve(kind, ctx)
+    return ctx.run.graders.resolve(kind, ctx.grader_ref, ctx.type)
 
 
 async def ask(ctx: AssertionContext, prompt: str, tally: Tally, *, schema: dict[str, Any] | None = None, what: str = "grader", provider: Provider | None = None) -> Any:

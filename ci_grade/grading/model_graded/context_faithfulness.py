@@ -19,11 +19,11 @@ from typing import Any
 
 from ci_grade.errors import GraderError, VerdictError
 from ci_grade.grading.context import AssertionContext, Grade, output_as_text
+from ci_grade.grading.grader_prompts import fence, try_parse
 from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt, rubric_prompt_override
 from ci_grade.grading.model_graded.rag_context import required_query, resolve_context
 from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown
 from ci_grade.grading.registry import assertion
-from ci_grade.grading.templates import fence, try_parse
 
 FINAL_LINE = "final verdict for each statement in order:"
 _VERDICT = re.compile(r"verdict\s*\**\s*:\s*\**\s*(yes|no)\b")

@@ -13,11 +13,11 @@ import re
 
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade, output_as_text
+from ci_grade.grading.grader_prompts import fence
 from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
 from ci_grade.grading.model_graded.rag_context import resolve_context
 from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown
 from ci_grade.grading.registry import assertion
-from ci_grade.grading.templates import fence
 
 _MARKER = re.compile(r"\[\s*(not\s+attributed|attributed)\s*\]", re.I)
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ci_grade.config import templating
+from ci_grade.config import nunjucks
 from ci_grade.errors import GraderError, TemplateError, VerdictError
 from ci_grade.grading.context import AssertionContext, Grade
+from ci_grade.grading.grader_prompts import fence, load_override, load_template, template_vars
 from ci_grade.grading.model_graded.common import Tally, ask, grader_prompt, rubric_prompt_override
 from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, reaches
 from ci_grade.grading.registry import assertion
-from ci_grade.grading.templates import fence, load_override, load_template, template_vars
 from ci_grade.grading.verdicts import extract
 
 DEFAULT_WINDOW = 5
@@ -60,7 +60,7 @@ def window_prompt(ctx: AssertionContext, window: list[dict[str, Any]]) -> tuple[
     if override is not None:
         text = load_override(override, ctx.run.base_dir, ctx.run.env_overrides)
         try:
-            return templating.render(text, {**ctx.vars, "messages": window}, ctx.run.env_overrides), None
+            return nunjucks.render(text, {**ctx.vars, "messages": window}, ctx.run.env_overrides), None
         except TemplateError as exc:
             raise GraderError(f"rubricPrompt: {exc}") from None
     block = fence(json.dumps(as_messages(window), ensure_ascii=False, indent=2), "conversation")

@@ -14,10 +14,10 @@ from typing import Any
 
 from ci_grade.errors import GraderError, VerdictError
 from ci_grade.grading.context import AssertionContext, Grade
+from ci_grade.grading.grader_prompts import fence, try_parse
 from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
 from ci_grade.grading.model_graded.scoring import reaches
 from ci_grade.grading.registry import assertion
-from ci_grade.grading.templates import fence, try_parse
 from ci_grade.grading.verdicts import extract, parse_number
 
 DEFAULT_THRESHOLD = 0.7

@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 
 from ci_grade.errors import GraderError, InputRejected
 from ci_grade.grading.context import AssertionContext, Grade, output_as_text
+from ci_grade.grading.grader_prompts import fence, try_parse
 from ci_grade.grading.model_graded.common import Tally, ask, embed, grader_prompt
 from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown
 from ci_grade.grading.model_graded.similarity import cosine
 from ci_grade.grading.registry import assertion
-from ci_grade.grading.templates import fence, try_parse
 
 QUESTIONS = 3
 T = TypeVar("T")

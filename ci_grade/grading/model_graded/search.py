@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from ci_grade.errors import GraderError, VerdictError
 from ci_grade.grading.context import AssertionContext, Grade
+from ci_grade.grading.grader_prompts import fence, try_parse
 from ci_grade.grading.model_graded.common import Tally, call_grader, excerpt, grader_prompt
 from ci_grade.grading.model_graded.rubric import grader_guidance, judge
 from ci_grade.grading.registry import assertion
-from ci_grade.grading.templates import fence, try_parse
 from ci_grade.grading.verdicts import extract, parse_bool
 
 
@@ -29,7 +29,7 @@ async def search_rubric(ctx: AssertionContext) -> Grade:
     variables = {**ctx.vars, "output": try_parse(ctx.output_text), "rubric": rubric}
     builtin = {"output_block": fence(ctx.output_text), "rubric": rubric, "guidance": guidance, "examples": examples}
     prompt, _ = grader_prompt(ctx, "search-rubric", variables, builtin)
-    provider, searching = ctx.run.graders.resolve_search(ctx)
+    provider, searching = ctx.run.graders.resolve_search(ctx.grader_ref, ctx.type)
     tally = Tally()
     response = await call_grader(ctx, prompt, tally, provider=provider)
     reply = response.output

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ci_grade.config import files, templating, yaml12
+from ci_grade.config import files, nunjucks, yaml12
 from ci_grade.errors import GraderError, TemplateError
 from ci_grade.grading.verdicts import strip_comments
 
@@ -34,7 +34,7 @@ class GraderTemplate:
 
     def render(self, variables: dict[str, Any]) -> str:
         """The chat messages as a JSON array string (what chat providers accept as a prompt)."""
-        rendered = [{"role": role, "content": templating.render(content, variables)} for role, content in self.messages]
+        rendered = [{"role": role, "content": nunjucks.render(content, variables)} for role, content in self.messages]
         return json.dumps(rendered, ensure_ascii=False)
 
 
@@ -84,7 +84,7 @@ def template_vars(variables: dict[str, Any]) -> dict[str, Any]:
 def load_override(raw: Any, base_dir: Path, env_overrides: dict[str, str] | None = None) -> str:
     """A `rubricPrompt` value as template text (files read raw, structures serialised)."""
     if isinstance(raw, str) and raw.startswith("file://"):
-        path = files.resolve(templating.render(raw, {}, env_overrides), base_dir)
+        path = files.resolve(nunjucks.render(raw, {}, env_overrides), base_dir)
         if not path.is_file():
             raise GraderError(f"rubricPrompt file not found: {path}")
         return files.read_text(path)
@@ -106,10 +106,10 @@ def render_override(template: str, variables: dict[str, Any], env_overrides: dic
             parsed = None
         if isinstance(parsed, list | dict):
             try:
-                return json.dumps(templating.render_value(parsed, values, env_overrides), ensure_ascii=False)
+                return json.dumps(nunjucks.render_value(parsed, values, env_overrides), ensure_ascii=False)
             except TemplateError:
                 pass
     try:
-        return templating.render(template, values, env_overrides)
+        return nunjucks.render(template, values, env_overrides)
     except TemplateError as exc:
         raise GraderError(f"rubricPrompt: {exc}") from None

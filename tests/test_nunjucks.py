@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ci_grade.config import templating, yaml12
-from ci_grade.config.templating import render, render_prompt, resolve_references
+from ci_grade.config import nunjucks, yaml12
+from ci_grade.config.nunjucks import render, render_prompt, resolve_references
 from ci_grade.errors import TemplateError
 
 
@@ -67,9 +67,9 @@ def test_json_chat_prompts_escape_interpolated_values() -> None:
 
 def test_syntax_errors_are_reported_with_the_template_line() -> None:
     with pytest.raises(TemplateError) as caught:
-        templating.check("line one\n{% if x %}never closed")
+        nunjucks.check("line one\n{% if x %}never closed")
     assert str(caught.value).startswith("template syntax error on line 2:")
-    templating.check('[{"role": "user", "content": "{{ \\"quoted\\" }} {{ x }}"}]')  # strings checked one by one
+    nunjucks.check('[{"role": "user", "content": "{{ \\"quoted\\" }} {{ x }}"}]')  # strings checked one by one
     with pytest.raises(TemplateError, match="line 1"):
         render("{{ unclosed", {})
 

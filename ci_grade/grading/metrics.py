@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from ci_grade.config.templating import js_string
+from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion

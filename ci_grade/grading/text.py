@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from ci_grade.config.templating import js_string
+from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError, ScriptError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
