@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_grade.baseline import load_baseline, save_baseline
+from ci_grade.gate.store import load_baseline, save_baseline
 from ci_grade.github.comment import marker_for
 from tests.conftest import CliResult, run_cli, run_cli_process, write
 from tests.github_helpers import commands_in, parse_outputs

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ci_grade.baseline import Baseline, baseline_from_run, load_baseline, save_baseline
 from ci_grade.errors import ConfigError, ExitCode, InfrastructureError, UsageError
+from ci_grade.gate.baseline import Baseline, baseline_from_run
+from ci_grade.gate.store import load_baseline, save_baseline
 from ci_grade.results.models import AssertionResult
 from ci_grade.results.promptfoo import to_promptfoo
 from tests.results_factory import row, run_of

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ci_grade.baseline import baseline_from_run
-from ci_grade.compare import NOISE_K, Comparison, GatePolicy, compare
+from ci_grade.gate.baseline import baseline_from_run
+from ci_grade.gate.compare import compare
+from ci_grade.gate.models import Comparison, GatePolicy
+from ci_grade.gate.noise import NOISE_K
 from ci_grade.results.models import AssertionResult
 from tests.results_factory import row, run_of
 

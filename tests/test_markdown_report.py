@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from ci_grade.baseline import baseline_from_run
-from ci_grade.compare import GatePolicy, compare
+from ci_grade.gate.baseline import baseline_from_run
+from ci_grade.gate.compare import compare
+from ci_grade.gate.models import GatePolicy
 from ci_grade.redact import Redactor
 from ci_grade.report.markdown import render_markdown
 from ci_grade.results.models import AssertionResult

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from ci_grade.compare import Comparison, GatePolicy
+    from ci_grade.gate.models import Comparison, GatePolicy
     from ci_grade.github.event import ActionEvent
     from ci_grade.github.inputs import ActionInputs
     from ci_grade.github.workflow_commands import WorkflowCommands
@@ -58,8 +58,8 @@ def mask_secrets(commands: WorkflowCommands, env: Mapping[str, str]) -> None:
 
 def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs) -> int:
     """Evaluate, compare, publish everywhere, and return the gate's exit code."""
-    from ci_grade.compare import GatePolicy
     from ci_grade.errors import ExitCode, UsageError
+    from ci_grade.gate.models import GatePolicy
     from ci_grade.github.comment import marker_for
     from ci_grade.report.markdown import render_markdown
 
@@ -116,10 +116,10 @@ class Graded(NamedTuple):
 
 def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path) -> Graded:
     """Run the eval in the working directory, compare with the baseline, write the results files."""
-    from ci_grade.baseline import load_baseline
-    from ci_grade.compare import compare
     from ci_grade.errors import ConfigError
     from ci_grade.evaluate import EvalOptions, evaluate
+    from ci_grade.gate.compare import compare
+    from ci_grade.gate.store import load_baseline
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
 

@@ -29,8 +29,8 @@ def _missing_action(parser: argparse.ArgumentParser) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ci_grade.baseline import load_baseline, save_baseline
     from ci_grade.errors import ExitCode, UsageError
+    from ci_grade.gate.store import load_baseline, save_baseline
 
     baseline = load_baseline(args.results, Path.cwd())
     if baseline is None:

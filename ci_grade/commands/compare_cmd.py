@@ -59,7 +59,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def gate_policy(args: argparse.Namespace) -> Any:
-    from ci_grade.compare import GatePolicy
+    from ci_grade.gate.models import GatePolicy
 
     return GatePolicy(
         fail_on=args.fail_on,
@@ -74,7 +74,7 @@ def read_baseline(source: str | None, cwd: Path) -> Any:
     """The baseline, or None (with a warning when a given source does not exist)."""
     if not source:
         return None
-    from ci_grade.baseline import load_baseline
+    from ci_grade.gate.store import load_baseline
 
     baseline = load_baseline(source, cwd)
     if baseline is None:
@@ -85,6 +85,7 @@ def read_baseline(source: str | None, cwd: Path) -> Any:
 def write_reports(paths: list[str], run: Any, comparison: Any, redactor: Any, title: str, *, config: dict[str, Any] | None = None, json_is_comparison: bool = False) -> list[Path]:
     """`.md` gets the comparison report, `.json` the comparison itself when `json_is_comparison`;
     every other format is a results file, its JUnit marking regressions."""
+    from ci_grade.atomic import write_atomic
     from ci_grade.report import outputs
     from ci_grade.report.markdown import render_markdown
 
@@ -98,7 +99,7 @@ def write_reports(paths: list[str], run: Any, comparison: Any, redactor: Any, ti
             text = redactor.text(comparison.model_dump_json(indent=2)) + "\n"
         else:
             text = outputs.render(target, run, config, redactor, notes)
-        outputs.write_atomic(target, text)
+        write_atomic(target, text)
         written.append(target)
     return written
 
@@ -139,8 +140,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ci_grade.compare import compare
     from ci_grade.errors import ExitCode, UsageError
+    from ci_grade.gate.compare import compare
     from ci_grade.redact import Redactor
     from ci_grade.report.gate_summary import terminal_summary
 

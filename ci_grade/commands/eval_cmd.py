@@ -70,11 +70,12 @@ def main(args: argparse.Namespace) -> int:
     results (`.md` is the gate report when `--baseline` is given), and exit per the gate."""
     from pathlib import Path
 
-    from ci_grade.baseline import baseline_from_run, save_baseline
     from ci_grade.commands.compare_cmd import gate_policy, read_baseline, write_reports
-    from ci_grade.compare import compare
     from ci_grade.errors import ExitCode
     from ci_grade.evaluate import evaluate
+    from ci_grade.gate.baseline import baseline_from_run
+    from ci_grade.gate.compare import compare
+    from ci_grade.gate.store import save_baseline
     from ci_grade.report import console, outputs
     from ci_grade.report.gate_summary import terminal_summary
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ci_grade.compare import CaseDelta, Comparison
+from ci_grade.gate.models import CaseDelta, Comparison
 from ci_grade.redact import Redactor
 
 _MAX_LISTED = 8

@@ -18,7 +18,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from ci_grade.compare import CaseDelta, Comparison, MetricDelta, Rate
+from ci_grade.gate.models import CaseDelta, Comparison, MetricDelta, Rate
 from ci_grade.redact import Redactor
 from ci_grade.report.console import format_cost, format_duration
 from ci_grade.report.markdown_escape import Escaper, Md

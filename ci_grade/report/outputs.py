@@ -6,11 +6,11 @@ import csv
 import io
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ci_grade.atomic import write_atomic
 from ci_grade.errors import InfrastructureError, UsageError
 from ci_grade.redact import Redactor
 from ci_grade.report.junit import render_junit
@@ -43,21 +43,6 @@ def check_outputs(paths: list[str]) -> None:
             raise InfrastructureError(f"cannot write {path}: {folder} is not a folder")
         if not os.access(folder, os.W_OK):
             raise InfrastructureError(f"cannot write {path}: {folder} is not writable")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it into place."""
-    tmp: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise InfrastructureError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, redactor: Redactor, regressions: Mapping[str, str] | None = None) -> str:

@@ -1,9 +1,8 @@
-"""The baseline store: per stable test id, what a known-good run scored, and where it came from.
+"""The baseline: per stable test id, what a known-good run scored, and where it came from.
 
 A baseline keeps no outputs, vars or assertion values: only names, scores and pass/fail per
 test and assertion, plus the run's provenance (commit, config hash, graders and their template
-hashes). It can be read from a baseline file, from any results JSON (ci-grade's or promptfoo's
-own), or from git (`git:REF:PATH`, e.g. the base branch's committed baseline).
+hashes). `ci_grade.gate.store` reads and writes it.
 
 Repeats (`--repeat N`) are folded per test: the score is the mean of the scored repeats, the
 spread their sample standard deviation (0 with a single repeat), and a test passes when more
@@ -12,22 +11,15 @@ than half of its scored repeats pass. Errored repeats are counted, never scored.
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 from collections import defaultdict
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from ci_grade.errors import ConfigError, InfrastructureError, UsageError
-from ci_grade.redact import Redactor
 from ci_grade.results.models import EvalRun, RunInfo, Status, TestResult
 
 BASELINE_VERSION = 1
-GIT_PREFIX = "git:"
 
 
 class BaselineAssertion(BaseModel):
@@ -175,109 +167,3 @@ def baseline_from_run(run: EvalRun) -> Baseline:
         totals=Totals.of(run),
         tests={test_id: fold_test(rows) for test_id, rows in group_rows(run.results).items()},
     )
-
-
-def save_baseline(baseline: Baseline, path: Path, *, redactor: Redactor | None = None) -> None:
-    """Write atomically; secret values (known to `redactor`, else from the environment) are
-    masked and config paths under the working directory made relative."""
-    from ci_grade.report.outputs import write_atomic
-
-    portable = baseline.model_copy(deep=True)
-    portable.info.config_files = [_relative(name) for name in portable.info.config_files]
-    data = (redactor or Redactor.from_env()).data(portable.model_dump(mode="json"))
-    write_atomic(Path(path), json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
-
-def _relative(name: str) -> str:
-    """A config path relative to the working directory when under it (a committed baseline
-    should not carry one machine's absolute paths)."""
-    path = Path(name)
-    try:
-        return path.relative_to(Path.cwd()).as_posix() if path.is_absolute() else name
-    except ValueError:
-        return name
-
-
-def load_baseline(source: str, cwd: Path) -> Baseline | None:
-    """A baseline from a file, a results JSON or `git:REF:PATH`; None when it does not exist."""
-    if source.startswith(GIT_PREFIX):
-        text = _git_file(source, cwd)
-        if text is None:
-            return None
-        return parse_baseline(text, source)
-    path = Path(source).expanduser()
-    path = path if path.is_absolute() else Path(cwd) / path
-    if not path.exists():
-        return None
-    if path.is_dir():
-        raise UsageError(f"baseline {source} is a directory, expected a baseline or results JSON file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read baseline: {exc}", file=source) from None
-    return parse_baseline(text, source)
-
-
-def parse_baseline(text: str, source: str) -> Baseline:
-    """A baseline file's text, or a results JSON's (converted), as a Baseline."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"not valid JSON: {exc.msg}", file=source, line=exc.lineno) from None
-    if not isinstance(data, dict):
-        raise ConfigError("expected a JSON object (a ci-grade baseline or a results file)", file=source)
-    if "tests" in data and "version" in data:
-        return _baseline_from_data(data, source)
-    if isinstance(data.get("results"), dict):
-        from ci_grade.results.promptfoo import from_promptfoo
-
-        try:
-            return baseline_from_run(from_promptfoo(data))
-        except (ValueError, TypeError, ValidationError) as exc:
-            raise ConfigError(f"unreadable results file: {_first_line(exc)}", file=source) from None
-    raise ConfigError("neither a ci-grade baseline (version, tests) nor a results file (results.results[])", file=source)
-
-
-def _baseline_from_data(data: dict[str, Any], source: str) -> Baseline:
-    version = data.get("version")
-    if not isinstance(version, int) or version < 1:
-        raise ConfigError(f"invalid baseline version {version!r}", file=source, path="version")
-    if version > BASELINE_VERSION:
-        raise ConfigError(f"baseline version {version} was written by a newer ci-grade (this one reads version {BASELINE_VERSION})", file=source, path="version")
-    try:
-        return Baseline.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
-        raise ConfigError(f"invalid baseline: {error['msg']}", file=source, path=where) from None
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
-    except FileNotFoundError:
-        raise InfrastructureError("cannot read a git: baseline: git is not installed") from None
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise InfrastructureError(f"git failed: {exc}") from None
-
-
-def _git_file(source: str, cwd: Path) -> str | None:
-    """`git show REF:PATH` in `cwd`; None if REF or PATH does not exist there."""
-    ref, sep, path = source[len(GIT_PREFIX):].partition(":")
-    if not sep or not ref or not path:
-        raise UsageError(f"invalid baseline source {source!r}: expected git:REF:PATH, e.g. git:origin/main:.ci-grade/baseline.json")
-    inside = _git(["rev-parse", "--is-inside-work-tree"], cwd)
-    if inside.returncode != 0:
-        raise InfrastructureError(f"cannot read {source}: {Path(cwd)} is not in a git repository ({_first_line(Exception(inside.stderr))})")
-    if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
-        return None
-    if _git(["cat-file", "-e", f"{ref}:{path}"], cwd).returncode != 0:
-        return None
-    shown = _git(["show", f"{ref}:{path}"], cwd)
-    if shown.returncode != 0:
-        raise InfrastructureError(f"git show {ref}:{path} failed: {_first_line(Exception(shown.stderr))}")
-    return shown.stdout
