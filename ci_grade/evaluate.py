@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ci_grade import __version__
+from ci_grade import __version__, preflight
 from ci_grade.cache import ResponseCache
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
@@ -73,6 +73,7 @@ def build_env(options: EvalOptions, loaded: LoadedConfig | None = None) -> dict[
 def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[str]]:
     """Load and validate everything that can be checked before running (exit 2 material)."""
     loaded = load_config(options.configs, cwd=options.cwd)
+    loaded.warnings += preflight.check(loaded)
     env = build_env(options, loaded)
     cli_defaults = loaded.command_line_options
     paths = list(options.outputs)

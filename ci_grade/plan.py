@@ -20,13 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade.config import files, nunjucks
-from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
-from ci_grade.config.loader import LoadedConfig, suggest
-from ci_grade.config.models import Assertion, Prompt, ProviderSpec, TestCase, TestOptions
+from ci_grade.config.loader import LoadedConfig
+from ci_grade.config.models import Prompt, ProviderSpec, TestCase, TestOptions
 from ci_grade.config.sources import Location
-from ci_grade.errors import ConfigError, ScriptError, TemplateError
-from ci_grade.grading import registry
-from ci_grade.providers.registry import is_known as provider_is_known
+from ci_grade.errors import ConfigError, ScriptError
 
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 _STRUCTURED = {".json", ".yaml", ".yml"}
@@ -78,12 +75,11 @@ class _Case:
 
 
 def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan:
-    """Validate assertion types, provider ids and prompt templates, then expand every row."""
+    """Expand every row of a loaded (and preflight-checked) config."""
     options = options or PlanOptions()
     config = loaded.config
     default_test = _default_test(loaded, options)
     cases = _cases(loaded, default_test)
-    validate(loaded)
     pattern = _compile_pattern(options.filter_pattern)
     if pattern is not None:
         cases = [c for c in cases if pattern.search(c.test.description or "")]
@@ -189,10 +185,10 @@ def _pairs(case: _Case, prompts: list[Prompt], providers: list[ProviderSpec]) ->
     test = case.test
     pairs = []
     for provider_index, provider in enumerate(providers):
-        if not _allowed(provider.label or provider.id, provider.id, test.providers):
+        if not provider.allowed_by(test.providers):
             continue
         for prompt_index, prompt in enumerate(prompts):
-            if _prompt_allowed(prompt, provider.prompts) and _prompt_allowed(prompt, test.prompts):
+            if prompt.allowed_by(provider.prompts) and prompt.allowed_by(test.prompts):
                 pairs.append(((prompt_index, prompt), (provider_index, provider)))
     if not pairs:
         loc = case.location
@@ -282,80 +278,6 @@ def _item(values: list[Any], index: int) -> Any:
     return values[index] if index < len(values) else None
 
 
-def validate(loaded: LoadedConfig) -> None:
-    """Fail early, with file and line, on assertion types, provider ids, prompt filters and
-    prompt templates ci-grade cannot run."""
-    registry.load_all()
-    sources = loaded.sources
-    raw_providers = _list(loaded.raw.get("providers"))
-    for spec_index, spec in enumerate(loaded.config.providers):
-        raw = _item(raw_providers, spec_index)
-        loc = sources.location(raw, "id") if isinstance(raw, dict) else None
-        where = {"file": loc.file if loc else None, "line": loc.line if loc else None}
-        if not provider_is_known(spec.id):
-            from ci_grade.providers.registry import SUPPORTED_PREFIXES
-
-            prefix = spec.id.split(":", 1)[0]
-            raise ConfigError(
-                f"unknown provider {spec.id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; ci-grade supports {', '.join(SUPPORTED_PREFIXES)}",
-                path=f"providers[{spec_index}]",
-                **where,
-            )
-        if spec.id.startswith("file://") and not files.split_function(spec.id)[0].endswith(".py"):
-            raise ConfigError(
-                f"provider {spec.id!r}: only Python file providers (file://x.py[:fn]) are supported by ci-grade",
-                path=f"providers[{spec_index}]",
-                **where,
-            )
-        if spec.prompts is not None and not any(_prompt_allowed(p, spec.prompts) for p in loaded.config.prompts):
-            raise ConfigError(
-                f"prompts {spec.prompts} match no prompt (prompts are {[p.label for p in loaded.config.prompts]})",
-                path=f"providers[{spec_index}].prompts",
-                **where,
-            )
-    raw_prompts = _list(loaded.raw.get("prompts"))
-    for index, prompt in enumerate(loaded.config.prompts):
-        try:
-            nunjucks.check(prompt.raw)
-        except TemplateError as exc:
-            loc = sources.location(_item(raw_prompts, index))
-            raise ConfigError(str(exc), file=loc.file if loc else None, line=loc.line if loc else None, path=f"prompts[{index}]") from None
-    raw_tests = _list(loaded.raw.get("tests"))
-    for index, test in enumerate(loaded.config.tests):
-        raw = _item(raw_tests, index)
-        _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"tests[{index}].assert")
-    if loaded.config.defaultTest is not None:
-        raw_default = loaded.raw.get("defaultTest")
-        _check_assertions(loaded.config.defaultTest.assert_ or [], loaded, raw_default.get("assert") if isinstance(raw_default, dict) else None, "defaultTest.assert")
-    raw_scenarios = _list(loaded.raw.get("scenarios"))
-    for s_index, scenario in enumerate(loaded.config.scenarios or []):
-        raw_scenario = _item(raw_scenarios, s_index) or {}
-        for kind, tests in (("config", scenario.config), ("tests", scenario.tests)):
-            raw_list = _list(raw_scenario.get(kind)) if isinstance(raw_scenario, dict) else []
-            for t_index, test in enumerate(tests):
-                raw = _item(raw_list, t_index)
-                _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"scenarios[{s_index}].{kind}[{t_index}].assert")
-
-
-def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_list: Any, path: str) -> None:
-    known = registry.names()
-    for i, item in enumerate(assertions):
-        raw_item = raw_list[i] if isinstance(raw_list, list) and i < len(raw_list) else None
-        loc = loaded.sources.location(raw_item, "type") if raw_item is not None else loaded.sources.location(raw_list, i)
-        where = {"file": loc.file if loc else None, "line": loc.line if loc else None, "path": f"{path}[{i}].type"}
-        if item.type == "assert-set":
-            if not item.assert_:
-                raise ConfigError("assert-set needs a non-empty assert: list", **where)
-            _check_assertions(item.assert_, loaded, raw_item.get("assert") if isinstance(raw_item, dict) else None, f"{path}[{i}].assert")
-            continue
-        base = item.base_type
-        if base in known:
-            continue
-        if base in PROMPTFOO_ASSERTION_TYPES:
-            raise ConfigError(f"assertion type {item.type!r} is not yet supported by ci-grade", **where)
-        raise ConfigError(f"unknown assertion type {item.type!r}{suggest(base, known)}", **where)
-
-
 def _metadata_matches(metadata: dict[str, Any], key: str, expected: str) -> bool:
     value = metadata.get(key)
     if isinstance(value, list):
@@ -440,28 +362,6 @@ def _transform_vars(case: _Case, variables: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError("transformVars must return an object", **where)
     return {**variables, **value}
-
-
-def _allowed(label: str, provider_id: str, allowed: list[str] | None) -> bool:
-    if allowed is None:
-        return True
-    return any(_name_matches(name, label) or _name_matches(name, provider_id) for name in allowed)
-
-
-def _prompt_allowed(prompt: Prompt, allowed: list[str] | None) -> bool:
-    if allowed is None:
-        return True
-    names = [prompt.label, *( [prompt.id] if prompt.id else [])]
-    return any(_name_matches(pattern, name) for pattern in allowed for name in names)
-
-
-def _name_matches(pattern: str, name: str) -> bool:
-    """Exact name, a group prefix (`group` matches `group:x`), or a wildcard (`group:*`)."""
-    if pattern == name:
-        return True
-    if pattern.endswith("*"):
-        return name.startswith(pattern[:-1])
-    return name.startswith(pattern + ":")
 
 
 def _identity(test: TestCase, identity_vars: dict[str, Any]) -> str:

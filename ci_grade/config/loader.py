@@ -7,11 +7,8 @@ Variables that point at files stay references until planning (they may be globs 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,14 +18,16 @@ from pydantic import ValidationError
 from ci_grade.config import files
 from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
 from ci_grade.config.csv_tests import read_csv_tests
-from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config
-from ci_grade.config.sources import Location, SourceMap, format_path
+from ci_grade.config.errors import describe, kind_name, validation_error
+from ci_grade.config.merge import merge_configs
+from ci_grade.config.models import Config
+from ci_grade.config.prompt_files import INLINE, PromptReader
+from ci_grade.config.sources import Location, SourceMap, SourceReader, format_path
 from ci_grade.errors import ConfigError
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 _NOT_DEREFERENCED = {"tools", "functions", "response_format"}
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
-_INLINE = "inline"
 _IGNORED_KEYS = ("nunjucksFilters", "derivedMetrics", "extensions", "tracing")
 
 
@@ -68,11 +67,11 @@ def load_config(paths: list[str | Path], cwd: Path | None = None) -> LoadedConfi
         config_files.extend(files.expand_glob(str(ref), cwd, None, "-c"))
     loader = _Loader(sources)
     parts = [loader.load_file(path) for path in config_files]
-    merged = _merge(parts, sources) if len(parts) > 1 else parts[0]
+    merged = merge_configs(parts, sources) if len(parts) > 1 else parts[0]
     if "prompts" not in merged:
         merged["prompts"] = [{"raw": "{{prompt}}", "label": "{{prompt}}", "key": "prompt"}]
     for index, prompt in enumerate(merged["prompts"] if isinstance(merged["prompts"], list) else []):
-        if isinstance(prompt, dict) and prompt.get("key") == _INLINE:
+        if isinstance(prompt, dict) and prompt.get("key") == INLINE:
             prompt["key"] = f"prompts[{index}]"
     if merged["prompts"] == []:
         where = sources.location(merged, "prompts")
@@ -81,7 +80,7 @@ def load_config(paths: list[str | Path], cwd: Path | None = None) -> LoadedConfi
         where = sources.location(merged, "providers") or Location(files.display_path(config_files[0]))
         raise ConfigError("no providers: add a providers: list (e.g. - echo)", file=where.file, line=where.line, path="providers")
     config = _validate(merged, sources, config_files[0])
-    warnings = loader.warnings + _unknown_key_warnings(config, merged, sources)
+    warnings = loader.warnings
     return LoadedConfig(
         config=config,
         files=config_files,
@@ -93,27 +92,11 @@ def load_config(paths: list[str | Path], cwd: Path | None = None) -> LoadedConfi
     )
 
 
-class _Loader:
+class _Loader(SourceReader):
     def __init__(self, sources: SourceMap):
-        self.sources = sources
+        super().__init__(sources)
         self.warnings: list[str] = []
-
-    def where(self, obj: Any, key: Any = None) -> Location | None:
-        return self.sources.location(obj, key)
-
-    def error(self, message: str, obj: Any, key: Any = None, path: str | None = None) -> ConfigError:
-        loc = self.where(obj, key)
-        return ConfigError(message, file=loc.file if loc else None, line=loc.line if loc else None, path=path)
-
-    def as_list(self, value: Any, holder: Any, key: Any) -> list[Any]:
-        """`value` as a list; a single item written in place of a list keeps its line."""
-        if isinstance(value, list):
-            return value
-        out = [value]
-        loc = self.where(holder, key)
-        if loc is not None:
-            self.sources.register(out, loc.file, loc.line, {0: loc.line})
-        return out
+        self.prompt_reader = PromptReader(sources)
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -123,7 +106,7 @@ class _Loader:
         if data is None:
             raise ConfigError("config file is empty", file=shown)
         if not isinstance(data, dict):
-            raise ConfigError(f"expected a mapping at the top level, got {_describe(data)}", file=shown, line=1)
+            raise ConfigError(f"expected a mapping at the top level, got {describe(data)}", file=shown, line=1)
         data = self.dereference(data, data, path, ())
         base = path.parent
         if "targets" in data:
@@ -132,7 +115,7 @@ class _Loader:
             data["providers"] = data.pop("targets")
             self.sources.alias(data, "providers", "targets")
         if "prompts" in data:
-            data["prompts"] = self.prompts(data["prompts"], base, data)
+            data["prompts"] = self.prompt_reader.prompts(data["prompts"], base, data)
         if "providers" in data:
             data["providers"] = self.providers(data["providers"], base, data)
         if data.get("tests") is not None:
@@ -158,7 +141,7 @@ class _Loader:
             raise self.error(f"{ref!r} matches {len(matches)} files; name exactly one", holder, key, path)
         value = files.load_structured(matches[0], self.sources, self.where(holder, key), path)
         if not isinstance(value, kind):
-            raise ConfigError(f"expected {_kind_name(kind)}, got {_describe(value)}", file=files.display_path(matches[0]), line=1)
+            raise ConfigError(f"expected {kind_name(kind)}, got {describe(value)}", file=files.display_path(matches[0]), line=1)
         return value
 
     # -- $ref ------------------------------------------------------------------------------------
@@ -186,112 +169,13 @@ class _Loader:
                 node[i] = self.dereference(value, root, path, (*trail, i))
         return node
 
-    # -- prompts ---------------------------------------------------------------------------------
-
-    def prompts(self, raw: Any, base: Path, holder: dict) -> list[dict[str, Any]]:
-        if isinstance(raw, dict) and not ({"raw", "id"} & raw.keys()):
-            raw = self.prompt_map(raw)
-        if isinstance(raw, str | dict):
-            raw = self.as_list(raw, holder, "prompts")
-        if not isinstance(raw, list):
-            raise self.error(f"expected a list of prompts, got {_describe(raw)}", holder, "prompts", "prompts")
-        out: list[dict[str, Any]] = []
-        for i, item in enumerate(raw):
-            path = f"prompts[{i}]"
-            loc = self.where(raw, i)
-            if isinstance(item, str):
-                if item.startswith("file://"):
-                    out.extend(self.prompt_files(item, base, raw, i, None))
-                    continue
-                entry: dict[str, Any] = {"raw": item, "label": item, "key": _INLINE}
-            elif isinstance(item, dict):
-                label, pid, text = item.get("label"), item.get("id"), item.get("raw")
-                if label is not None and not isinstance(label, str):
-                    raise self.error(f"expected a string, got {_describe(label)}", item, "label", f"{path}.label")
-                if isinstance(pid, str) and pid.startswith("file://") and text is None:
-                    out.extend(self.prompt_files(pid, base, raw, i, label))
-                    continue
-                if text is None:
-                    text = pid
-                if not isinstance(text, str):
-                    raise self.error("a prompt needs raw text (raw:) or a file (id: file://...)", raw, i, path)
-                entry = {"raw": text, "label": label or text, "key": f"label:{label}" if label else _INLINE}
-                if isinstance(pid, str) and item.get("raw") is not None:
-                    entry["id"] = pid
-                if isinstance(item.get("config"), dict):
-                    entry["config"] = item["config"]
-            else:
-                raise self.error(f"expected a string or a mapping, got {_describe(item)}", raw, i, path)
-            if loc is not None:
-                self.sources.register(entry, loc.file, loc.line, dict.fromkeys(entry, loc.line))
-            out.append(entry)
-        return out
-
-    def _line(self, obj: Any, key: Any) -> int | None:
-        loc = self.where(obj, key)
-        return loc.line if loc else None
-
-    def prompt_map(self, mapping: dict[str, Any]) -> list[dict[str, Any]]:
-        """The `{file://path: label}` form as a list of `{id, label}` items, keeping lines."""
-        items = [{"id": k, "label": v} for k, v in mapping.items()]
-        loc = self.where(mapping)
-        if loc is not None:
-            lines = {i: self.where(mapping, k).line for i, k in enumerate(mapping)}  # type: ignore[union-attr]
-            self.sources.register(items, loc.file, loc.line, lines)
-            for i, item in enumerate(items):
-                self.sources.register(item, loc.file, lines[i], dict.fromkeys(item, lines[i]))
-        return items
-
-    def prompt_files(self, ref: str, base: Path, holder: list, index: int, label: str | None) -> list[dict[str, Any]]:
-        ref_path, function = files.split_function(ref)
-        if function or ref_path.endswith((".py", ".js", ".ts", ".mjs", ".cjs")):
-            raise self.error(
-                "prompt functions (.py/.js files) are not supported by ci-grade; use a template file",
-                holder,
-                index,
-                f"prompts[{index}]",
-            )
-        out = []
-        for path in files.expand_glob(ref_path, base, self.where(holder, index), f"prompts[{index}]"):
-            texts = self.prompt_texts(path)
-            rel = os.path.relpath(path, base).replace(os.sep, "/")
-            shown = files.display_path(path)
-            for j, (text, line) in enumerate(texts):
-                key = f"label:{label}" if label and len(texts) == 1 else f"file:{rel}" + (f"#{j + 1}" if len(texts) > 1 else "")
-                if label:
-                    shown_label = label if len(texts) == 1 else f"{label}: {text}"
-                else:
-                    shown_label = f"{rel}: {text}"
-                entry = {"raw": text, "label": shown_label, "key": key}
-                self.sources.register(entry, shown, line, dict.fromkeys(entry, line))
-                out.append(entry)
-        return out
-
-    def prompt_texts(self, path: Path) -> list[tuple[str, int]]:
-        """The prompts one file holds, each with the line it starts on."""
-        text = files.read_text(path)
-        suffix = path.suffix.lower()
-        if suffix in (".yaml", ".yml"):
-            return [(json.dumps(files.parse_structured(text, path, None), ensure_ascii=False), 1)]
-        if suffix == ".jsonl":
-            return [(line, number) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
-        if suffix == ".csv":
-            import csv
-            import io
-
-            reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-            return [(row["prompt"], reader.line_num) for row in reader if row.get("prompt")]
-        if suffix == ".txt":
-            return _split_prompts(text)
-        return [(text, 1)]
-
     # -- providers -------------------------------------------------------------------------------
 
     def providers(self, raw: Any, base: Path, holder: dict) -> list[dict[str, Any]]:
         if isinstance(raw, str | dict):
             raw = self.as_list(raw, holder, "providers")
         if not isinstance(raw, list):
-            raise self.error(f"expected a list of providers, got {_describe(raw)}", holder, "providers", "providers")
+            raise self.error(f"expected a list of providers, got {describe(raw)}", holder, "providers", "providers")
         out: list[dict[str, Any]] = []
         for i, item in enumerate(raw):
             path = f"providers[{i}]"
@@ -313,7 +197,7 @@ class _Loader:
             elif isinstance(item, dict) and len(item) == 1:
                 (pid, options), = item.items()
                 if options is not None and not isinstance(options, dict):
-                    raise self.error(f"expected provider options as a mapping, got {_describe(options)}", item, pid, f"{path}.{pid}")
+                    raise self.error(f"expected provider options as a mapping, got {describe(options)}", item, pid, f"{path}.{pid}")
                 entry = {"id": pid, **(options or {})}
                 loc = self.where(item, pid)
                 if loc:
@@ -336,7 +220,7 @@ class _Loader:
             out = {k: (v if k in _FUNCTION_CONFIG_KEYS else self.config_files(v, base, f"{path}.{k}", node, k)) for k, v in node.items()}
             loc = self.where(node)
             if loc is not None:
-                self.sources.register(out, loc.file, loc.line, {k: self._line(node, k) for k in node})
+                self.sources.register(out, loc.file, loc.line, {k: self.line(node, k) for k in node})
             return out
         if isinstance(node, list):
             return [self.config_files(v, base, f"{path}[{i}]", node, i) for i, v in enumerate(node)]
@@ -365,7 +249,7 @@ class _Loader:
         if single:
             raw = self.as_list(raw, holder, key)
         if not isinstance(raw, list):
-            raise self.error(f"expected a list of tests or a file:// path, got {_describe(raw)}", holder, key, path)
+            raise self.error(f"expected a list of tests or a file:// path, got {describe(raw)}", holder, key, path)
         out: list[Any] = []
         for i, item in enumerate(raw):
             if isinstance(item, str):
@@ -406,7 +290,7 @@ class _Loader:
                 data = files.load_structured(file, self.sources, referenced_from, path)
                 loaded = [data] if isinstance(data, dict) else data
                 if not isinstance(loaded, list):
-                    raise ConfigError(f"expected a list of tests, got {_describe(data)}", file=shown, line=1)
+                    raise ConfigError(f"expected a list of tests, got {describe(data)}", file=shown, line=1)
             else:
                 raise ConfigError(f"unsupported test file type {suffix!r} (use .yaml, .json, .jsonl or .csv)", file=referenced_from.file if referenced_from else None, line=referenced_from.line if referenced_from else None, path=path)
             for test in loaded:
@@ -426,7 +310,7 @@ class _Loader:
         if isinstance(raw, str | dict):
             raw = self.as_list(raw, holder, "scenarios")
         if not isinstance(raw, list):
-            raise self.error(f"expected a list of scenarios, got {_describe(raw)}", holder, "scenarios", "scenarios")
+            raise self.error(f"expected a list of scenarios, got {describe(raw)}", holder, "scenarios", "scenarios")
         out: list[Any] = []
         for i, item in enumerate(raw):
             if isinstance(item, str):
@@ -444,25 +328,8 @@ class _Loader:
                             self.test_vars_file(entry, base, f"scenarios[{i}].config[{j}]")
                 out.append(item)
             else:
-                raise self.error(f"expected a scenario mapping, got {_describe(item)}", raw, i, f"scenarios[{i}]")
+                raise self.error(f"expected a scenario mapping, got {describe(item)}", raw, i, f"scenarios[{i}]")
         return out
-
-
-def _split_prompts(text: str) -> list[tuple[str, int]]:
-    """A .txt file's prompts: parts between lines of three or more dashes, with start lines."""
-    parts: list[tuple[str, int]] = []
-    current: list[str] = []
-    start = 1
-    for number, line in enumerate([*text.splitlines(), "---"], start=1):
-        if re.fullmatch(r"-{3,}\s*", line):
-            body = "\n".join(current)
-            if body.strip():
-                leading = len(body) - len(body.lstrip("\n"))
-                parts.append((body.strip(), start + body[:leading].count("\n")))
-            current, start = [], number + 1
-        else:
-            current.append(line)
-    return parts
 
 
 _MISSING = object()
@@ -481,42 +348,6 @@ def _pointer(root: Any, ref: str) -> Any:
     return node
 
 
-def _merge(parts: list[dict[str, Any]], sources: SourceMap) -> dict[str, Any]:
-    """Merge several configs into one eval, as promptfoo merges `-c a.yaml -c b.yaml`."""
-    merged: dict[str, Any] = {}
-    key_lines: dict[str, Location] = {}
-    for part in parts:
-        for key, value in part.items():
-            loc = sources.location(part, key)
-            if loc is not None:
-                key_lines.setdefault(key, loc)
-            if key in ("prompts", "providers", "tests", "scenarios"):
-                merged[key] = [*(merged.get(key) or []), *(value if isinstance(value, list) else [value])]
-            elif key == "defaultTest" and isinstance(value, dict) and isinstance(merged.get(key), dict):
-                current = dict(merged[key])
-                for sub, sub_value in value.items():
-                    if sub in ("vars", "options", "metadata") and isinstance(sub_value, dict):
-                        current[sub] = {**(current.get(sub) or {}), **sub_value}
-                    elif sub == "assert" and isinstance(sub_value, list):
-                        current[sub] = [*(current.get(sub) or []), *sub_value]
-                    else:
-                        current[sub] = sub_value
-                merged[key] = current
-            elif key in ("env", "evaluateOptions", "metadata", "commandLineOptions") and isinstance(value, dict):
-                merged[key] = {**(merged.get(key) or {}), **value}
-            elif key == "description" and merged.get(key) and value:
-                merged[key] = f"{merged[key]}, {value}"
-            elif key == "outputPath" and merged.get(key):
-                first = merged[key] if isinstance(merged[key], list) else [merged[key]]
-                merged[key] = [*first, *(value if isinstance(value, list) else [value])]
-            else:
-                merged[key] = value
-    first = next((loc for loc in key_lines.values()), None)
-    if first is not None:
-        sources.register(merged, first.file, 1, {k: loc.line for k, loc in key_lines.items() if loc.file == first.file})
-    return merged
-
-
 def _validate(merged: dict[str, Any], sources: SourceMap, first_file: Path) -> Config:
     try:
         return Config.model_validate(merged)
@@ -524,123 +355,3 @@ def _validate(merged: dict[str, Any], sources: SourceMap, first_file: Path) -> C
         raise validation_error(exc, merged, sources, files.display_path(first_file)) from None
 
 
-def validation_error(exc: ValidationError, root: Any, sources: SourceMap, fallback_file: str | None, prefix: tuple = ()) -> ConfigError:
-    """The first pydantic error as a one-line ConfigError with file, line and key path."""
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    loc, union = _data_path(root, first)
-    others = len({_data_path(root, e)[0] for e in errors} - {loc})
-    where = sources.locate_path(root, loc)
-    more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
-    if union and first["type"] in ("string_type", "int_type", "float_type", "bool_type"):
-        first = {**first, "type": "scalar_type"}  # a union of plain types: one message for all of them
-    return ConfigError(
-        _message(first) + more,
-        file=where.file if where else fallback_file,
-        line=where.line if where else None,
-        path=format_path(prefix + loc) or None,
-    )
-
-
-def _data_path(root: Any, error: dict[str, Any]) -> tuple[tuple[Any, ...], bool]:
-    """A pydantic error location as a path in the data, and whether a union member's name (the
-    `str` in `env.X.str`) was dropped from it."""
-    loc = [part for part in error["loc"] if not (isinstance(part, str) and part.startswith("function-"))]
-    out: list[Any] = []
-    node: Any = root
-    for index, part in enumerate(loc):
-        found = (isinstance(node, dict) and part in node) or (isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
-        if found:
-            node = node[part]
-        elif not (error["type"] == "missing" and index == len(loc) - 1):
-            return tuple(out), True
-        out.append(part)
-    return tuple(out), False
-
-
-def _message(error: dict[str, Any]) -> str:
-    kind, value = error["type"], error.get("input")
-    got = f", got {_describe(value)}"
-    if kind == "missing":
-        return "is required"
-    if kind == "scalar_type":
-        return "expected a string, number or boolean" + got
-    if kind in ("float_parsing", "float_type", "finite_number"):
-        return "expected a number" + got
-    if kind in ("int_parsing", "int_type", "int_from_float"):
-        return "expected a whole number" + got
-    if kind == "string_type":
-        return "expected a string" + got
-    if kind in ("bool_parsing", "bool_type"):
-        return "expected true or false" + got
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return "expected a mapping" + got
-    if kind == "list_type":
-        return "expected a list" + got
-    if kind in ("greater_than_equal", "greater_than"):
-        bound = error.get("ctx", {}).get("ge", error.get("ctx", {}).get("gt"))
-        return f"must be at least {bound}" + got
-    return error["msg"] + got
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, str):
-        return repr(value if len(value) <= 60 else value[:57] + "...")
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return str(value)
-
-
-def _kind_name(kind: type) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string"}.get(kind, kind.__name__)
-
-
-def _unknown_key_warnings(config: Config, raw: dict[str, Any], sources: SourceMap) -> list[str]:
-    """One warning per unknown key name (the first place it was written), never an error."""
-    seen: dict[str, Location | None] = {}
-    for key in raw:
-        if key not in KNOWN_TOP_LEVEL_KEYS:
-            seen.setdefault(key, sources.location(raw, key))
-    tests = [("tests[].", test, raw_test) for test, raw_test in zip(config.tests, _items(raw.get("tests")), strict=False)]
-    if config.defaultTest is not None:
-        tests.append(("defaultTest.", config.defaultTest, raw.get("defaultTest")))
-    for prefix, test, raw_test in tests:
-        for key in test.extra_keys():
-            seen.setdefault(f"{prefix}{key}", sources.location(raw_test, key))
-        for assertion, raw_assertion in _assertion_pairs(test.assert_ or [], raw_test.get("assert") if isinstance(raw_test, dict) else None):
-            for key in assertion.extra_keys():
-                seen.setdefault(f"assert[].{key}", sources.location(raw_assertion, key))
-    for spec, raw_spec in zip(config.providers, _items(raw.get("providers")), strict=False):
-        for key in spec.extra_keys():
-            seen.setdefault(f"providers[].{key}", sources.location(raw_spec, key))
-    return [
-        f"{loc}: unknown key {key!r} ignored" if loc else f"unknown key {key!r} ignored"
-        for key, loc in seen.items()
-    ]
-
-
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _assertion_pairs(assertions: list[Assertion], raw: Any) -> list[tuple[Assertion, Any]]:
-    """Every assertion (assert-set children too) with the raw mapping it was read from."""
-    out: list[tuple[Assertion, Any]] = []
-    raw_items = _items(raw)
-    for i, assertion in enumerate(assertions):
-        raw_item = raw_items[i] if i < len(raw_items) else None
-        out.append((assertion, raw_item))
-        out.extend(_assertion_pairs(assertion.assert_ or [], raw_item.get("assert") if isinstance(raw_item, dict) else None))
-    return out
-
-
-def suggest(name: str, choices: set[str] | frozenset[str]) -> str:
-    """' (did you mean X?)' for a near-miss, else ''."""
-    close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.75)
-    return f" (did you mean {close[0]!r}?)" if close else ""

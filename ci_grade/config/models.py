@@ -103,6 +103,13 @@ class Prompt(_Model):
     key: str
     config: dict[str, Any] | None = None
 
+    def allowed_by(self, patterns: list[str] | None) -> bool:
+        """Whether a `prompts:` filter (None: no filter) selects this prompt, by label or id."""
+        if patterns is None:
+            return True
+        names = [self.label, *([self.id] if self.id else [])]
+        return any(name_matches(pattern, name) for pattern in patterns for name in names)
+
 
 class ProviderSpec(_Model):
     """A provider under test (or a grader), as configured."""
@@ -128,6 +135,21 @@ class ProviderSpec(_Model):
     @property
     def display(self) -> str:
         return self.label or self.id
+
+    def allowed_by(self, patterns: list[str] | None) -> bool:
+        """Whether a test's `providers:` filter (None: no filter) selects this provider, by label or id."""
+        if patterns is None:
+            return True
+        return any(name_matches(pattern, self.display) or name_matches(pattern, self.id) for pattern in patterns)
+
+
+def name_matches(pattern: str, name: str) -> bool:
+    """Exact name, a group prefix (`group` matches `group:x`), or a wildcard (`group:*`)."""
+    if pattern == name:
+        return True
+    if pattern.endswith("*"):
+        return name.startswith(pattern[:-1])
+    return name.startswith(pattern + ":")
 
 
 class Scenario(_Model):

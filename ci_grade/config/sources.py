@@ -10,6 +10,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from ci_grade.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Location:
@@ -94,3 +96,31 @@ def format_path(path: tuple[Any, ...]) -> str:
         else:
             out += ("." if out else "") + str(part)
     return out
+
+
+class SourceReader:
+    """Base of the config readers: finds where data was written and raises errors that point there."""
+
+    def __init__(self, sources: SourceMap):
+        self.sources = sources
+
+    def where(self, obj: Any, key: Any = None) -> Location | None:
+        return self.sources.location(obj, key)
+
+    def error(self, message: str, obj: Any, key: Any = None, path: str | None = None) -> ConfigError:
+        loc = self.where(obj, key)
+        return ConfigError(message, file=loc.file if loc else None, line=loc.line if loc else None, path=path)
+
+    def as_list(self, value: Any, holder: Any, key: Any) -> list[Any]:
+        """`value` as a list; a single item written in place of a list keeps its line."""
+        if isinstance(value, list):
+            return value
+        out = [value]
+        loc = self.where(holder, key)
+        if loc is not None:
+            self.sources.register(out, loc.file, loc.line, {0: loc.line})
+        return out
+
+    def line(self, obj: Any, key: Any) -> int | None:
+        loc = self.where(obj, key)
+        return loc.line if loc else None

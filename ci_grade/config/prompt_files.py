@@ -1,0 +1,133 @@
+"""The `prompts:` of a config: inline texts, `{id, label, raw}` objects, the `{file: label}` map,
+and prompt files (.txt split on `---`, .md/.j2, JSON/YAML chat messages, .jsonl, .csv), each with
+the line it was written on and a stable key for test ids."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ci_grade.config import files
+from ci_grade.config.errors import describe
+from ci_grade.config.sources import SourceReader
+
+INLINE = "inline"
+"""The key of an inline prompt until load_config numbers it (`prompts[i]`)."""
+
+
+class PromptReader(SourceReader):
+    """Reads the prompts of one config file into `{raw, label, key}` entries."""
+
+
+    def prompts(self, raw: Any, base: Path, holder: dict) -> list[dict[str, Any]]:
+        if isinstance(raw, dict) and not ({"raw", "id"} & raw.keys()):
+            raw = self.prompt_map(raw)
+        if isinstance(raw, str | dict):
+            raw = self.as_list(raw, holder, "prompts")
+        if not isinstance(raw, list):
+            raise self.error(f"expected a list of prompts, got {describe(raw)}", holder, "prompts", "prompts")
+        out: list[dict[str, Any]] = []
+        for i, item in enumerate(raw):
+            path = f"prompts[{i}]"
+            loc = self.where(raw, i)
+            if isinstance(item, str):
+                if item.startswith("file://"):
+                    out.extend(self.prompt_files(item, base, raw, i, None))
+                    continue
+                entry: dict[str, Any] = {"raw": item, "label": item, "key": INLINE}
+            elif isinstance(item, dict):
+                label, pid, text = item.get("label"), item.get("id"), item.get("raw")
+                if label is not None and not isinstance(label, str):
+                    raise self.error(f"expected a string, got {describe(label)}", item, "label", f"{path}.label")
+                if isinstance(pid, str) and pid.startswith("file://") and text is None:
+                    out.extend(self.prompt_files(pid, base, raw, i, label))
+                    continue
+                if text is None:
+                    text = pid
+                if not isinstance(text, str):
+                    raise self.error("a prompt needs raw text (raw:) or a file (id: file://...)", raw, i, path)
+                entry = {"raw": text, "label": label or text, "key": f"label:{label}" if label else INLINE}
+                if isinstance(pid, str) and item.get("raw") is not None:
+                    entry["id"] = pid
+                if isinstance(item.get("config"), dict):
+                    entry["config"] = item["config"]
+            else:
+                raise self.error(f"expected a string or a mapping, got {describe(item)}", raw, i, path)
+            if loc is not None:
+                self.sources.register(entry, loc.file, loc.line, dict.fromkeys(entry, loc.line))
+            out.append(entry)
+        return out
+
+    def prompt_map(self, mapping: dict[str, Any]) -> list[dict[str, Any]]:
+        """The `{file://path: label}` form as a list of `{id, label}` items, keeping lines."""
+        items = [{"id": k, "label": v} for k, v in mapping.items()]
+        loc = self.where(mapping)
+        if loc is not None:
+            lines = {i: self.where(mapping, k).line for i, k in enumerate(mapping)}  # type: ignore[union-attr]
+            self.sources.register(items, loc.file, loc.line, lines)
+            for i, item in enumerate(items):
+                self.sources.register(item, loc.file, lines[i], dict.fromkeys(item, lines[i]))
+        return items
+
+    def prompt_files(self, ref: str, base: Path, holder: list, index: int, label: str | None) -> list[dict[str, Any]]:
+        ref_path, function = files.split_function(ref)
+        if function or ref_path.endswith((".py", ".js", ".ts", ".mjs", ".cjs")):
+            raise self.error(
+                "prompt functions (.py/.js files) are not supported by ci-grade; use a template file",
+                holder,
+                index,
+                f"prompts[{index}]",
+            )
+        out = []
+        for path in files.expand_glob(ref_path, base, self.where(holder, index), f"prompts[{index}]"):
+            texts = self.prompt_texts(path)
+            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            shown = files.display_path(path)
+            for j, (text, line) in enumerate(texts):
+                key = f"label:{label}" if label and len(texts) == 1 else f"file:{rel}" + (f"#{j + 1}" if len(texts) > 1 else "")
+                if label:
+                    shown_label = label if len(texts) == 1 else f"{label}: {text}"
+                else:
+                    shown_label = f"{rel}: {text}"
+                entry = {"raw": text, "label": shown_label, "key": key}
+                self.sources.register(entry, shown, line, dict.fromkeys(entry, line))
+                out.append(entry)
+        return out
+
+    def prompt_texts(self, path: Path) -> list[tuple[str, int]]:
+        """The prompts one file holds, each with the line it starts on."""
+        text = files.read_text(path)
+        suffix = path.suffix.lower()
+        if suffix in (".yaml", ".yml"):
+            return [(json.dumps(files.parse_structured(text, path, None), ensure_ascii=False), 1)]
+        if suffix == ".jsonl":
+            return [(line, number) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        if suffix == ".csv":
+            import csv
+            import io
+
+            reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+            return [(row["prompt"], reader.line_num) for row in reader if row.get("prompt")]
+        if suffix == ".txt":
+            return split_prompts(text)
+        return [(text, 1)]
+
+
+def split_prompts(text: str) -> list[tuple[str, int]]:
+    """A .txt file's prompts: parts between lines of three or more dashes, with start lines."""
+    parts: list[tuple[str, int]] = []
+    current: list[str] = []
+    start = 1
+    for number, line in enumerate([*text.splitlines(), "---"], start=1):
+        if re.fullmatch(r"-{3,}\s*", line):
+            body = "\n".join(current)
+            if body.strip():
+                leading = len(body) - len(body.lstrip("\n"))
+                parts.append((body.strip(), start + body[:leading].count("\n")))
+            current, start = [], number + 1
+        else:
+            current.append(line)
+    return parts
