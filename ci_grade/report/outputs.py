@@ -12,6 +12,7 @@ from typing import Any
 
 from ci_grade.atomic import write_atomic
 from ci_grade.errors import InfrastructureError, UsageError
+from ci_grade.gate.models import Comparison
 from ci_grade.redact import Redactor
 from ci_grade.report.junit import render_junit
 from ci_grade.results.models import EvalRun
@@ -74,6 +75,26 @@ def write_outputs(paths: list[str], run: EvalRun, config: dict[str, Any] | None,
         written.append(target)
     if failed:
         raise InfrastructureError("; ".join(failed))
+    return written
+
+
+def write_reports(paths: list[str], run: EvalRun, comparison: Comparison, redactor: Redactor, title: str, *, config: dict[str, Any] | None = None, json_is_comparison: bool = False) -> list[Path]:
+    """`.md` gets the comparison report, `.json` the comparison itself when `json_is_comparison`;
+    every other format is a results file, its JUnit marking regressions."""
+    from ci_grade.report.markdown import render_markdown
+
+    written = []
+    notes = comparison.regression_notes()
+    for path in paths:
+        target = Path(path)
+        if target.name.lower().endswith(".md"):
+            text = render_markdown(run, comparison, title=title, max_chars=1_000_000, redactor=redactor, max_bytes=1_000_000)
+        elif json_is_comparison and target.name.lower().endswith(".json"):
+            text = redactor.text(comparison.model_dump_json(indent=2)) + "\n"
+        else:
+            text = render(target, run, config, redactor, notes)
+        write_atomic(target, text)
+        written.append(target)
     return written
 
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ci_grade import __version__
+from ci_grade.errors import ConfigError, UsageError
 from ci_grade.results.models import (
     AssertionResult,
     EvalRun,
@@ -304,3 +308,21 @@ def _assertions_from(components: list[Any]) -> list[AssertionResult]:
 def _derived_id(description: str | None, variables: dict[str, Any], prompt_label: str, provider: str) -> str:
     identity = f"d:{description}" if description else "v:" + json.dumps(variables, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256("\x1f".join((identity, prompt_label, provider)).encode()).hexdigest()[:12]
+
+
+def read_results(path: str) -> EvalRun:
+    """A results JSON (ci-grade's or promptfoo's) as an EvalRun; exit 2 when unreadable."""
+
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"results file {path} does not exist")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read results: {exc}", file=path) from None
+    try:
+        return from_promptfoo(data if isinstance(data, dict) else {})
+    except (ValueError, TypeError, ValidationError) as exc:
+        raise ConfigError(f"not a results file: {str(exc).splitlines()[0]}", file=path) from None

@@ -1,0 +1,129 @@
+"""What several commands share: the gate's options, reading the baseline they name, the eval options."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ci_grade.evaluate import EvalOptions
+    from ci_grade.gate.baseline import Baseline
+    from ci_grade.gate.models import GatePolicy
+
+
+def _fraction(text: str) -> float:
+    """0..1, or a percentage such as 80%."""
+    value = text.strip()
+    try:
+        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= number <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1 (or a percentage like 80%), got {text!r}")
+    return number
+
+
+def _drop(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= number <= 1:
+        raise argparse.ArgumentTypeError(f"expected a score drop from 0 to 1, got {text!r}")
+    return number
+
+
+def _count(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text!r}")
+    return number
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
+    """The baseline source, the gate's options and the report title (shared by eval and compare)."""
+    group = parser.add_argument_group("baseline and gate")
+    group.add_argument("--baseline", metavar="SOURCE", help="baseline to compare with: a baseline file, a results JSON, or git:REF:PATH (missing: thresholds only)")
+    group.add_argument("--fail-on", choices=("failures", "regressions", "never"), default="regressions", help="what fails the gate (default regressions: failing tests, errors and regressions)")
+    group.add_argument("--max-score-drop", type=_drop, default=0.1, metavar="X", help="largest tolerated score drop per test (default 0.1)")
+    group.add_argument("--max-metric-drop", type=_drop, default=0.02, metavar="X", help="largest tolerated drop of a named metric or the mean score (default 0.02)")
+    group.add_argument("--min-pass-rate", type=_fraction, metavar="X", help="pass rate (0-1 or N%%) needed instead of every test passing")
+    group.add_argument("--max-errors", type=_count, metavar="N", help="errored rows tolerated (default 0)")
+    group.add_argument("--title", default="ci-grade", help="heading of the Markdown report (default ci-grade)")
+
+
+def gate_policy(args: argparse.Namespace) -> GatePolicy:
+    from ci_grade.gate.models import GatePolicy
+
+    return GatePolicy(
+        fail_on=args.fail_on,
+        max_score_drop=args.max_score_drop,
+        max_metric_drop=args.max_metric_drop,
+        min_pass_rate=args.min_pass_rate,
+        max_errors=args.max_errors,
+    )
+
+
+def read_baseline(source: str | None, cwd: Path) -> Baseline | None:
+    """The baseline `source` names, or None (with a warning when a given source does not exist)."""
+    if not source:
+        return None
+    from ci_grade.gate.store import load_baseline
+
+    baseline = load_baseline(source, cwd)
+    if baseline is None:
+        sys.stderr.write(f"warning: no baseline at {source}; the gate judges thresholds only\n")
+    return baseline
+
+
+def key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by `eval` and anything that runs an evaluation."""
+    parser.add_argument("-c", "--config", action="append", default=[], metavar="CONFIG", help="config file or glob (repeatable; merged like promptfoo). Default: ./promptfooconfig.yaml")
+    parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH", help="write results; format by extension: .json .jsonl .junit.xml .xml .md .csv .yaml (repeatable)")
+    parser.add_argument("--grader", metavar="PROVIDER", help="default grader for model-graded assertions (replaces defaultTest.options.provider)")
+    parser.add_argument("-j", "--max-concurrency", type=int, metavar="N", help="tests run at once (default 16, or evaluateOptions.maxConcurrency)")
+    parser.add_argument("--repeat", type=int, metavar="N", help="run every test N times (scores become means with a spread)")
+    parser.add_argument("--filter-pattern", metavar="REGEX", help="only tests whose description matches")
+    parser.add_argument("-n", "--filter-first-n", type=int, metavar="N", help="only the first N tests")
+    parser.add_argument("--filter-metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="only tests whose metadata matches (repeatable, all must match)")
+    parser.add_argument("--var", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="set a variable for every test (repeatable)")
+    parser.add_argument("--env-file", action="append", default=[], metavar="FILE", help="load environment variables from a .env file (repeatable)")
+    parser.add_argument("--cache-dir", metavar="DIR", help="cache model replies on disk in DIR (reused across runs; off with --repeat > 1). Also CI_GRADE_CACHE_DIR")
+    parser.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
+    parser.add_argument("--verbose", action="store_true", help="show tracebacks for internal errors")
+
+
+def eval_options(args: argparse.Namespace) -> EvalOptions:
+    from ci_grade.errors import UsageError
+    from ci_grade.evaluate import EvalOptions
+
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        raise UsageError("--max-concurrency must be at least 1")
+    if args.repeat is not None and args.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    return EvalOptions(
+        configs=args.config,
+        outputs=args.output,
+        grader=args.grader,
+        concurrency=args.max_concurrency,
+        repeat=args.repeat,
+        filter_pattern=args.filter_pattern,
+        filter_first_n=args.filter_first_n,
+        filter_metadata=dict(args.filter_metadata),
+        vars=dict(args.var),
+        env_files=args.env_file,
+        progress=not args.no_progress,
+        cache_dir=args.cache_dir,
+    )
