@@ -16,21 +16,24 @@ COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
 RUN pip wheel --wheel-dir /wheels .
 
-# Runtime stage: only the installed package and git (for git:REF:PATH baselines).
+# Runtime stage: only the installed package, git (for git:REF:PATH baselines) and tini (PID 1).
 FROM python:3.11-slim
 ARG DEBIAN_FRONTEND=noninteractive
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
-# git's version follows the Debian release of the base image; the workspace belongs to another
-# user than the container's, so git must be told it is safe.
+# git's and tini's versions follow the Debian release of the base image; the workspace belongs
+# to another user than the container's, so git must be told it is safe.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git \
+    && apt-get install -y --no-install-recommends git tini \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels
 RUN pip install --no-index --find-links=/wheels /wheels/ci_grade-*.whl \
     && rm -rf /wheels
-ENTRYPOINT ["ci-grade", "action"]
+# tini is PID 1: the kernel ignores any signal that a PID 1 has no handler for, and a cancelled
+# workflow stops the action with SIGINT, then SIGTERM. tini forwards both (-g: to ci-grade's whole
+# process group, so exec and script providers stop too) and reaps orphaned children.
+ENTRYPOINT ["/usr/bin/tini", "-g", "--", "ci-grade", "action"]

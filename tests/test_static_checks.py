@@ -7,6 +7,7 @@ zizmor); each is also shown to flag a known-bad file, so a clean result means so
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 import shutil
 import subprocess
@@ -50,7 +51,7 @@ def assert_clean(result: subprocess.CompletedProcess[str]) -> None:
 
 
 def test_there_are_workflows() -> None:
-    assert [p.name for p in WORKFLOWS] == ["ci.yml"]
+    assert [p.name for p in WORKFLOWS] == ["ci.yml", "release.yml"]
 
 
 def test_action_metadata_matches_the_schema() -> None:
@@ -188,8 +189,17 @@ def test_dockerignore_lets_in_what_the_dockerfile_copies() -> None:
         assert not _ignored(source, patterns), source
         assert (REPO / source).exists(), source
     assert _ignored("tests/conftest.py", patterns) and _ignored(".venv/bin/python", patterns)
-    dockerfile = (REPO / "Dockerfile").read_text()
-    assert 'ENTRYPOINT ["ci-grade", "action"]' in dockerfile and "FROM python:3.11-slim" in dockerfile
+    assert "FROM python:3.11-slim" in (REPO / "Dockerfile").read_text()
+
+
+def test_tini_is_pid_1_and_runs_ci_grade_action() -> None:
+    """Exec form with tini first: tini is PID 1 and forwards SIGTERM/SIGINT to ci-grade's process group."""
+    runtime = (REPO / "Dockerfile").read_text(encoding="utf-8").split("\nFROM ")[-1]
+    instructions = re.findall(r"^(ENTRYPOINT|CMD) (.+)$", runtime, re.M)
+    assert len(instructions) == 1 and instructions[0][0] == "ENTRYPOINT", instructions
+    assert json.loads(instructions[0][1]) == ["/usr/bin/tini", "-g", "--", "ci-grade", "action"]
+    install = re.search(r"apt-get install -y --no-install-recommends ([^\\\n]+)", runtime)
+    assert install and "tini" in install[1].split()
 
 
 def test_the_package_ships_every_data_file() -> None:
