@@ -18,6 +18,7 @@ from ci_grade.cache import ResponseCache
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
+from ci_grade.grading import registry
 from ci_grade.plan import Plan, PlanOptions, build_plan
 from ci_grade.redact import Redactor
 from ci_grade.report import outputs
@@ -72,7 +73,7 @@ def build_env(options: EvalOptions, loaded: LoadedConfig | None = None) -> dict[
 
 def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[str]]:
     """Load and validate everything that can be checked before running (exit 2 material)."""
-    loaded = load_config(options.configs, cwd=options.cwd)
+    loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd)
     loaded.warnings += preflight.check(loaded)
     env = build_env(options, loaded)
     cli_defaults = loaded.command_line_options

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
 from ci_grade.config.csv_tests import assertion_from_string, read_csv_tests
 from ci_grade.errors import ConfigError
+from ci_grade.grading import registry
 from tests.conftest import run_cli, write
 
-TYPES = set(PROMPTFOO_ASSERTION_TYPES)
+TYPES = registry.vocabulary()
 
 
 @pytest.mark.parametrize(

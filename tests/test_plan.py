@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ci_grade.config.loader import load_config
+from ci_grade.grading import registry
 from ci_grade.plan import Plan, PlanOptions, build_plan
 from tests.conftest import run_cli, write
 from tests.servers.llm_server import LLMServer
@@ -16,7 +17,7 @@ from tests.servers.llm_server import LLMServer
 
 def plan_for(folder: Path, config: str, **options: Any) -> Plan:
     path = write(folder / "promptfooconfig.yaml", config)
-    return build_plan(load_config([path], cwd=folder), PlanOptions(**options))
+    return build_plan(load_config([path], registry.vocabulary(), cwd=folder), PlanOptions(**options))
 
 
 def eval_rows(folder: Path, config: str | None, *args: str) -> tuple[int, list[dict[str, Any]], str]:

@@ -1,7 +1,14 @@
-"""The names of promptfoo's assertion types (to read CSV `__expected` cells and to tell
-"not supported" from "unknown")."""
+"""promptfoo's documented assertion types, and what config reading is told about them.
+
+The names tell "not supported by ci-grade" from "unknown"; a test keeps the grading registry
+complete against them. Config reading runs before grading, so the registry hands it an
+`AssertionVocabulary` (names, CSV default thresholds) instead of being imported here.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 PROMPTFOO_ASSERTION_TYPES: frozenset[str] = frozenset(
     {
@@ -75,3 +82,13 @@ PROMPTFOO_ASSERTION_TYPES: frozenset[str] = frozenset(
         "word-count",
     }
 )
+
+
+@dataclass(frozen=True)
+class AssertionVocabulary:
+    """What config reading needs to know about assertion types."""
+
+    names: frozenset[str] = PROMPTFOO_ASSERTION_TYPES
+    """Every type name a CSV `__expected` cell may start with."""
+    csv_thresholds: Mapping[str, float] = field(default_factory=dict)
+    """Types whose CSV form gets a default threshold when the cell names none."""

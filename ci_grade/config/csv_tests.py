@@ -8,26 +8,11 @@ import math
 import re
 from typing import Any
 
+from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.errors import ConfigError
 
 _ARRAY_TYPES = {"contains-all", "contains-any", "icontains-all", "icontains-any"}
 _RAW_VALUE_TYPES = {"contains-json", "is-json"}
-# promptfoo gives these types a threshold of 0.75 (0.8 for `similar`) when the cell names none.
-_THRESHOLD_TYPES = {
-    "answer-relevance",
-    "classifier",
-    "context-faithfulness",
-    "context-recall",
-    "context-relevance",
-    "cost",
-    "latency",
-    "levenshtein",
-    "perplexity-score",
-    "perplexity",
-    "rouge-n",
-    "similar",
-    "starts-with",
-}
 
 
 def _js_parse_float(text: str) -> float | None:
@@ -39,7 +24,7 @@ def _js_parse_float(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def assertion_from_string(expected: str, known_types: set[str]) -> dict[str, Any]:
+def assertion_from_string(expected: str, vocabulary: AssertionVocabulary) -> dict[str, Any]:
     """Turn an `__expected` cell into an assertion, as promptfoo's CSV reader does."""
     for prefix in ("javascript:", "fn:", "eval:"):
         if expected.startswith(prefix):
@@ -55,7 +40,7 @@ def assertion_from_string(expected: str, known_types: set[str]) -> dict[str, Any
     if expected.startswith("file://") and (expected.endswith(".py") or ".py:" in expected):
         return {"type": "python", "value": expected.strip()}
 
-    names = "|".join(re.escape(t) for t in sorted(known_types, key=len, reverse=True))
+    names = "|".join(re.escape(t) for t in sorted(vocabulary.names, key=len, reverse=True))
     match = re.match(rf"^(not-)?({names})(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$", expected)
     if not match:
         return {"type": "equals", "value": expected}
@@ -66,9 +51,9 @@ def assertion_from_string(expected: str, known_types: set[str]) -> dict[str, Any
     if base in _RAW_VALUE_TYPES:
         return {"type": full_type, "value": value}
     out: dict[str, Any] = {"type": full_type, "value": value.strip() if value is not None else None}
-    if base in _THRESHOLD_TYPES:
+    if base in vocabulary.csv_thresholds:
         threshold = _js_parse_float(threshold_text) if threshold_text else None
-        out["threshold"] = threshold if threshold is not None else (0.8 if base == "similar" else 0.75)
+        out["threshold"] = threshold if threshold is not None else vocabulary.csv_thresholds[base]
     return out
 
 
@@ -76,7 +61,7 @@ def _split_metadata_list(value: str) -> list[str]:
     return [item.strip().replace("\\,", ",") for item in re.split(r"(?<!\\),", value)]
 
 
-def test_from_row(row: dict[str, str], known_types: set[str], file: str, line: int) -> dict[str, Any]:
+def test_from_row(row: dict[str, str], vocabulary: AssertionVocabulary, file: str, line: int) -> dict[str, Any]:
     """One CSV row -> one raw test mapping."""
     variables: dict[str, str] = {}
     asserts: dict[str, dict[str, Any]] = {}
@@ -92,7 +77,7 @@ def test_from_row(row: dict[str, str], known_types: set[str], file: str, line: i
         value = value if value is not None else ""
         if re.fullmatch(r"__expected\d*", key):
             if value.strip():
-                asserts[key] = assertion_from_string(value.strip(), known_types)
+                asserts[key] = assertion_from_string(value.strip(), vocabulary)
         elif key in ("__prefix", "__suffix"):
             options[key[2:]] = value
         elif key == "__description":
@@ -157,7 +142,7 @@ def _config_cell(key: str, value: str, file: str, line: int) -> tuple[str, float
     return target, number
 
 
-def read_csv_tests(text: str, file: str, known_types: set[str]) -> list[tuple[dict[str, Any], int]]:
+def read_csv_tests(text: str, file: str, vocabulary: AssertionVocabulary) -> list[tuple[dict[str, Any], int]]:
     """All rows of a CSV test file, each with its line number."""
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     rows: list[tuple[dict[str, Any], int]] = []
@@ -166,7 +151,7 @@ def read_csv_tests(text: str, file: str, known_types: set[str]) -> list[tuple[di
             return rows
         previous = reader.line_num
         for row in reader:
-            rows.append((test_from_row(row, known_types, file, previous + 1), previous + 1))
+            rows.append((test_from_row(row, vocabulary, file, previous + 1), previous + 1))
             previous = reader.line_num
     except csv.Error as exc:
         raise ConfigError(f"invalid CSV: {exc}", file=file, line=reader.line_num) from exc

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ci_grade.config import files
-from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
+from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.config.csv_tests import read_csv_tests
 from ci_grade.config.errors import describe, kind_name, validation_error
 from ci_grade.config.merge import merge_configs
@@ -56,8 +56,9 @@ def find_default_config(cwd: Path) -> Path:
     raise ConfigError(f"no config given and no {' / '.join(DEFAULT_CONFIG_NAMES)} in {cwd}; pass -c CONFIG")
 
 
-def load_config(paths: list[str | Path], cwd: Path | None = None) -> LoadedConfig:
-    """Read, expand, merge and validate the config files named by `paths` (globs allowed)."""
+def load_config(paths: list[str | Path], vocabulary: AssertionVocabulary, cwd: Path | None = None) -> LoadedConfig:
+    """Read, expand, merge and validate the config files named by `paths` (globs allowed);
+    `vocabulary` (from the grading registry) says how CSV `__expected` cells read."""
     cwd = cwd or Path.cwd()
     sources = SourceMap()
     config_files: list[Path] = []
@@ -65,7 +66,7 @@ def load_config(paths: list[str | Path], cwd: Path | None = None) -> LoadedConfi
         config_files = [find_default_config(cwd)]
     for ref in paths:
         config_files.extend(files.expand_glob(str(ref), cwd, None, "-c"))
-    loader = _Loader(sources)
+    loader = _Loader(sources, vocabulary)
     parts = [loader.load_file(path) for path in config_files]
     merged = merge_configs(parts, sources) if len(parts) > 1 else parts[0]
     if "prompts" not in merged:
@@ -93,8 +94,9 @@ def load_config(paths: list[str | Path], cwd: Path | None = None) -> LoadedConfi
 
 
 class _Loader(SourceReader):
-    def __init__(self, sources: SourceMap):
+    def __init__(self, sources: SourceMap, vocabulary: AssertionVocabulary):
         super().__init__(sources)
+        self.vocabulary = vocabulary
         self.warnings: list[str] = []
         self.prompt_reader = PromptReader(sources)
 
@@ -276,7 +278,7 @@ class _Loader(SourceReader):
             suffix = file.suffix.lower()
             if suffix == ".csv":
                 loaded = []
-                for test, line in read_csv_tests(files.read_text(file, referenced_from, path), shown, set(PROMPTFOO_ASSERTION_TYPES)):
+                for test, line in read_csv_tests(files.read_text(file, referenced_from, path), shown, self.vocabulary):
                     self.sources.register(test, shown, line, dict.fromkeys(test, line))
                     for value in test.values():
                         if isinstance(value, dict | list):

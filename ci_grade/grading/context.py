@@ -34,6 +34,23 @@ class Grade:
 
 
 @dataclass
+class Measure:
+    """What a prompt-based (graded) handler read from its grader: a 0..1 score and why.
+
+    The engine turns it into a verdict with the prompt's pass rule, the threshold and `not-`.
+    `reason` may hold `{relation}` and `{threshold}`, which the engine fills in (e.g.
+    "Recall 0.80 is {relation} {threshold}" -> "Recall 0.80 is >= 0.5").
+    """
+
+    score: float
+    reason: str = ""
+    verdict: bool | None = None
+    """The grader's own pass/fail, for prompts whose rule is `verdict`."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    named_scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
 class RunContext:
     """Run-wide services shared by every assertion."""
 
@@ -62,6 +79,8 @@ class AssertionContext:
     provider_output: Any = None
     components: list[AssertionResult] = field(default_factory=list)
     """For comparison types: the row's other graded assertions (max-score aggregates them)."""
+    default_threshold: float | None = None
+    """The type's threshold when the config sets none (from the registry)."""
 
     @property
     def type(self) -> str:
@@ -77,7 +96,21 @@ class AssertionContext:
 
     @property
     def threshold(self) -> float | None:
+        """The threshold the config sets (None when it sets none)."""
         return self.assertion.threshold
+
+    @property
+    def effective_threshold(self) -> float | None:
+        """The configured threshold, else the type's default."""
+        return self.default_threshold if self.assertion.threshold is None else self.assertion.threshold
+
+    @property
+    def rubric_prompt(self) -> Any:
+        """The `rubricPrompt` that applies: the assertion's, else the test's (defaultTest merged in)."""
+        for value in (self.assertion.rubricPrompt, self.test.options.rubricPrompt):
+            if value not in (None, "", {}, []):
+                return value
+        return None
 
     @property
     def grader_ref(self) -> Any:

@@ -18,7 +18,10 @@ from ci_grade.config import files, nunjucks
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
 from ci_grade.errors import GraderError, TemplateError, TransformError
 from ci_grade.grading import registry
-from ci_grade.grading.context import AssertionContext, Grade, RunContext
+from ci_grade.grading.context import AssertionContext, Grade, Measure, RunContext
+from ci_grade.grading.grader_prompts import load_template
+from ci_grade.grading.scoring import invert, shown
+from ci_grade.grading.session import GraderSession
 from ci_grade.grading.transforms import apply_transform, is_script_ref, run_script
 from ci_grade.providers.base import ProviderResponse
 from ci_grade.results.models import AssertionResult, Status, TestResult
@@ -128,13 +131,15 @@ async def grade_assertion(assertion: Assertion, inp: GradingInput, output: Any, 
         status="error",
     )
     try:
-        ctx = await build_context(assertion, inp, output, run)
         spec = registry.get(assertion.base_type)
         if spec is None:
             raise GraderError(f"unknown assertion type {assertion.type!r}")
+        ctx = await build_context(assertion, inp, output, run, spec)
         if assertion.inverse and not spec.invertible:
             raise GraderError(f"{assertion.type!r} cannot be inverted with not-")
-        result = await spec.handler(ctx)
+        if spec.value is not None:
+            spec.value.check(ctx.value, assertion.type, assertion.base_type)
+        result = await (_graded(spec, ctx) if spec.graded else spec.handler(ctx))
         if assertion.inverse and not spec.handles_inverse and not result.error:
             result = Grade(not result.passed, 1.0 - result.score, result.reason, result.named_scores, result.token_usage, result.cost, result.grader, result.metadata)
         base.value = ctx.value
@@ -152,6 +157,25 @@ async def grade_assertion(assertion: Assertion, inp: GradingInput, output: Any, 
     except Exception as exc:  # a bug or a bad value in one assertion must not sink the run
         base.reason = f"{type(exc).__name__}: {exc}"
         return base
+
+
+async def _graded(spec: registry.AssertionType, ctx: AssertionContext) -> Grade:
+    """The shared path of prompt-based types: the handler reads its grader's replies into a
+    Measure through a session; the prompt's scoring rule, the threshold and `not-` decide."""
+    session = GraderSession(ctx)
+    measure: Measure = await spec.handler(ctx, session)
+    scoring = load_template(spec.prompt or "").scoring
+    if scoring is None:
+        raise GraderError(f"grader prompt {spec.prompt!r} has no scoring section")
+    threshold = ctx.effective_threshold
+    passed = scoring.rule.passes(measure.score, threshold, measure.verdict)
+    reason = measure.reason
+    if threshold is not None:
+        reason = reason.replace("{relation}", scoring.relation[0 if passed else 1]).replace("{threshold}", shown(threshold))
+    score = measure.score
+    if ctx.inverse:
+        passed, score = invert(passed, score)
+    return session.grade(passed, score, reason, named_scores=measure.named_scores, metadata=measure.metadata)
 
 
 def _from_grade(base: AssertionResult, grade: Grade) -> AssertionResult:
@@ -182,7 +206,7 @@ def _apply_weight(result: AssertionResult) -> AssertionResult:
     return result
 
 
-async def build_context(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext) -> AssertionContext:
+async def build_context(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext, spec: registry.AssertionType | None = None) -> AssertionContext:
     """Apply the assertion's transform and render its value."""
     context = script_context(inp)
     if assertion.transform:
@@ -200,6 +224,7 @@ async def build_context(assertion: Assertion, inp: GradingInput, output: Any, ru
         run=run,
         provider=inp.provider,
         provider_output=inp.response.output,
+        default_threshold=spec.default_threshold if spec else None,
     )
 
 
@@ -300,7 +325,7 @@ async def grade_comparison(
             results[i].reason = f"{assertion.type} needs at least two outputs of the same test to compare (prompts x providers)"
         return results
     try:
-        contexts = [await build_context(assertion, inp, output, run) for _, inp, output in valid]
+        contexts = [await build_context(assertion, inp, output, run, spec) for _, inp, output in valid]
         for (i, _inp, _output), ctx in zip(valid, contexts, strict=True):
             ctx.components = members[i][2].assertions
         grades = await spec.handler(contexts)

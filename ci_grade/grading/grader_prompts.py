@@ -1,9 +1,11 @@
 """Grader prompts as data: built-in templates and users' `rubricPrompt` overrides.
 
 Built-in templates are YAML files in `grading/prompts/` holding `messages` (chat messages whose
-`content` is a jinja2 template) and optionally a `response_schema` (the JSON reply the grader is
-asked for, used for structured output). Each template's hash goes into the results, so a changed
-grader prompt is visible next to a changed score.
+`content` is a jinja2 template), optionally a `response_schema` (the JSON reply the grader is
+asked for, used for structured output), and for the prompt that decides an assertion's verdict a
+`scoring` section: how replies map to scores (`choices`, `scale`) and which pass rule applies.
+Each template's hash goes into the results, so a changed grader prompt or scoring rule is visible
+next to a changed score.
 
 Overrides follow promptfoo: a string, a chat-message list, or `file://...`; text that parses as
 JSON (after dropping `//` comments) is rendered string by string and re-serialised, anything else
@@ -20,9 +22,33 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ci_grade.config import files, nunjucks, yaml12
-from ci_grade.errors import GraderError, TemplateError
+from ci_grade.errors import GraderError, TemplateError, VerdictError, VerdictProblem
+from ci_grade.grading.scoring import PassRule
 from ci_grade.grading.verdicts import strip_comments
+
+
+class Scoring(BaseModel):
+    """How a grader's replies become a verdict (the `scoring:` section of a template)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule: PassRule
+    """How the score (and the grader's own pass/fail) becomes pass or fail."""
+    choices: dict[str, float] = Field(default_factory=dict)
+    """The score of each choice the grader may reply with (a category, a Y/N letter, yes/no)."""
+    scale: float = 1.0
+    """The top of the grader's own score range; scores are divided by it (e.g. 10 for a 0-10 scale)."""
+    relation: tuple[str, str] = (">=", "<")
+    """How a reason says the score reached the threshold, or did not."""
+
+    def choice(self, name: str) -> float:
+        """The score of the choice `name` (a VerdictError for a choice the template does not list)."""
+        if name not in self.choices:
+            raise VerdictError(f"grader chose {name!r}, which is not one of {', '.join(self.choices)}", VerdictProblem.INVALID)
+        return self.choices[name]
 
 
 @dataclass(frozen=True)
@@ -31,6 +57,7 @@ class GraderTemplate:
     messages: tuple[tuple[str, str], ...]
     response_schema: dict[str, Any] | None
     hash: str
+    scoring: Scoring | None = None
 
     def render(self, variables: dict[str, Any]) -> str:
         """The chat messages as a JSON array string (what chat providers accept as a prompt)."""
@@ -45,7 +72,8 @@ def load_template(name: str) -> GraderTemplate:
     raw = source.read_bytes()
     data = yaml12.loads(raw.decode("utf-8"))
     messages = tuple((str(m["role"]), str(m["content"])) for m in data["messages"])
-    return GraderTemplate(name, messages, data.get("response_schema"), hashlib.sha256(raw).hexdigest()[:12])
+    scoring = Scoring.model_validate(data["scoring"]) if data.get("scoring") is not None else None
+    return GraderTemplate(name, messages, data.get("response_schema"), hashlib.sha256(raw).hexdigest()[:12], scoring)
 
 
 def fence(text: str, tag: str = "output") -> str:

@@ -16,11 +16,8 @@ from typing import Any
 from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import SCALAR, ValueSpec, assertion
 
-LEVENSHTEIN_THRESHOLD = 5.0
-ROUGE_THRESHOLD = 0.75
-BLEU_THRESHOLD = 0.5
 BLEU_MAX_N = 4
 BLEU_ZERO_PRECISION = 1e-7  # smoothing for an order with no matching n-gram, as promptfoo does
 
@@ -101,8 +98,10 @@ def _reference_text(ctx: AssertionContext) -> str:
     return value if isinstance(value, str) else js_string(value)
 
 
-def _threshold(ctx: AssertionContext, default: float) -> float:
-    return default if ctx.threshold is None else float(ctx.threshold)
+def _threshold(ctx: AssertionContext) -> float:
+    threshold = ctx.effective_threshold
+    assert threshold is not None, "every text metric has a default threshold"
+    return float(threshold)
 
 
 def _scored(ctx: AssertionContext, name: str, score: float, threshold: float) -> Grade:
@@ -114,10 +113,10 @@ def _scored(ctx: AssertionContext, name: str, score: float, threshold: float) ->
     return Grade(passed, 1.0 - score if ctx.inverse else score, "Assertion passed" if passed else reason)
 
 
-@assertion("levenshtein", handles_inverse=True)
+@assertion("levenshtein", handles_inverse=True, value=ValueSpec("{type} needs a string value (the expected text)", SCALAR), default_threshold=5, csv_threshold=0.75)
 async def levenshtein_assertion(ctx: AssertionContext) -> Grade:
     expected = _reference_text(ctx)
-    threshold = _threshold(ctx, LEVENSHTEIN_THRESHOLD)
+    threshold = _threshold(ctx)
     distance = levenshtein(ctx.output_text, expected)
     within = distance <= threshold
     if within != ctx.inverse:
@@ -126,17 +125,17 @@ async def levenshtein_assertion(ctx: AssertionContext) -> Grade:
     return Grade(False, 0.0, f"Levenshtein distance {distance} is {relation} threshold {threshold:g}")
 
 
-@assertion("rouge-n", handles_inverse=True)
+@assertion("rouge-n", handles_inverse=True, value=ValueSpec("{type} needs a string value (the expected text)", SCALAR), default_threshold=0.75, csv_threshold=0.75)
 async def rouge_n_assertion(ctx: AssertionContext) -> Grade:
     reference = _reference_text(ctx)
     try:
         score = rouge_n(ctx.output_text, reference)
     except ValueError as exc:
         raise GraderError(f"rouge-n cannot score against {reference!r}: {exc}") from None
-    return _scored(ctx, "ROUGE-N", score, _threshold(ctx, ROUGE_THRESHOLD))
+    return _scored(ctx, "ROUGE-N", score, _threshold(ctx))
 
 
-@assertion("bleu", handles_inverse=True)
+@assertion("bleu", handles_inverse=True, default_threshold=0.5)
 async def bleu_assertion(ctx: AssertionContext) -> Grade:
     value: Any = ctx.value
     references = value if isinstance(value, list) else [_reference_text(ctx)]
@@ -146,4 +145,4 @@ async def bleu_assertion(ctx: AssertionContext) -> Grade:
         score = bleu(ctx.output_text, references)
     except ValueError as exc:
         raise GraderError(f"bleu needs at least one reference text: {exc}") from None
-    return _scored(ctx, "BLEU", score, _threshold(ctx, BLEU_THRESHOLD))
+    return _scored(ctx, "BLEU", score, _threshold(ctx))

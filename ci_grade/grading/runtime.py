@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import STRING, ValueSpec, assertion
 
 DEFAULT_WEBHOOK_TIMEOUT_MS = 300_000  # promptfoo's PROMPTFOO_REQUEST_TIMEOUT_MS default
 
@@ -45,7 +45,7 @@ def _limit(ctx: AssertionContext, value: float, what: str, unit: str) -> Grade:
     return Grade(False, 0.0, f"{what} {value:g}{unit} is {relation} threshold {ctx.threshold:g}{unit}")
 
 
-@assertion("latency", handles_inverse=True)
+@assertion("latency", handles_inverse=True, csv_threshold=0.75)
 async def latency(ctx: AssertionContext) -> Grade:
     _require_call(ctx, "latency")
     if ctx.response.cached:
@@ -56,7 +56,7 @@ async def latency(ctx: AssertionContext) -> Grade:
     return _limit(ctx, latency_ms, "Latency", "ms")
 
 
-@assertion("cost", handles_inverse=True)
+@assertion("cost", handles_inverse=True, csv_threshold=0.75)
 async def cost(ctx: AssertionContext) -> Grade:
     _require_call(ctx, "cost")
     value = ctx.response.cost
@@ -102,11 +102,9 @@ def normalize_finish_reason(reason: str) -> str:
     return _FINISH_ALIASES.get(key, key)
 
 
-@assertion("finish-reason", handles_inverse=True)
+@assertion("finish-reason", handles_inverse=True, value=ValueSpec("{type} needs a value: stop, length, content_filter or tool_calls", STRING))
 async def finish_reason(ctx: AssertionContext) -> Grade:
     expected = ctx.value
-    if not isinstance(expected, str) or not expected.strip():
-        raise GraderError("finish-reason needs a value: stop, length, content_filter or tool_calls")
     actual = ctx.response.finish_reason
     if not actual:
         raise GraderError("the provider did not report a finish reason")

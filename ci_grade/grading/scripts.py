@@ -15,7 +15,7 @@ from typing import Any
 from ci_grade.config import files
 from ci_grade.errors import GraderError, ScriptError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.results.models import AssertionResult
 from ci_grade.scripting import js, python
 
@@ -41,11 +41,9 @@ def script_context(ctx: AssertionContext) -> dict[str, Any]:
     }
 
 
-@assertion("javascript", handles_inverse=True)
+@assertion("javascript", handles_inverse=True, value=ValueSpec("{type} needs code (an expression, a function body or file://x.js[:fn])", STRING))
 async def javascript(ctx: AssertionContext) -> Grade:
     code = ctx.value
-    if not isinstance(code, str) or not code.strip():
-        raise GraderError("javascript needs code (an expression, a function body or file://x.js[:fn])")
     args = [ctx.output, script_context(ctx)]
     try:
         if code.startswith("file://"):
@@ -61,11 +59,9 @@ async def javascript(ctx: AssertionContext) -> Grade:
     return normalize(value if returned else None, ctx)
 
 
-@assertion("python", handles_inverse=True)
+@assertion("python", handles_inverse=True, value=ValueSpec("{type} needs code (an expression, a function body or file://x.py[:fn])", STRING))
 async def python_assert(ctx: AssertionContext) -> Grade:
     code = ctx.value
-    if not isinstance(code, str) or not code.strip():
-        raise GraderError("python needs code (an expression, a function body or file://x.py[:fn])")
     try:
         if code.startswith("file://"):
             path_text, function = files.split_function(code)

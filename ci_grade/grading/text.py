@@ -10,7 +10,7 @@ from typing import Any
 from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError, ScriptError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import MAPPING, SCALAR, ValueSpec, assertion
 from ci_grade.scripting import js
 
 
@@ -18,10 +18,8 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else js_string(value)
 
 
-def _require_value(ctx: AssertionContext) -> Any:
-    if ctx.value is None or ctx.value == "":
-        raise GraderError(f"{ctx.type} needs a value")
-    return ctx.value
+NEEDS_VALUE = ValueSpec("{type} needs a value", blank=True)
+NEEDS_LIST = ValueSpec("{type} needs a list of values")
 
 
 @assertion("equals", handles_inverse=True)
@@ -39,15 +37,15 @@ async def equals(ctx: AssertionContext) -> Grade:
 _NOT_JSON = object()
 
 
-@assertion("contains", handles_inverse=True)
+@assertion("contains", handles_inverse=True, value=NEEDS_VALUE)
 async def contains(ctx: AssertionContext) -> Grade:
-    needle = _text(_require_value(ctx))
+    needle = _text(ctx.value)
     return ctx.check(needle in ctx.output_text, f"contain {needle!r}")
 
 
-@assertion("icontains", handles_inverse=True)
+@assertion("icontains", handles_inverse=True, value=NEEDS_VALUE)
 async def icontains(ctx: AssertionContext) -> Grade:
-    needle = _text(_require_value(ctx))
+    needle = _text(ctx.value)
     return ctx.check(needle.lower() in ctx.output_text.lower(), f"contain {needle!r} (case-insensitive)")
 
 
@@ -82,36 +80,36 @@ def _any_all(ctx: AssertionContext, *, any_of: bool, ignore_case: bool) -> Grade
     return ctx.check(ok, f"contain all of {needles!r}{suffix}" + (f"; missing {missing!r}" if missing and not ctx.inverse else ""))
 
 
-@assertion("contains-any", handles_inverse=True)
+@assertion("contains-any", handles_inverse=True, value=NEEDS_LIST)
 async def contains_any(ctx: AssertionContext) -> Grade:
     return _any_all(ctx, any_of=True, ignore_case=False)
 
 
-@assertion("contains-all", handles_inverse=True)
+@assertion("contains-all", handles_inverse=True, value=NEEDS_LIST)
 async def contains_all(ctx: AssertionContext) -> Grade:
     return _any_all(ctx, any_of=False, ignore_case=False)
 
 
-@assertion("icontains-any", handles_inverse=True)
+@assertion("icontains-any", handles_inverse=True, value=NEEDS_LIST)
 async def icontains_any(ctx: AssertionContext) -> Grade:
     return _any_all(ctx, any_of=True, ignore_case=True)
 
 
-@assertion("icontains-all", handles_inverse=True)
+@assertion("icontains-all", handles_inverse=True, value=NEEDS_LIST)
 async def icontains_all(ctx: AssertionContext) -> Grade:
     return _any_all(ctx, any_of=False, ignore_case=True)
 
 
-@assertion("starts-with", handles_inverse=True)
+@assertion("starts-with", handles_inverse=True, value=NEEDS_VALUE, csv_threshold=0.75)
 async def starts_with(ctx: AssertionContext) -> Grade:
-    prefix = _text(_require_value(ctx))
+    prefix = _text(ctx.value)
     return ctx.check(ctx.output_text.startswith(prefix), f"start with {prefix!r}")
 
 
-@assertion("regex", handles_inverse=True)
+@assertion("regex", handles_inverse=True, value=NEEDS_VALUE)
 async def regex(ctx: AssertionContext) -> Grade:
     """JavaScript `new RegExp(value).test(output)`, run in V8 so the syntax and semantics are exact."""
-    pattern = _text(_require_value(ctx))
+    pattern = _text(ctx.value)
     try:
         _, matched = await js.arun_inline("new RegExp(pattern).test(output)", ("pattern", "output"), [pattern, ctx.output_text])
     except ScriptError as exc:
@@ -119,7 +117,7 @@ async def regex(ctx: AssertionContext) -> Grade:
     return ctx.check(bool(matched), f"match regex {pattern!r}")
 
 
-@assertion("word-count", handles_inverse=True)
+@assertion("word-count", handles_inverse=True, value=ValueSpec("{type} needs a number or {{min, max}}", (*SCALAR, *MAPPING)))
 async def word_count(ctx: AssertionContext) -> Grade:
     count = len(ctx.output_text.split())
     value = ctx.value
@@ -132,7 +130,7 @@ async def word_count(ctx: AssertionContext) -> Grade:
         ok = (low is None or count >= low) and (high is None or count <= high)
         bounds = " and ".join(b for b in (f"at least {low:g}" if low is not None else "", f"at most {high:g}" if high is not None else "") if b)
         return ctx.check(ok, f"have {bounds} words (found {count})")
-    expected = _number(_require_value(ctx), "word-count needs a number or {min, max}")
+    expected = _number(ctx.value, "word-count needs a number or {min, max}")
     return ctx.check(count == expected, f"have exactly {expected:g} words (found {count})")
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ci_grade.config import yaml12
-from ci_grade.errors import VerdictError
+from ci_grade.errors import VerdictError, VerdictProblem
 
 _TRUE = {"true", "yes", "y", "pass", "passed", "1"}
 _FALSE = {"false", "no", "n", "fail", "failed", "0"}
@@ -169,24 +169,24 @@ def extract(reply: Any, key: str, *, compare: tuple[str, ...] | None = None) -> 
     """
     if isinstance(reply, dict):
         if key not in reply:
-            raise VerdictError(f"grader reply has no {key!r} field")
+            raise VerdictError(f"grader reply has no {key!r} field", VerdictProblem.MISSING)
         return reply
     if not isinstance(reply, str) or not reply.strip():
-        raise VerdictError("grader returned an empty reply")
+        raise VerdictError("grader returned an empty reply", VerdictProblem.EMPTY)
     text = reply.strip()
     objects = find_objects(text)
     verdicts = [f for f in objects if key in f.value]
     if not verdicts:
-        raise VerdictError(f"grader reply contains no JSON object with {key!r}: {_excerpt(text)}")
+        raise VerdictError(f"grader reply contains no JSON object with {key!r}: {_excerpt(text)}", VerdictProblem.MISSING)
     outermost = [f for f in verdicts if not any(o.start <= f.start and f.end <= o.end and o is not f for o in verdicts)]
     fields = compare or (key,)
     nested = [inner for f in outermost for inner in _nested_with(f.value, key)]
     signatures = {tuple(json.dumps(_normal(v.get(name)), sort_keys=True) for name in fields) for v in [f.value for f in outermost] + nested}
     if len(signatures) > 1:
-        raise VerdictError(f"grader reply contains conflicting verdicts: {_excerpt(text)}")
+        raise VerdictError(f"grader reply contains conflicting verdicts: {_excerpt(text)}", VerdictProblem.CONFLICTING)
     chosen = _normal(outermost[0].value.get(key))
     if any(value != chosen for value in _leftover_values(text, objects, key)):
-        raise VerdictError(f"grader reply has a different {key!r} outside its JSON verdict (ambiguous): {_excerpt(text)}")
+        raise VerdictError(f"grader reply has a different {key!r} outside its JSON verdict (ambiguous): {_excerpt(text)}", VerdictProblem.AMBIGUOUS)
     return outermost[0].value
 
 

@@ -10,21 +10,20 @@ from __future__ import annotations
 
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.model_graded.common import Tally, provider_for
-from ci_grade.grading.model_graded.scoring import inverted, reaches, shown
 from ci_grade.grading.registry import assertion
+from ci_grade.grading.scoring import inverted, reaches, shown
+from ci_grade.grading.session import GraderSession
 
-DEFAULT_THRESHOLD = 1.0
 
-
-@assertion("classifier", handles_inverse=True, model_graded=True)
+@assertion("classifier", grader="classification", handles_inverse=True, default_threshold=1.0, csv_threshold=0.75)
 async def classifier(ctx: AssertionContext) -> Grade:
     label = ctx.value
     if label is not None and (not isinstance(label, str) or not label.strip()):
         raise GraderError(f"classifier value must be a label name (a string), got {label!r}")
-    threshold = DEFAULT_THRESHOLD if ctx.threshold is None else ctx.threshold
-    provider = provider_for(ctx, "classification")
-    tally = Tally()
+    threshold = ctx.effective_threshold
+    assert threshold is not None
+    tally = GraderSession(ctx)
+    provider = tally.provider("classification")
     response = await provider.classify(ctx.output_text)
     tally.add(None, None, provider.describe())
     if response.error:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ci_grade.errors import GraderError, VerdictError
-from ci_grade.grading.context import AssertionContext, Grade
+from ci_grade.errors import GraderError, VerdictError, VerdictProblem
+from ci_grade.grading.context import AssertionContext, Measure
 from ci_grade.grading.grader_prompts import fence, try_parse
-from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import STRING, ValueSpec, assertion
+from ci_grade.grading.session import GraderSession, excerpt
 from ci_grade.grading.verdicts import extract, parse_bool
 
 _VERDICT_LINE = re.compile(
@@ -37,10 +37,10 @@ def parse_closedqa(reply: Any) -> tuple[bool, str]:
         try:
             verdict = extract(text, "pass")
         except VerdictError:
-            raise VerdictError("grader reply has no final line holding only Y or N") from None
+            raise VerdictError("grader reply has no final line holding only Y or N", VerdictProblem.MISSING) from None
         return _json_verdict(verdict), str(verdict.get("reason") or "")
     if len({letter for _, letter in found}) > 1:
-        raise VerdictError("grader reply has conflicting Y and N verdict lines")
+        raise VerdictError("grader reply has conflicting Y and N verdict lines", VerdictProblem.CONFLICTING)
     reasoning = "\n".join(line for i, line in enumerate(lines) if i not in {j for j, _ in found}).strip()
     return found[-1][1] == "Y", reasoning
 
@@ -48,30 +48,27 @@ def parse_closedqa(reply: Any) -> tuple[bool, str]:
 def _json_verdict(verdict: dict[str, Any]) -> bool:
     passed = parse_bool(verdict.get("pass"))
     if passed is None:
-        raise VerdictError(f"grader's 'pass' is not true or false: {verdict.get('pass')!r}")
+        raise VerdictError(f"grader's 'pass' is not true or false: {verdict.get('pass')!r}", VerdictProblem.INVALID)
     return passed
 
 
-@assertion("model-graded-closedqa", handles_inverse=True, model_graded=True)
-async def closedqa(ctx: AssertionContext) -> Grade:
+@assertion(
+    "model-graded-closedqa", grader="text", prompt="model-graded-closedqa",
+    value=ValueSpec("{type} needs a string value (the criterion)", STRING),
+)
+async def closedqa(ctx: AssertionContext, grader: GraderSession) -> Measure:
     criteria = ctx.value
-    if not isinstance(criteria, str) or not criteria.strip():
-        raise GraderError("model-graded-closedqa needs a string value (the criterion)")
     if not ctx.prompt.strip():
         raise GraderError("model-graded-closedqa needs the prompt (the task), but the rendered prompt is empty")
     completion = try_parse(ctx.output_text)
     # `output`/`rubric` are aliases so llm-rubric-style rubricPrompts (the seeds' German example) work too.
     variables = {"output": completion, "rubric": criteria, **ctx.vars, "input": ctx.prompt, "criteria": criteria, "completion": completion}
     builtin = {"task_block": fence(ctx.prompt, "task"), "submission_block": fence(ctx.output_text, "submission")}
-    prompt, schema = grader_prompt(ctx, "model-graded-closedqa", variables, builtin)
-    tally = Tally()
-    reply = await ask(ctx, prompt, tally, schema=schema)
-    with tally.reading(reply):
+    prompt, schema = grader.prompt("model-graded-closedqa", variables, builtin)
+    reply = await grader.ask(prompt, schema=schema)
+    with grader.reading(reply):
         meets, reasoning = parse_closedqa(reply)
-    score = 1.0 if meets else 0.0
-    passed = meets and (ctx.threshold is None or score >= ctx.threshold)
+    score = grader.scoring("model-graded-closedqa").choice("Y" if meets else "N")
     verdict = "meets" if meets else "does not meet"
     reason = f"The submission {verdict} the criterion" + (f": {reasoning}" if reasoning else "")
-    if ctx.inverse:
-        passed, score = not passed, 1.0 - score
-    return tally.grade(passed, score, reason, metadata={"graderReply": excerpt(reply, 500)})
+    return Measure(score, reason, metadata={"graderReply": excerpt(reply, 500)})

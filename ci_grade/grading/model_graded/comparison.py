@@ -17,9 +17,9 @@ from typing import Any
 from ci_grade.errors import GraderError, VerdictError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.grader_prompts import fence, try_parse
-from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
-from ci_grade.grading.model_graded.scoring import reaches
 from ci_grade.grading.registry import assertion
+from ci_grade.grading.scoring import reaches
+from ci_grade.grading.session import GraderSession, excerpt
 from ci_grade.grading.verdicts import find_objects, parse_number
 from ci_grade.results.models import AssertionResult
 
@@ -72,7 +72,7 @@ def _index_in(value: dict[str, Any]) -> int | None:
     return None
 
 
-@assertion("select-best", comparison=True, handles_inverse=True, invertible=False, model_graded=True)
+@assertion("select-best", comparison=True, grader="text", handles_inverse=True, invertible=False)
 async def select_best(contexts: list[AssertionContext]) -> list[Grade]:
     first = contexts[0]
     _reject_inverse(first)
@@ -84,9 +84,9 @@ async def select_best(contexts: list[AssertionContext]) -> list[Grade]:
     outputs = [c.output_text for c in contexts]
     variables = {**first.vars, "criteria": criteria, "outputs": [try_parse(o) for o in outputs]}
     builtin = {"output_blocks": [fence(o) for o in outputs]}
-    prompt, schema = grader_prompt(first, "select-best", variables, builtin)
-    tally = Tally()
-    reply = await ask(first, prompt, tally, schema=schema)
+    tally = GraderSession(first)
+    prompt, schema = tally.prompt("select-best", variables, builtin)
+    reply = await tally.ask(prompt, schema=schema)
     with tally.reading(reply):
         best = parse_index(reply, len(contexts))
     grades = []

@@ -17,13 +17,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ci_grade.errors import GraderError, VerdictError
-from ci_grade.grading.context import AssertionContext, Grade, output_as_text
+from ci_grade.errors import GraderError, VerdictError, VerdictProblem
+from ci_grade.grading.context import AssertionContext, Measure, output_as_text
 from ci_grade.grading.grader_prompts import fence, try_parse
-from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt, rubric_prompt_override
 from ci_grade.grading.model_graded.rag_context import required_query, resolve_context
-from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown
 from ci_grade.grading.registry import assertion
+from ci_grade.grading.session import GraderSession, excerpt
 
 FINAL_LINE = "final verdict for each statement in order:"
 _VERDICT = re.compile(r"verdict\s*\**\s*:\s*\**\s*(yes|no)\b")
@@ -58,10 +57,10 @@ def _final_verdicts(tail: str) -> list[bool]:
             continue
         match = _FINAL_PART.match(part)
         if match is None:
-            raise VerdictError(f"unreadable verdict {part!r} in the final verdict line")
+            raise VerdictError(f"unreadable verdict {part!r} in the final verdict line", VerdictProblem.INVALID)
         verdicts.append(match.group(1) == "yes")
     if not verdicts:
-        raise VerdictError("the final verdict line lists no verdicts")
+        raise VerdictError("the final verdict line lists no verdicts", VerdictProblem.MISSING)
     return verdicts
 
 
@@ -73,19 +72,19 @@ def parse_verdicts(reply: str, count: int) -> list[bool]:
     if position >= 0:
         verdicts = _final_verdicts(lowered[position + len(FINAL_LINE) :])
         if len(per_statement) == len(verdicts) and per_statement != verdicts:
-            raise VerdictError("the final verdict line contradicts the per-statement verdicts")
+            raise VerdictError("the final verdict line contradicts the per-statement verdicts", VerdictProblem.CONFLICTING)
     elif per_statement:
         verdicts = per_statement
     else:
-        raise VerdictError("could not find any Yes/No verdicts in the grader's reply")
+        raise VerdictError("could not find any Yes/No verdicts in the grader's reply", VerdictProblem.MISSING)
     if len(verdicts) > count:
-        raise VerdictError(f"the grader gave {len(verdicts)} verdicts for {count} statements")
+        raise VerdictError(f"the grader gave {len(verdicts)} verdicts for {count} statements", VerdictProblem.INVALID)
     return verdicts
 
 
 def override_prompts(ctx: AssertionContext) -> tuple[Any, Any]:
     """The two-item `rubricPrompt` (or (None, None) for the built-in prompts)."""
-    raw = rubric_prompt_override(ctx)
+    raw = ctx.rubric_prompt
     if raw is None:
         return None, None
     if not isinstance(raw, list) or len(raw) != 2:
@@ -100,42 +99,36 @@ def override_prompts(ctx: AssertionContext) -> tuple[Any, Any]:
     return prompts[0], prompts[1]
 
 
-@assertion("context-faithfulness", handles_inverse=True, model_graded=True)
-async def context_faithfulness(ctx: AssertionContext) -> Grade:
+@assertion("context-faithfulness", grader="text", prompt="context-faithfulness-verdicts", default_threshold=0.5, csv_threshold=0.75)
+async def context_faithfulness(ctx: AssertionContext, grader: GraderSession) -> Measure:
     query = required_query(ctx)
     context = await resolve_context(ctx)
-    threshold = RAG_THRESHOLD if ctx.threshold is None else ctx.threshold
     statements_override, verdicts_override = override_prompts(ctx)
     output = ctx.output_text
-    tally = Tally()
-    prompt, _ = grader_prompt(
-        ctx,
+    prompt, _ = grader.prompt(
         "context-faithfulness-statements",
         {**ctx.vars, "question": query, "answer": try_parse(output)},
         {"question_block": fence(query, "question"), "answer_block": fence(output, "answer")},
         statements_override,
     )
-    first = output_as_text(await ask(ctx, prompt, tally, what="statement extraction"))
+    first = output_as_text(await grader.ask(prompt, what="statement extraction"))
     statements = statements_from(first)
     metadata: dict[str, Any] = {"context": context.text, "contextSource": context.source}
     if not statements:
-        raise tally.error("could not extract context-faithfulness statements from the grader's reply", {**metadata, "graderReply": excerpt(first)})
+        raise grader.error("could not extract context-faithfulness statements from the grader's reply", {**metadata, "graderReply": excerpt(first)})
     numbered = "\n".join(f"{i}. {s}" for i, s in enumerate(statements, 1))
-    prompt, _ = grader_prompt(
-        ctx,
+    prompt, _ = grader.prompt(
         "context-faithfulness-verdicts",
         {**ctx.vars, "context": context.text, "statements": statements},
         {"context_block": fence(context.text, "context"), "statements_block": fence(numbered, "statements"), "count": len(statements)},
         verdicts_override,
     )
-    second = output_as_text(await ask(ctx, prompt, tally, what="statement verification"))
-    with tally.reading(second, "could not read context-faithfulness verdicts: ", **metadata, statements=statements):
+    second = output_as_text(await grader.ask(prompt, what="statement verification"))
+    with grader.reading(second, "could not read context-faithfulness verdicts: ", **metadata, statements=statements):
         verdicts = parse_verdicts(second, len(statements))
-    unsupported = verdicts.count(False) + (len(statements) - len(verdicts))
-    score = min(1.0, max(0.0, 1.0 - unsupported / len(statements)))
-    passed = reaches(score, threshold)
-    reason = f"Faithfulness {score:.2f} is {'>=' if passed else '<'} {shown(threshold)}"
-    passed, final = inverted(passed, score, ctx.inverse)
+    choices = grader.scoring("context-faithfulness-verdicts")
+    # a statement without a verdict counts as unsupported
+    score = min(1.0, max(0.0, sum(choices.choice("yes" if supported else "no") for supported in verdicts) / len(statements)))
     metadata.update(
         {
             "statements": [{"statement": s, "supported": verdicts[i] if i < len(verdicts) else None} for i, s in enumerate(statements)],
@@ -143,4 +136,4 @@ async def context_faithfulness(ctx: AssertionContext) -> Grade:
             "score": score,
         }
     )
-    return tally.grade(passed, final, reason, metadata=metadata)
+    return Measure(score, f"Faithfulness {score:.2f} is {{relation}} {{threshold}}", metadata=metadata)

@@ -11,54 +11,50 @@ from __future__ import annotations
 
 import re
 
-from ci_grade.errors import GraderError
-from ci_grade.grading.context import AssertionContext, Grade, output_as_text
+from ci_grade.grading.context import AssertionContext, Measure, output_as_text
 from ci_grade.grading.grader_prompts import fence
-from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
 from ci_grade.grading.model_graded.rag_context import resolve_context
-from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import STRING, ValueSpec, assertion
+from ci_grade.grading.session import GraderSession, excerpt
 
 _MARKER = re.compile(r"\[\s*(not\s+attributed|attributed)\s*\]", re.I)
 
 
-def attributions(reply: str) -> list[tuple[str, bool]]:
-    """(line, attributed) for each classified line; the line's last marker is its verdict."""
+def attributions(reply: str) -> list[tuple[str, str]]:
+    """(line, its choice: "Attributed" or "Not Attributed") for each classified line; a line's last marker decides."""
     found = []
     for line in reply.splitlines():
         markers = _MARKER.findall(line)
         if markers:
-            found.append((line.strip(), not markers[-1].lower().startswith("not")))
+            found.append((line.strip(), "Not Attributed" if markers[-1].lower().startswith("not") else "Attributed"))
     return found
 
 
-@assertion("context-recall", handles_inverse=True, model_graded=True)
-async def context_recall(ctx: AssertionContext) -> Grade:
+@assertion(
+    "context-recall", grader="text", prompt="context-recall", default_threshold=0.5, csv_threshold=0.75,
+    value=ValueSpec("{type} needs a value: the ground-truth statement(s) the context should support", STRING),
+)
+async def context_recall(ctx: AssertionContext, grader: GraderSession) -> Measure:
     ground_truth = ctx.value
-    if not isinstance(ground_truth, str) or not ground_truth.strip():
-        raise GraderError("context-recall needs a value: the ground-truth statement(s) the context should support")
     context = await resolve_context(ctx, fallback=ctx.prompt)
-    threshold = RAG_THRESHOLD if ctx.threshold is None else ctx.threshold
     variables = {**ctx.vars, "context": context.text, "groundTruth": ground_truth}
     builtin = {"context_block": fence(context.text, "context"), "ground_truth_block": fence(ground_truth, "ground_truth")}
-    prompt, _ = grader_prompt(ctx, "context-recall", variables, builtin)
-    tally = Tally()
-    reply = output_as_text(await ask(ctx, prompt, tally, what="context-recall"))
+    prompt, _ = grader.prompt("context-recall", variables, builtin)
+    reply = output_as_text(await grader.ask(prompt, what="context-recall"))
     lines = attributions(reply)
     metadata = {"context": context.text, "contextSource": context.source}
     if not lines:
-        raise tally.error("grader returned no [Attributed]/[Not Attributed] classifications", {**metadata, "graderReply": excerpt(reply)})
-    attributed = sum(1 for _, ok in lines if ok)
-    score = attributed / len(lines)
-    passed = reaches(score, threshold)
-    reason = f"Recall {score:.2f} is {'>=' if passed else '<'} {shown(threshold)}"
-    passed, final = inverted(passed, score, ctx.inverse)
+        raise grader.error("grader returned no [Attributed]/[Not Attributed] classifications", {**metadata, "graderReply": excerpt(reply)})
+    choices = grader.scoring("context-recall")
+    scores = [choices.choice(choice) for _, choice in lines]
+    attributed = sum(1 for _, choice in lines if choice == "Attributed")
+    score = sum(scores) / len(scores)
     metadata.update(
         {
-            "sentenceAttributions": [{"sentence": line, "attributed": ok} for line, ok in lines],
+            "sentenceAttributions": [{"sentence": line, "attributed": choice == "Attributed"} for line, choice in lines],
             "totalSentences": len(lines),
             "attributedSentences": attributed,
             "score": score,
         }
     )
-    return tally.grade(passed, final, reason, metadata=metadata)
+    return Measure(score, f"Recall {score:.2f} is {{relation}} {{threshold}}", metadata=metadata)

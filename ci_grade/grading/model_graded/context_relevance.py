@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import re
 
-from ci_grade.grading.context import AssertionContext, Grade, output_as_text
+from ci_grade.grading.context import AssertionContext, Measure, output_as_text
 from ci_grade.grading.grader_prompts import fence
-from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
 from ci_grade.grading.model_graded.rag_context import Context, required_query, resolve_context
-from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown
 from ci_grade.grading.registry import assertion
+from ci_grade.grading.session import GraderSession, excerpt
 
 INSUFFICIENT = "insufficient information"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -63,29 +62,24 @@ def quoted_units(units: list[str], quotes: list[str]) -> set[int]:
     return found
 
 
-@assertion("context-relevance", handles_inverse=True, model_graded=True)
-async def context_relevance(ctx: AssertionContext) -> Grade:
+@assertion("context-relevance", grader="text", prompt="context-relevance", default_threshold=0.5, csv_threshold=0.75)
+async def context_relevance(ctx: AssertionContext, grader: GraderSession) -> Measure:
     query = required_query(ctx)
     context = await resolve_context(ctx)
-    threshold = RAG_THRESHOLD if ctx.threshold is None else ctx.threshold
     variables = {"context": context.text, "query": query}
     builtin = {"context_block": fence(context.text, "context"), "query_block": fence(query, "query")}
-    prompt, _ = grader_prompt(ctx, "context-relevance", variables, builtin)
-    tally = Tally()
-    reply = output_as_text(await ask(ctx, prompt, tally, what="context-relevance"))
+    prompt, _ = grader.prompt("context-relevance", variables, builtin)
+    reply = output_as_text(await grader.ask(prompt, what="context-relevance"))
     units, by_line = context_units(context)
     quotes = extracts(reply, by_line)
     relevant = quoted_units(units, quotes)
     insufficient = INSUFFICIENT in normalize(reply)
     metadata = {"context": context.text, "contextSource": context.source, "graderReply": excerpt(reply, 1000)}
     if insufficient and relevant:
-        raise tally.error("grader reply both quotes the context and says 'Insufficient Information'", metadata)
+        raise grader.error("grader reply both quotes the context and says 'Insufficient Information'", metadata)
     if not insufficient and not relevant:
-        raise tally.error("grader reply does not quote the provided context (and does not say 'Insufficient Information')", metadata)
+        raise grader.error("grader reply does not quote the provided context (and does not say 'Insufficient Information')", metadata)
     score = len(relevant) / len(units) if units else 0.0
-    passed = reaches(score, threshold)
-    reason = f"Context relevance {score:.2f} is {'>=' if passed else '<'} {shown(threshold)}"
-    passed, final = inverted(passed, score, ctx.inverse)
     metadata.update(
         {
             "extractedSentences": quotes,
@@ -96,4 +90,4 @@ async def context_relevance(ctx: AssertionContext) -> Grade:
             "score": score,
         }
     )
-    return tally.grade(passed, final, reason, metadata=metadata)
+    return Measure(score, f"Context relevance {score:.2f} is {{relation}} {{threshold}}", metadata=metadata)

@@ -14,12 +14,11 @@ import json
 from typing import Any
 
 from ci_grade.config import nunjucks
-from ci_grade.errors import GraderError, TemplateError, VerdictError
-from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.grader_prompts import fence, load_override, load_template, template_vars
-from ci_grade.grading.model_graded.common import Tally, ask, grader_prompt, rubric_prompt_override
-from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, reaches
+from ci_grade.errors import GraderError, TemplateError, VerdictError, VerdictProblem
+from ci_grade.grading.context import AssertionContext, Measure
+from ci_grade.grading.grader_prompts import fence, load_override, template_vars
 from ci_grade.grading.registry import assertion
+from ci_grade.grading.session import GraderSession
 from ci_grade.grading.verdicts import extract
 
 DEFAULT_WINDOW = 5
@@ -54,9 +53,9 @@ def as_messages(window: list[dict[str, Any]]) -> list[dict[str, str]]:
     return messages
 
 
-def window_prompt(ctx: AssertionContext, window: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
+def window_prompt(ctx: AssertionContext, grader: GraderSession, window: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
     """A custom rubricPrompt is rendered as plain text with `messages` as the raw turns (as promptfoo does)."""
-    override = rubric_prompt_override(ctx)
+    override = ctx.rubric_prompt
     if override is not None:
         text = load_override(override, ctx.run.base_dir, ctx.run.env_overrides)
         try:
@@ -64,58 +63,55 @@ def window_prompt(ctx: AssertionContext, window: list[dict[str, Any]]) -> tuple[
         except TemplateError as exc:
             raise GraderError(f"rubricPrompt: {exc}") from None
     block = fence(json.dumps(as_messages(window), ensure_ascii=False, indent=2), "conversation")
-    return grader_prompt(ctx, "conversation-relevance", {}, {"messages_block": block}, inherit=False)
+    return grader.prompt("conversation-relevance", {}, {"messages_block": block}, inherit=False)
 
 
-def parse_window(reply: Any) -> tuple[bool, str]:
+def parse_window(reply: Any) -> tuple[str, str]:
+    """(the verdict, "yes" or "no"; the grader's reason) for one window."""
     verdict = extract(reply, "verdict")
     raw = verdict.get("verdict")
-    word = raw.strip().lower() if isinstance(raw, str) else raw
-    if word not in ("yes", "no", True, False):
-        raise VerdictError(f"grader's 'verdict' must be 'yes' or 'no', got {raw!r}")
+    word = raw.strip().lower() if isinstance(raw, str) else {True: "yes", False: "no"}.get(raw) if isinstance(raw, bool) else raw
+    if word not in ("yes", "no"):
+        raise VerdictError(f"grader's 'verdict' must be 'yes' or 'no', got {raw!r}", VerdictProblem.INVALID)
     reason = verdict.get("reason")
-    return word in ("yes", True), reason.strip() if isinstance(reason, str) else ""
+    return word, reason.strip() if isinstance(reason, str) else ""
 
 
-async def summary(ctx: AssertionContext, score: float, reasons: list[str], tally: Tally) -> tuple[str | None, str | None]:
+async def summary(grader: GraderSession, score: float, reasons: list[str]) -> tuple[str | None, str | None]:
     """(reason, error): one call summarising the irrelevant windows; its failure only loses the summary."""
-    template = load_template("conversation-relevance-reason")
-    ctx.run.templates[template.name] = template.hash
+    template = grader.template("conversation-relevance-reason")
     prompt = template.render(template_vars({"score": f"{score:.2f}", "reasons_block": fence(json.dumps(reasons, ensure_ascii=False, indent=2), "notes")}))
     try:
-        reply = await ask(ctx, prompt, tally, schema=template.response_schema, what="conversation-relevance reason")
+        reply = await grader.ask(prompt, schema=template.response_schema, what="conversation-relevance reason")
         reason = extract(reply, "reason").get("reason")
-    except (GraderError, VerdictError) as exc:
-        return None, exc.reason if isinstance(exc, GraderError) else str(exc)
+    except GraderError as exc:
+        return None, exc.reason
     return (reason.strip(), None) if isinstance(reason, str) and reason.strip() else (None, "the summary reply had no reason")
 
 
-@assertion("conversation-relevance", handles_inverse=True, model_graded=True)
-async def conversation_relevance(ctx: AssertionContext) -> Grade:
+@assertion("conversation-relevance", grader="text", prompt="conversation-relevance", default_threshold=0.5)
+async def conversation_relevance(ctx: AssertionContext, grader: GraderSession) -> Measure:
     conversation = turns(ctx)
     size = window_size(ctx)
-    threshold = RAG_THRESHOLD if ctx.threshold is None else ctx.threshold
-    tally = Tally()
+    choices = grader.scoring("conversation-relevance")
     windows: list[dict[str, Any]] = []
+    scores: list[float] = []
     for i in range(len(conversation)):
         window = conversation[max(0, i - size + 1) : i + 1]
-        prompt, schema = window_prompt(ctx, window)
-        reply = await ask(ctx, prompt, tally, schema=schema, what=f"conversation-relevance window {i + 1}/{len(conversation)}")
-        with tally.reading(reply, f"window {i + 1}/{len(conversation)}: ", windows=windows):
-            relevant, reason = parse_window(reply)
-        windows.append({"turn": i, "relevant": relevant, "reason": reason})
+        prompt, schema = window_prompt(ctx, grader, window)
+        what = f"window {i + 1}/{len(conversation)}"
+        verdict, reason = await grader.read(prompt, parse_window, schema=schema, what=f"conversation-relevance {what}", prefix=f"{what}: ", windows=windows)
+        windows.append({"turn": i, "relevant": verdict == "yes", "reason": reason})
+        scores.append(choices.choice(verdict))
     relevant_count = sum(1 for w in windows if w["relevant"])
-    score = relevant_count / len(windows)
+    score = sum(scores) / len(scores)
     reason = f"{relevant_count} out of {len(windows)} conversation windows were relevant"
-    metadata: dict[str, Any] = {"windows": windows, "windowSize": size, "threshold": threshold}
+    metadata: dict[str, Any] = {"windows": windows, "windowSize": size, "threshold": ctx.effective_threshold}
     irrelevant = [w["reason"] for w in windows if not w["relevant"] and w["reason"]]
     if irrelevant and score < 1:
-        summarised, error = await summary(ctx, score, irrelevant, tally)
+        summarised, error = await summary(grader, score, irrelevant)
         if summarised:
             reason = summarised
         else:
             metadata["summaryError"] = error
-    passed = reaches(score, threshold) != ctx.inverse
-    if ctx.inverse:
-        score = 1.0 - score
-    return tally.grade(passed, score, reason, metadata=metadata)
+    return Measure(score, reason, metadata=metadata)

@@ -13,37 +13,38 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ci_grade.errors import GraderError, VerdictError
-from ci_grade.grading.context import AssertionContext, Grade
+from ci_grade.errors import GraderError, VerdictError, VerdictProblem
+from ci_grade.grading.context import AssertionContext, Measure
 from ci_grade.grading.grader_prompts import fence, try_parse
-from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import STRING, ValueSpec, assertion
+from ci_grade.grading.session import GraderSession, excerpt
 from ci_grade.grading.verdicts import extract, parse_number
 
+# Each category's name in `options.factuality` and what it means; its default score is in the template.
 CATEGORIES = {
-    "A": ("subset", 1.0, "the submission is a subset of the expert answer and consistent with it"),
-    "B": ("superset", 1.0, "the submission is a superset of the expert answer and consistent with it"),
-    "C": ("agree", 1.0, "the submission has the same details as the expert answer"),
-    "D": ("disagree", 0.0, "the submission disagrees with the expert answer"),
-    "E": ("differButFactual", 1.0, "the answers differ, but not in ways that matter for factuality"),
+    "A": ("subset", "the submission is a subset of the expert answer and consistent with it"),
+    "B": ("superset", "the submission is a superset of the expert answer and consistent with it"),
+    "C": ("agree", "the submission has the same details as the expert answer"),
+    "D": ("disagree", "the submission disagrees with the expert answer"),
+    "E": ("differButFactual", "the answers differ, but not in ways that matter for factuality"),
 }
 _LEGACY = re.compile(r"\(([A-E])\)|\b[Cc]ategory\s*[:=]?\s*\(?([A-E])\b")
 
 
-def score_map(ctx: AssertionContext) -> dict[str, float]:
-    """Category -> score, from the assertion's `options.factuality`, else the test's, else defaults."""
+def score_map(ctx: AssertionContext, defaults: dict[str, float]) -> dict[str, float]:
+    """Category -> score, from the assertion's `options.factuality`, else the test's, else `defaults`."""
     nested = (ctx.assertion.model_extra or {}).get("options")
     overrides = nested.get("factuality") if isinstance(nested, dict) and nested.get("factuality") is not None else ctx.test.options.factuality
     overrides = overrides or {}
     if not isinstance(overrides, dict):
         raise GraderError("options.factuality must map subset/superset/agree/disagree/differButFactual to scores")
-    known = {name for name, _, _ in CATEGORIES.values()}
+    known = {name for name, _ in CATEGORIES.values()}
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise GraderError(f"options.factuality has unknown keys {unknown}; use {sorted(known)}")
     scores = {}
-    for letter, (name, default, _) in CATEGORIES.items():
-        value = overrides.get(name, default)
+    for letter, (name, _) in CATEGORIES.items():
+        value = overrides.get(name, defaults[letter])
         number = parse_number(value)
         if number is None:
             raise GraderError(f"options.factuality.{name} must be a number, got {value!r}")
@@ -63,39 +64,34 @@ def parse_category(reply: Any) -> tuple[str, str]:
             raw = verdict.get("category")
             letter = str(raw).strip().strip("()").strip().upper() if isinstance(raw, str) else ""
             if letter not in CATEGORIES:
-                raise VerdictError(f"grader's category is not one of A-E: {raw!r}")
+                raise VerdictError(f"grader's category is not one of A-E: {raw!r}", VerdictProblem.INVALID)
             reason = verdict.get("reason")
             return letter, reason.strip() if isinstance(reason, str) and reason.strip() else ""
     text = str(reply)
     letters = {m.group(1) or m.group(2) for m in _LEGACY.finditer(text)}
     if not letters:
-        raise VerdictError("grader reply names no category: expected JSON {category, reason} or '(A)'..'(E)'")
+        raise VerdictError("grader reply names no category: expected JSON {category, reason} or '(A)'..'(E)'", VerdictProblem.MISSING)
     if len(letters) > 1:
-        raise VerdictError(f"grader reply names conflicting categories {sorted(letters)}")
+        raise VerdictError(f"grader reply names conflicting categories {sorted(letters)}", VerdictProblem.CONFLICTING)
     first = _LEGACY.search(text)
     after = text[first.end() :].lstrip(")").strip() if first else ""
     return letters.pop(), after
 
 
-@assertion("factuality", aliases=("model-graded-factuality",), handles_inverse=True, model_graded=True)
-async def factuality(ctx: AssertionContext) -> Grade:
-    ideal = ctx.value
-    if not isinstance(ideal, str) or not ideal.strip():
-        raise GraderError(f"{ctx.base_type} needs a string value (the expert answer)")
+@assertion(
+    "factuality", aliases=("model-graded-factuality",), grader="text", prompt="factuality",
+    value=ValueSpec("{base} needs a string value (the expert answer)", STRING),
+)
+async def factuality(ctx: AssertionContext, grader: GraderSession) -> Measure:
     if not ctx.prompt.strip():
         raise GraderError(f"{ctx.base_type} needs the prompt (the question), but the rendered prompt is empty")
-    scores = score_map(ctx)
+    scores = score_map(ctx, grader.scoring("factuality").choices)
     completion = try_parse(ctx.output_text)
-    variables = {**ctx.vars, "input": ctx.prompt, "ideal": ideal, "completion": completion}
+    variables = {**ctx.vars, "input": ctx.prompt, "ideal": ctx.value, "completion": completion}
     builtin = {"question_block": fence(ctx.prompt, "question"), "submission_block": fence(ctx.output_text, "submission")}
-    prompt, schema = grader_prompt(ctx, "factuality", variables, builtin)
-    tally = Tally()
-    reply = await ask(ctx, prompt, tally, schema=schema)
-    with tally.reading(reply):
+    prompt, schema = grader.prompt("factuality", variables, builtin)
+    reply = await grader.ask(prompt, schema=schema)
+    with grader.reading(reply):
         letter, reason = parse_category(reply)
-    score = scores[letter]
-    passed = score > 0 and (ctx.threshold is None or score >= ctx.threshold)
-    reason = reason or f"Category {letter}: {CATEGORIES[letter][2]}"
-    if ctx.inverse:
-        passed, score = not passed, min(1.0, max(0.0, 1.0 - score))
-    return tally.grade(passed, score, reason, metadata={"category": letter, "graderReply": excerpt(reply, 500)})
+    reason = reason or f"Category {letter}: {CATEGORIES[letter][1]}"
+    return Measure(scores[letter], reason, metadata={"category": letter, "graderReply": excerpt(reply, 500)})

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ci_grade.errors import GraderError, VerdictError
-from ci_grade.grading.context import AssertionContext, Grade
+from ci_grade.errors import GraderError, VerdictError, VerdictProblem
+from ci_grade.grading.context import AssertionContext, Measure
 from ci_grade.grading.grader_prompts import fence, try_parse
-from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
-from ci_grade.grading.model_graded.scoring import reaches
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import LIST, STRING, ValueSpec, assertion
+from ci_grade.grading.session import GraderSession, excerpt
 from ci_grade.grading.verdicts import extract, parse_number
-
-DEFAULT_THRESHOLD = 0.7
-MAX_SCORE = 10
 
 
 def criteria_of(value: Any) -> list[str]:
@@ -48,63 +44,58 @@ def overrides(ctx: AssertionContext) -> dict[str, Any]:
 def parse_steps(reply: Any) -> list[str]:
     steps = extract(reply, "steps").get("steps")
     if not isinstance(steps, list) or not steps or not all(isinstance(s, str) and s.strip() for s in steps):
-        raise VerdictError(f"grader's 'steps' must be a non-empty list of texts, got {excerpt(steps, 200)}")
+        raise VerdictError(f"grader's 'steps' must be a non-empty list of texts, got {excerpt(steps, 200)}", VerdictProblem.INVALID)
     return [s.strip() for s in steps]
 
 
-def parse_evaluation(reply: Any) -> tuple[float, str]:
+def parse_evaluation(reply: Any, scale: float) -> tuple[float, str]:
+    """(score on the grader's 0..scale range, reason) from an evaluation reply."""
     verdict = extract(reply, "score")
     raw = parse_number(verdict.get("score"))
-    if raw is None or not 0 <= raw <= MAX_SCORE:
-        raise VerdictError(f"grader's 'score' must be a number from 0 to {MAX_SCORE}, got {verdict.get('score')!r}")
+    if raw is None or not 0 <= raw <= scale:
+        raise VerdictError(f"grader's 'score' must be a number from 0 to {scale:g}, got {verdict.get('score')!r}", VerdictProblem.INVALID)
     reason = verdict.get("reason")
-    return raw, reason.strip() if isinstance(reason, str) and reason.strip() else f"Scored {raw:g}/{MAX_SCORE}"
+    return raw, reason.strip() if isinstance(reason, str) and reason.strip() else f"Scored {raw:g}/{scale:g}"
 
 
-async def grade_criterion(ctx: AssertionContext, criterion: str, custom: dict[str, Any], tally: Tally) -> tuple[float, str, list[str]]:
+async def grade_criterion(ctx: AssertionContext, grader: GraderSession, criterion: str, custom: dict[str, Any]) -> tuple[float, str, list[str]]:
     """(score 0..1, reason, steps) for one criterion: the steps call, then the evaluation call."""
-    steps_prompt, steps_schema = grader_prompt(ctx, "g-eval-steps", {"criteria": criterion}, override=custom.get("steps"), inherit=False)
-    steps_reply = await ask(ctx, steps_prompt, tally, schema=steps_schema, what="g-eval steps")
-    with tally.reading(steps_reply, "g-eval steps: "):
-        steps = parse_steps(steps_reply)
+    scale = grader.scoring("g-eval-evaluate").scale
+    steps_prompt, steps_schema = grader.prompt("g-eval-steps", {"criteria": criterion}, override=custom.get("steps"), inherit=False)
+    steps = await grader.read(steps_prompt, parse_steps, schema=steps_schema, what="g-eval steps", prefix="g-eval steps: ")
     variables = {
         "criteria": criterion,
         "steps": "\n- ".join(steps),
-        "maxScore": str(MAX_SCORE),
+        "maxScore": f"{scale:g}",
         "input": try_parse(ctx.prompt),
         "output": try_parse(ctx.output_text),
     }
     builtin = {"input_block": fence(ctx.prompt, "source"), "output_block": fence(ctx.output_text, "reply")}
-    prompt, schema = grader_prompt(ctx, "g-eval-evaluate", variables, builtin, override=custom.get("evaluate"), inherit=False)
-    reply = await ask(ctx, prompt, tally, schema=schema, what="g-eval evaluation")
-    with tally.reading(reply, "g-eval evaluation: "):
-        raw, reason = parse_evaluation(reply)
-    return raw / MAX_SCORE, reason, steps
+    prompt, schema = grader.prompt("g-eval-evaluate", variables, builtin, override=custom.get("evaluate"), inherit=False)
+    raw, reason = await grader.read(prompt, lambda reply: parse_evaluation(reply, scale), schema=schema, what="g-eval evaluation", prefix="g-eval evaluation: ")
+    return raw / scale, reason, steps
 
 
-@assertion("g-eval", handles_inverse=True, model_graded=True)
-async def g_eval(ctx: AssertionContext) -> Grade:
+@assertion(
+    "g-eval", grader="text", prompt="g-eval-evaluate", default_threshold=0.7,
+    value=ValueSpec("{type} needs a criterion: a non-empty string or a non-empty list of strings", (*STRING, *LIST)),
+)
+async def g_eval(ctx: AssertionContext, grader: GraderSession) -> Measure:
     criteria = criteria_of(ctx.value)
     if not ctx.prompt.strip():
         raise GraderError("g-eval needs the prompt (the source text the reply answers), but the rendered prompt is empty")
     custom = overrides(ctx)
-    threshold = DEFAULT_THRESHOLD if ctx.threshold is None else ctx.threshold
-    tally = Tally()
     scores: list[float] = []
     reasons: list[str] = []
     details: list[dict[str, Any]] = []
     for index, criterion in enumerate(criteria, 1):
         try:
-            score, reason, steps = await grade_criterion(ctx, criterion, custom, tally)
+            score, reason, steps = await grade_criterion(ctx, grader, criterion, custom)
         except GraderError as exc:
             if len(criteria) == 1:
                 raise
-            raise tally.error(f"g-eval criterion {index}/{len(criteria)} ({excerpt(criterion, 80)!r}) failed: {exc.reason}", exc.metadata) from None
+            raise grader.error(f"g-eval criterion {index}/{len(criteria)} ({excerpt(criterion, 80)!r}) failed: {exc.reason}", exc.metadata) from None
         scores.append(score)
         reasons.append(reason)
         details.append({"criterion": criterion, "score": score, "steps": steps, "reason": reason})
-    score = sum(scores) / len(scores)
-    passed = reaches(score, threshold) != ctx.inverse
-    if ctx.inverse:
-        score = 1.0 - score
-    return tally.grade(passed, score, "\n\n".join(reasons), metadata={"criteria": details, "threshold": threshold})
+    return Measure(sum(scores) / len(scores), "\n\n".join(reasons), metadata={"criteria": details, "threshold": ctx.effective_threshold})

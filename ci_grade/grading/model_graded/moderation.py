@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.model_graded.common import Tally, provider_for
-from ci_grade.grading.model_graded.scoring import inverted
 from ci_grade.grading.registry import assertion
+from ci_grade.grading.scoring import inverted
+from ci_grade.grading.session import GraderSession
 from ci_grade.providers.base import parse_chat_messages
 
 
@@ -36,15 +36,15 @@ def user_prompt(prompt: str) -> str:
     return prompt
 
 
-@assertion("moderation", handles_inverse=True, model_graded=True)
+@assertion("moderation", grader="moderation", handles_inverse=True)
 async def moderation(ctx: AssertionContext) -> Grade:
     wanted = categories(ctx)
     output = ctx.output_text
     if not output.strip():
         passed, score = inverted(True, 1.0, ctx.inverse)
         return Grade(passed, score, "No output to moderate")
-    provider = provider_for(ctx, "moderation")
-    tally = Tally()
+    tally = GraderSession(ctx)
+    provider = tally.provider("moderation")
     response = await provider.moderate(user_prompt(ctx.prompt), output)
     tally.add(response.token_usage, None, provider.describe())
     if response.error:

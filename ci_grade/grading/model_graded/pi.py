@@ -18,14 +18,13 @@ import httpx
 
 from ci_grade.errors import GraderError, TransientError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.model_graded.common import Tally
-from ci_grade.grading.model_graded.scoring import shown
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import STRING, ValueSpec, assertion
+from ci_grade.grading.scoring import shown
+from ci_grade.grading.session import Tally
 from ci_grade.providers.http_api import error_detail, excerpt
 from ci_grade.providers.retry import RETRYABLE_STATUS, RetryPolicy, retry_after_seconds, with_retries
 
 DEFAULT_BASE_URL = "https://api.withpi.ai/v1"
-DEFAULT_THRESHOLD = 0.5
 TIMEOUT_SECONDS = 120.0
 GRADER = "withpi:scoring_system"
 
@@ -72,11 +71,9 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-@assertion("pi", handles_inverse=True, model_graded=True)
+@assertion("pi", handles_inverse=True, model_graded=True, default_threshold=0.5, value=ValueSpec("{type} needs a value: the question to score the output against", STRING))
 async def pi(ctx: AssertionContext) -> Grade:
     question = ctx.value
-    if not isinstance(question, str) or not question.strip():
-        raise GraderError("pi needs a value: the question to score the output against")
     api_key = ctx.run.env.get("WITHPI_API_KEY")
     if not api_key:
         raise GraderError("pi needs a With Pi API key: set WITHPI_API_KEY")
@@ -93,7 +90,8 @@ async def pi(ctx: AssertionContext) -> Grade:
         raise tally.error(f"Pi scoring API reply has no numeric total_score: {excerpt(str(reply), 200)}")
     raw_named = reply.get("question_scores") or {}
     named = {str(k): v for k, v in raw_named.items() if _number(v) is not None} if isinstance(raw_named, dict) else {}
-    threshold = DEFAULT_THRESHOLD if ctx.threshold is None else ctx.threshold
+    threshold = ctx.effective_threshold
+    assert threshold is not None
     above = total > threshold
     reason = f"Pi score {total:.2f} is {'above' if above else 'not above'} threshold {shown(threshold)}"
     passed, score = (not above, 1.0 - total) if ctx.inverse else (above, total)

@@ -15,23 +15,22 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from ci_grade.errors import GraderError, InputRejected
-from ci_grade.grading.context import AssertionContext, Grade, output_as_text
+from ci_grade.grading.context import AssertionContext, Measure, output_as_text
 from ci_grade.grading.grader_prompts import fence, try_parse
-from ci_grade.grading.model_graded.common import Tally, ask, embed, grader_prompt
-from ci_grade.grading.model_graded.scoring import RAG_THRESHOLD, inverted, reaches, shown
 from ci_grade.grading.model_graded.similarity import cosine
 from ci_grade.grading.registry import assertion
+from ci_grade.grading.session import GraderSession
 
 QUESTIONS = 3
 T = TypeVar("T")
 
 
-async def all_or_first_error(calls: list[Awaitable[T]], tally: Tally) -> list[T]:
+async def all_or_first_error(calls: list[Awaitable[T]], grader: GraderSession) -> list[T]:
     """Run grader calls concurrently; once all are done, raise the first failure with the full usage."""
     results = await asyncio.gather(*calls, return_exceptions=True)
     for result in results:
         if isinstance(result, GraderError):
-            raise tally.error(result.reason, result.metadata)
+            raise grader.error(result.reason, result.metadata)
         if isinstance(result, BaseException):
             raise result
     return results  # type: ignore[return-value]
@@ -45,35 +44,29 @@ def question_from(reply: Any) -> str:
     return text
 
 
-@assertion("answer-relevance", handles_inverse=True, model_graded=True)
-async def answer_relevance(ctx: AssertionContext) -> Grade:
+@assertion("answer-relevance", grader="text", prompt="answer-relevance", default_threshold=0.5, csv_threshold=0.75)
+async def answer_relevance(ctx: AssertionContext, grader: GraderSession) -> Measure:
     query = ctx.vars.get("query")
     if not isinstance(query, str) or not query.strip():
         query = ctx.prompt
     if not query or not query.strip():
         raise GraderError("answer-relevance needs a query: set vars.query or use a non-empty prompt")
-    threshold = RAG_THRESHOLD if ctx.threshold is None else ctx.threshold
     variables = {"answer": try_parse(ctx.output_text)}
     answer_block = fence(ctx.output_text, "answer")
-    prompts = [grader_prompt(ctx, "answer-relevance", variables, {"answer_block": answer_block, "variant": i, "variants": QUESTIONS})[0] for i in range(1, QUESTIONS + 1)]
-    tally = Tally()
-    replies = await all_or_first_error([ask(ctx, prompt, tally, what="question generation") for prompt in prompts], tally)
+    prompts = [grader.prompt("answer-relevance", variables, {"answer_block": answer_block, "variant": i, "variants": QUESTIONS})[0] for i in range(1, QUESTIONS + 1)]
+    replies = await all_or_first_error([grader.ask(prompt, what="question generation") for prompt in prompts], grader)
     questions = [question_from(reply) for reply in replies]
     if not all(questions):
-        raise tally.error("question generation returned an empty question", {"generatedQuestions": questions})
-    vectors = await all_or_first_error([embed(ctx, text, tally) for text in (query, *questions)], tally)
+        raise grader.error("question generation returned an empty question", {"generatedQuestions": questions})
+    vectors = await all_or_first_error([grader.embed(text) for text in (query, *questions)], grader)
     try:
         similarities = [cosine(vectors[0], vector) for vector in vectors[1:]]
     except InputRejected as exc:
-        raise tally.error(f"answer-relevance: {exc}") from None
+        raise grader.error(f"answer-relevance: {exc}") from None
     score = sum(similarities) / len(similarities)
-    passed = reaches(score, threshold)
-    relation = "greater than or equal to" if passed else "less than"
-    reason = f"Relevance {score:.2f} is {relation} threshold {shown(threshold)}"
-    passed, final = inverted(passed, score, ctx.inverse)
     metadata = {
         "generatedQuestions": [{"question": q, "similarity": s} for q, s in zip(questions, similarities, strict=True)],
         "averageSimilarity": score,
-        "threshold": threshold,
+        "threshold": ctx.effective_threshold,
     }
-    return tally.grade(passed, final, reason, metadata=metadata)
+    return Measure(score, f"Relevance {score:.2f} is {{relation}} threshold {{threshold}}", metadata=metadata)

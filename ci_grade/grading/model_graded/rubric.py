@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ci_grade.errors import GraderError, VerdictError
-from ci_grade.grading.context import AssertionContext, Grade
+from ci_grade.errors import GraderError, VerdictError, VerdictProblem
+from ci_grade.grading.context import AssertionContext, Measure
 from ci_grade.grading.grader_prompts import fence, try_parse
-from ci_grade.grading.model_graded.common import Tally, ask, excerpt, grader_prompt
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import MAPPING, STRING, ValueSpec, assertion
+from ci_grade.grading.session import GraderSession, excerpt
 from ci_grade.grading.verdicts import extract, parse_bool, parse_number
 
 
@@ -36,35 +36,34 @@ def parse_rubric_verdict(reply: Any) -> dict[str, Any]:
     try:
         return extract(reply, "pass", compare=("pass", "score"))
     except VerdictError as first:
-        if "no JSON object with 'pass'" not in str(first) and "no 'pass' field" not in str(first):
+        if first.problem is not VerdictProblem.MISSING:
             raise
         try:
             return extract(reply, "score")
         except VerdictError as second:
-            if "no JSON object with 'score'" in str(second) or "no 'score' field" in str(second):
+            if second.problem is VerdictProblem.MISSING:
                 raise first from None
             raise
 
 
 def judge(verdict: dict[str, Any], threshold: float | None) -> tuple[bool, float, str]:
-    """promptfoo's pass/score rules over a parsed verdict (strict about unreadable values)."""
+    """promptfoo's pass/score rules over a parsed verdict (strict about unreadable values):
+    (the grader's pass, the score, the reason as the verdict under `threshold` explains it)."""
     raw_pass = verdict.get("pass")
     passed = True if raw_pass is None else parse_bool(raw_pass)
     if passed is None:
-        raise VerdictError(f"grader's 'pass' is not true or false: {raw_pass!r}")
+        raise VerdictError(f"grader's 'pass' is not true or false: {raw_pass!r}", VerdictProblem.INVALID)
     raw_score = verdict.get("score")
     if raw_score is None:
         score = 1.0 if passed else 0.0
     else:
         parsed = parse_number(raw_score)
         if parsed is None:
-            raise VerdictError(f"grader's 'score' is not a number: {raw_score!r}")
+            raise VerdictError(f"grader's 'score' is not a number: {raw_score!r}", VerdictProblem.INVALID)
         score = parsed
-    if threshold is not None:
-        passed = passed and score >= threshold
     reason = verdict.get("reason")
     if not isinstance(reason, str) or not reason.strip():
-        if passed:
+        if passed and (threshold is None or score >= threshold):
             reason = "Grading passed"
         elif threshold is not None and score < threshold:
             reason = f"Score {score:g} is below the threshold {threshold:g}"
@@ -73,25 +72,23 @@ def judge(verdict: dict[str, Any], threshold: float | None) -> tuple[bool, float
     return passed, score, reason
 
 
-async def grade_rubric(ctx: AssertionContext, template: str) -> Grade:
-    """Shared by llm-rubric-style assertions: render, ask, parse, apply threshold and `not-`."""
+def rubric_prompt(ctx: AssertionContext, session: GraderSession, template: str) -> tuple[str, dict[str, Any] | None]:
+    """The llm-rubric-style prompt (`template`) for this output, rubric, guidance and examples."""
     rubric = ctx.value if ctx.value is not None else ""
-    if not isinstance(rubric, str | dict):
-        raise GraderError(f"{ctx.type} needs a string or mapping value (the rubric)")
     guidance, examples = grader_guidance(ctx)
     variables = {**ctx.vars, "output": try_parse(ctx.output_text), "rubric": rubric}
     rubric_text = rubric if isinstance(rubric, str) else json.dumps(rubric, ensure_ascii=False)
     builtin = {"output_block": fence(ctx.output_text), "rubric": rubric_text, "guidance": guidance, "examples": examples}
-    prompt, schema = grader_prompt(ctx, template, variables, builtin)
-    tally = Tally()
-    reply = await ask(ctx, prompt, tally, schema=schema)
-    with tally.reading(reply):
+    return session.prompt(template, variables, builtin)
+
+
+@assertion(
+    "llm-rubric", grader="text", prompt="llm-rubric",
+    value=ValueSpec("{type} needs a string or mapping value (the rubric)", (*STRING, *MAPPING), required=False),
+)
+async def llm_rubric(ctx: AssertionContext, grader: GraderSession) -> Measure:
+    prompt, schema = rubric_prompt(ctx, grader, "llm-rubric")
+    reply = await grader.ask(prompt, schema=schema)
+    with grader.reading(reply):
         passed, score, reason = judge(parse_rubric_verdict(reply), ctx.threshold)
-    if ctx.inverse:
-        passed, score = not passed, min(1.0, max(0.0, 1.0 - score))
-    return tally.grade(passed, score, reason, metadata={"graderReply": excerpt(reply, 500)})
-
-
-@assertion("llm-rubric", handles_inverse=True, model_graded=True)
-async def llm_rubric(ctx: AssertionContext) -> Grade:
-    return await grade_rubric(ctx, "llm-rubric")
+    return Measure(score, reason, verdict=passed, metadata={"graderReply": excerpt(reply, 500)})

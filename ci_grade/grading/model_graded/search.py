@@ -11,41 +11,34 @@ its web search tool). The reply must carry a boolean `pass`; threshold and `not-
 
 from __future__ import annotations
 
-from ci_grade.errors import GraderError, VerdictError
-from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.grader_prompts import fence, try_parse
-from ci_grade.grading.model_graded.common import Tally, call_grader, excerpt, grader_prompt
-from ci_grade.grading.model_graded.rubric import grader_guidance, judge
-from ci_grade.grading.registry import assertion
+from ci_grade.errors import VerdictError, VerdictProblem
+from ci_grade.grading.context import AssertionContext, Measure
+from ci_grade.grading.model_graded.rubric import judge, rubric_prompt
+from ci_grade.grading.registry import STRING, ValueSpec, assertion
+from ci_grade.grading.session import GraderSession, excerpt
 from ci_grade.grading.verdicts import extract, parse_bool
 
 
-@assertion("search-rubric", handles_inverse=True, model_graded=True)
-async def search_rubric(ctx: AssertionContext) -> Grade:
-    rubric = ctx.value
-    if not isinstance(rubric, str) or not rubric.strip():
-        raise GraderError("search-rubric needs a string value (the rubric to check with web search)")
-    guidance, examples = grader_guidance(ctx)
-    variables = {**ctx.vars, "output": try_parse(ctx.output_text), "rubric": rubric}
-    builtin = {"output_block": fence(ctx.output_text), "rubric": rubric, "guidance": guidance, "examples": examples}
-    prompt, _ = grader_prompt(ctx, "search-rubric", variables, builtin)
+@assertion(
+    "search-rubric", grader="text", prompt="search-rubric",
+    value=ValueSpec("{type} needs a string value (the rubric to check with web search)", STRING),
+)
+async def search_rubric(ctx: AssertionContext, grader: GraderSession) -> Measure:
+    prompt, _ = rubric_prompt(ctx, grader, "search-rubric")
     provider, searching = ctx.run.graders.resolve_search(ctx.grader_ref, ctx.type)
-    tally = Tally()
-    response = await call_grader(ctx, prompt, tally, provider=provider)
+    response = await grader.call(prompt, provider=provider)
     reply = response.output
-    with tally.reading(reply, searchProvider=provider.describe()):
+    with grader.reading(reply, searchProvider=provider.describe()):
         verdict = extract(reply, "pass", compare=("pass", "score"))
         if parse_bool(verdict.get("pass")) is None:
-            raise VerdictError(f"grader's 'pass' is not true or false: {verdict.get('pass')!r}")
+            raise VerdictError(f"grader's 'pass' is not true or false: {verdict.get('pass')!r}", VerdictProblem.INVALID)
         passed, score, reason = judge(verdict, ctx.threshold)
     if not searching:
         reason = f"{reason} (graded by {provider.describe()}, which has no web search tool: the verdict rests on the grader's own knowledge)"
-    if ctx.inverse:
-        passed, score = not passed, min(1.0, max(0.0, 1.0 - score))
     metadata = {
         "graderReply": excerpt(reply, 500),
         "searchProvider": provider.describe(),
         "webSearch": searching,
         "searchResults": list(response.metadata.get("searchResults") or []),
     }
-    return tally.grade(passed, score, reason, metadata=metadata)
+    return Measure(score, reason, verdict=passed, metadata=metadata)

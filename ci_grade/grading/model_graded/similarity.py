@@ -17,11 +17,10 @@ from typing import Any
 
 from ci_grade.errors import GraderError, InputRejected
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.model_graded.common import Tally, embed
-from ci_grade.grading.model_graded.scoring import EPSILON, reaches, shown
-from ci_grade.grading.registry import assertion
+from ci_grade.grading.registry import ValueSpec, assertion
+from ci_grade.grading.scoring import EPSILON, reaches, shown
+from ci_grade.grading.session import GraderSession
 
-DEFAULT_THRESHOLD = 0.75
 METRICS = {"similar": "cosine", "similar:cosine": "cosine", "similar:dot": "dot", "similar:euclidean": "euclidean"}
 
 
@@ -89,11 +88,11 @@ def judge(metric: str, measure: float, threshold: float, inverse: bool, expected
     return Comparison(expected, measure, similar != inverse, 1.0 - measure if inverse else measure, reason)
 
 
+_EXPECTED = ValueSpec("{type} needs a value: the expected text (or a list of texts) to compare the output with", blank=True)
+
+
 def expected_values(ctx: AssertionContext) -> list[str]:
-    value = ctx.value
-    values = value if isinstance(value, list) else [value]
-    if value is None or value == "" or not values:
-        raise GraderError(f"{ctx.type} needs a value: the expected text (or a list of texts) to compare the output with")
+    values = ctx.value if isinstance(ctx.value, list) else [ctx.value]
     for item in values:
         if not isinstance(item, str) or not item:
             raise GraderError(f"{ctx.type} values must be non-empty strings, got {item!r}")
@@ -102,13 +101,14 @@ def expected_values(ctx: AssertionContext) -> list[str]:
 
 async def grade_similarity(ctx: AssertionContext, metric: str) -> Grade:
     values = expected_values(ctx)
-    threshold = DEFAULT_THRESHOLD if ctx.threshold is None else ctx.threshold
-    tally = Tally()
-    output_vector = await embed(ctx, ctx.output_text, tally)
+    threshold = ctx.effective_threshold
+    assert threshold is not None
+    tally = GraderSession(ctx)
+    output_vector = await tally.embed(ctx.output_text)
     measure_of = {"cosine": cosine, "dot": dot, "euclidean": euclidean}[metric]
     compared: list[Comparison] = []
     for expected in values:
-        vector = await embed(ctx, expected, tally)
+        vector = await tally.embed(expected)
         try:
             measure = measure_of(output_vector, vector)
         except InputRejected as exc:
@@ -150,7 +150,7 @@ def _register(name: str) -> None:
         return await grade_similarity(ctx, metric)
 
     handler.__name__ = f"similar_{metric}" if name != "similar" else "similar"
-    assertion(name, handles_inverse=True, model_graded=True)(handler)
+    assertion(name, grader="embedding", handles_inverse=True, default_threshold=0.75, csv_threshold=0.8 if name == "similar" else None, value=_EXPECTED)(handler)
 
 
 for _name in METRICS:
