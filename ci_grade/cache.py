@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ci_grade import redact
 from ci_grade.redact import is_secret_name
 
 DEFAULT_TTL_SECONDS = 14 * 24 * 3600
@@ -57,7 +58,8 @@ class ResponseCache:
         return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        """Store atomically; a full disk or read-only folder only costs the cache, never the run."""
+        """Store atomically, secrets masked; a full disk or read-only folder only costs the cache, never the run."""
+        value = redact.data(value)
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

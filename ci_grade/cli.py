@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from ci_grade import __version__
-from ci_grade.errors import CiGradeError, ExitCode
+from ci_grade.errors import CiGradeError, ExitCode, exit_code_of
 
 # Each command module offers `add_parser(subparsers)` and `main(args) -> int`.
 COMMANDS = ("ci_grade.commands.eval_cmd", "ci_grade.commands.compare_cmd", "ci_grade.commands.baseline_cmd", "ci_grade.commands.action_cmd")
@@ -39,28 +39,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return ExitCode.USAGE
+    from ci_grade import redact
+
+    with redact.use(redact.Redactor.from_env()):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's exit code; errors are one line on stderr, secrets masked."""
+    from ci_grade import redact
+
     verbose = bool(getattr(args, "verbose", False))
     try:
         return int(args.handler(args))
     except CiGradeError as exc:
-        sys.stderr.write(f"ci-grade: error: {_redacted(str(exc))}\n")
-        return int(exc.exit_code)
-    except KeyboardInterrupt:
+        sys.stderr.write(f"ci-grade: error: {redact.text(str(exc))}\n")
+        return int(exit_code_of(exc))
+    except KeyboardInterrupt as exc:
         sys.stderr.write("ci-grade: interrupted\n")
-        return ExitCode.INFRASTRUCTURE
+        return int(exit_code_of(exc))
     except Exception as exc:
         if verbose:
             import traceback
 
-            sys.stderr.write(_redacted(traceback.format_exc()))
-        sys.stderr.write(f"ci-grade: internal error: {type(exc).__name__}: {_redacted(str(exc))} (rerun with --verbose for details)\n")
-        return ExitCode.INFRASTRUCTURE
-
-
-def _redacted(text: str) -> str:
-    from ci_grade.redact import Redactor
-
-    return Redactor.from_env().text(text)
+            sys.stderr.write(redact.text(traceback.format_exc()))
+        sys.stderr.write(f"ci-grade: internal error: {type(exc).__name__}: {redact.text(str(exc))} (rerun with --verbose for details)\n")
+        return int(exit_code_of(exc))
 
 
 if __name__ == "__main__":

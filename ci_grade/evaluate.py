@@ -13,14 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ci_grade import __version__, preflight
+from ci_grade import __version__, preflight, redact
 from ci_grade.cache import ResponseCache
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
 from ci_grade.grading import registry
 from ci_grade.plan import Plan, PlanOptions, build_plan
-from ci_grade.redact import Redactor
 from ci_grade.report import outputs
 from ci_grade.report.console import Progress
 from ci_grade.results.models import EvalRun
@@ -51,7 +50,6 @@ class EvalOutcome:
     run: EvalRun
     loaded: LoadedConfig
     env: dict[str, str]
-    redactor: Redactor
     output_paths: list[str]
 
     @property
@@ -120,8 +118,9 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             grader=grader,
         ),
     )
-    redactor = Redactor.from_env(env)
-    redactor.collect(loaded.raw)
+    secrets = redact.current()
+    secrets.learn_env(env)
+    secrets.collect(loaded.raw)
     run_options = RunOptions(
         env=env,
         base_dir=loaded.base_dir,
@@ -144,7 +143,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
     run.warnings = list(loaded.warnings)
-    return EvalOutcome(run=run, loaded=loaded, env=env, redactor=redactor, output_paths=paths)
+    return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths)
 
 
 def _run_to_completion(plan: Plan, options: RunOptions) -> EvalRun:

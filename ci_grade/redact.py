@@ -1,17 +1,24 @@
-"""Keep secrets out of everything ci-grade writes: logs, results files, reports, PR comments.
+"""Keep secrets out of everything ci-grade writes: logs, results files, reports, caches, PR comments.
 
 Two layers: values of secret-looking keys (`apiKey`, `Authorization`, `token`, ...) are replaced
 wherever they appear in structured data, and the values of secret-looking environment variables
 (and any key found in the config) are replaced wherever they appear in text, so a model that
 echoes a key, or an error message that quotes one, is still masked.
+
+Redaction happens at the sinks: every writer (result files, reports, the baseline store, the
+response cache, the terminal, the GitHub client) masks what it is about to write with
+`current()`, the redactor of the command being run (`use` installs it), before any truncation,
+so a secret is never cut in half. Stages before the sinks never see a redactor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 MASK = "***"
@@ -35,6 +42,10 @@ class Redactor:
     def from_env(cls, env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> Redactor:
         env = os.environ if env is None else env
         return cls([v for k, v in env.items() if is_secret_name(k) and v] + list(extra))
+
+    def learn_env(self, env: Mapping[str, str]) -> None:
+        """Learn the values of secret-looking variables in `env`."""
+        self.add(v for k, v in env.items() if is_secret_name(k) and v)
 
     def add(self, secrets: Iterable[str]) -> None:
         """Learn secret values (and their JSON-escaped spelling, as they appear in JSON files)."""
@@ -77,3 +88,31 @@ class Redactor:
         if isinstance(value, list):
             return [self.data(v) for v in value]
         return value
+
+
+_current: ContextVar[Redactor | None] = ContextVar("ci_grade_redactor", default=None)
+
+
+def current() -> Redactor:
+    """The redactor of the running command; outside one, a redactor for the process environment."""
+    return _current.get() or Redactor.from_env()
+
+
+@contextlib.contextmanager
+def use(redactor: Redactor) -> Iterator[Redactor]:
+    """Make `redactor` the one every sink uses, for the duration of the block."""
+    token = _current.set(redactor)
+    try:
+        yield redactor
+    finally:
+        _current.reset(token)
+
+
+def text(value: str) -> str:
+    """`value` with the current redactor's secrets masked."""
+    return current().text(value)
+
+
+def data(value: Any) -> Any:
+    """A copy of `value` with secret-named fields and known secret values masked."""
+    return current().data(value)

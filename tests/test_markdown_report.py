@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from ci_grade import redact
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
@@ -152,7 +153,8 @@ def test_tiny_limits_still_give_the_verdict() -> None:
 
 def test_secrets_are_masked() -> None:
     run = run_of(row("leaky", 0.0, reason="the key is sk-secret-123456", output="token sk-secret-123456"))
-    md = render_markdown(run, compare(run, None, GatePolicy()), redactor=Redactor(["sk-secret-123456"]))
+    with redact.use(Redactor(["sk-secret-123456"])):
+        md = render_markdown(run, compare(run, None, GatePolicy()))
     assert "sk-secret" not in md and "the key is \\*\\*\\*" in md
 
 

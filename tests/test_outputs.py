@@ -6,12 +6,14 @@ import csv
 import io
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import xmlschema
 
+from ci_grade import redact
 from ci_grade.evaluate import EvalOptions, evaluate
 from ci_grade.redact import Redactor
 from ci_grade.report import outputs
@@ -54,19 +56,19 @@ tests:
 
 
 @pytest.fixture
-def evaluated(tmp_path: Path, openai_env: LLMServer, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Any]:
+def evaluated(tmp_path: Path, openai_env: LLMServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Any]]:
     openai_env.on_chat("boom", {"error": {"message": "model overloaded (bad request)"}}, status=400)
     openai_env.on_chat("alpha", "alpha answer", usage={"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7})
     openai_env.on_chat("beta", "beta answer Q", usage={"prompt_tokens": 6, "completion_tokens": 3, "total_tokens": 9})
     write(tmp_path / "promptfooconfig.yaml", CONFIG)
     monkeypatch.chdir(tmp_path)
-    outcome = evaluate(EvalOptions(progress=False))
-    return tmp_path, outcome
+    with redact.use(Redactor()):  # the secrets evaluate learns (the config's keys) stay known to the writers
+        yield tmp_path, evaluate(EvalOptions(progress=False))
 
 
 def test_json_has_promptfoos_shape(evaluated: tuple[Path, Any]) -> None:
     folder, outcome = evaluated
-    data = json.loads(outputs.render(folder / "r.json", outcome.run, outcome.config_for_output, outcome.redactor))
+    data = json.loads(outputs.render(folder / "r.json", outcome.run, outcome.config_for_output))
     summary = data["results"]
     assert summary["version"] == 3
     rows = summary["results"]
@@ -121,7 +123,8 @@ def _essentials(run: EvalRun) -> list[dict[str, Any]]:
 
 def test_json_reads_back_losslessly(evaluated: tuple[Path, Any]) -> None:
     folder, outcome = evaluated
-    text = outputs.render(folder / "r.json", outcome.run, outcome.config_for_output, Redactor())
+    with redact.use(Redactor()):  # no secrets known: what is written reads back unchanged
+        text = outputs.render(folder / "r.json", outcome.run, outcome.config_for_output)
     back = from_promptfoo(json.loads(text))
     assert _essentials(back) == _essentials(outcome.run)
     assert (back.stats.successes, back.stats.failures, back.stats.errors) == (outcome.run.stats.successes, outcome.run.stats.failures, 2)
@@ -130,7 +133,7 @@ def test_json_reads_back_losslessly(evaluated: tuple[Path, Any]) -> None:
 
 def test_jsonl_has_one_row_per_line(evaluated: tuple[Path, Any]) -> None:
     folder, outcome = evaluated
-    lines = outputs.render(folder / "r.jsonl", outcome.run, None, outcome.redactor).splitlines()
+    lines = outputs.render(folder / "r.jsonl", outcome.run, None).splitlines()
     assert len(lines) == 12
     rows = [json.loads(line) for line in lines]
     assert [r["testId"] for r in rows] == [r.test_id for r in outcome.run.results]
@@ -140,7 +143,7 @@ def test_jsonl_has_one_row_per_line(evaluated: tuple[Path, Any]) -> None:
 @pytest.mark.parametrize("name", ["r.junit.xml", "r.xml"])
 def test_junit_validates_and_carries_reasons(evaluated: tuple[Path, Any], name: str) -> None:
     folder, outcome = evaluated
-    text = outputs.render(folder / name, outcome.run, None, outcome.redactor)
+    text = outputs.render(folder / name, outcome.run, None)
     xmlschema.XMLSchema(str(JUNIT_XSD)).validate(text)
     root = ET.fromstring(text)
     suites = root.findall("testsuite")
@@ -166,7 +169,7 @@ def test_junit_validates_and_carries_reasons(evaluated: tuple[Path, Any], name: 
 
 def test_markdown_and_csv(evaluated: tuple[Path, Any]) -> None:
     folder, outcome = evaluated
-    markdown = outputs.render(folder / "r.md", outcome.run, None, outcome.redactor)
+    markdown = outputs.render(folder / "r.md", outcome.run, None)
     lines = markdown.splitlines()
     assert lines[0] == "# ci-grade results: outputs"
     stats = outcome.run.stats
@@ -177,7 +180,7 @@ def test_markdown_and_csv(evaluated: tuple[Path, Any]) -> None:
     assert "| FAIL | beta fails on a reason | Q {{q}} | mirror | 0.33 | Expected output" in markdown
     assert all(line.count(" | ") == 5 for line in table)  # no cell breaks the table
 
-    rows = list(csv.DictReader(io.StringIO(outputs.render(folder / "r.csv", outcome.run, None, outcome.redactor))))
+    rows = list(csv.DictReader(io.StringIO(outputs.render(folder / "r.csv", outcome.run, None))))
     assert len(rows) == 12
     assert list(rows[0].keys())[:2] == ["test_id", "description"]
     assert {"q", "key", "prompt", "provider", "status", "score", "reason", "output"} <= rows[0].keys()

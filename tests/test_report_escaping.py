@@ -14,6 +14,7 @@ import cmarkgfm
 import pytest
 from cmarkgfm.cmark import Options
 
+from ci_grade import redact
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
@@ -170,7 +171,8 @@ def test_many_huge_failures_fit_the_comment_and_the_summary() -> None:
 
 def test_secrets_are_masked_before_escaping() -> None:
     head = run_of(row("k", 0.0, reason="key=sk-abc|def-123456 leaked", output="sk-abc|def-123456"))
-    md = render_markdown(head, compare(head, None, GatePolicy()), redactor=Redactor(["sk-abc|def-123456"]))
+    with redact.use(Redactor(["sk-abc|def-123456"])):
+        md = render_markdown(head, compare(head, None, GatePolicy()))
     assert "sk-abc" not in md and "key=\\*\\*\\* leaked" in md
 
 
@@ -193,11 +195,11 @@ def test_secrets_are_masked_before_escaping() -> None:
     ],
 )
 def test_inline_escaping(raw: str, escaped: str) -> None:
-    assert Escaper(Redactor()).inline(raw) == escaped
+    assert Escaper().inline(raw) == escaped
 
 
 def test_inline_clips_before_escaping() -> None:
-    out = Escaper(Redactor()).inline("<" * 50, limit=10)
+    out = Escaper().inline("<" * 50, limit=10)
     assert out == "&lt;" * 9 + "…"
 
 

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from ci_grade.github.event import ActionEvent
     from ci_grade.github.inputs import ActionInputs
     from ci_grade.github.workflow_commands import WorkflowCommands
-    from ci_grade.redact import Redactor
     from ci_grade.results.models import EvalRun
 
 def add_parser(subparsers: Any) -> None:
@@ -30,6 +29,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ci_grade import redact
     from ci_grade.errors import CiGradeError
     from ci_grade.github.event import ActionEvent
     from ci_grade.github.inputs import read_inputs
@@ -42,6 +42,7 @@ def main(args: argparse.Namespace) -> int:
     inputs = None
     try:
         inputs = read_inputs(env)
+        redact.current().add([inputs.github_token or ""])
         return run_action(commands, env, event, inputs)
     except CiGradeError as exc:
         report_failure(commands, env, event, inputs, exc)
@@ -82,7 +83,7 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
     )
     graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace)
     marker = marker_for(inputs.comment_title)
-    report = graded.redactor.text(render_markdown(graded.run, graded.comparison, title=inputs.comment_title, marker=marker, redactor=graded.redactor))
+    report = render_markdown(graded.run, graded.comparison, title=inputs.comment_title, marker=marker)
     comment_url, comment_problem = publish_comment(commands, event, inputs, report, marker)
     warnings = [comment_problem] if comment_problem else []
     if inputs.baseline and not graded.comparison.has_baseline:
@@ -93,14 +94,14 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         from ci_grade.github.env_files import SUMMARY_LIMIT_BYTES, append_summary
 
         # The summary allows 1 MiB where a comment allows 65,536 characters: render it at its own size.
-        note = warning_note(comment_problem, graded.redactor)
-        summary = render_markdown(graded.run, graded.comparison, title=inputs.comment_title, redactor=graded.redactor, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()))
-        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), graded.redactor.text(summary) + note)
+        note = warning_note(comment_problem)
+        summary = render_markdown(graded.run, graded.comparison, title=inputs.comment_title, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()))
+        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary + note)
     if env.get("GITHUB_OUTPUT"):
         from ci_grade.github.env_files import write_outputs
 
         values = step_outputs(graded, event.workspace, comment_url)
-        write_outputs(Path(env["GITHUB_OUTPUT"]), {k: graded.redactor.text(v) for k, v in values.items()})
+        write_outputs(Path(env["GITHUB_OUTPUT"]), values)
     return ExitCode.GATE_FAILED if graded.comparison.gate_failed else ExitCode.OK
 
 
@@ -109,13 +110,13 @@ class Graded(NamedTuple):
 
     run: EvalRun
     comparison: Comparison
-    redactor: Redactor
     results_path: Path
     junit_path: Path
 
 
 def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path) -> Graded:
     """Run the eval in the working directory, compare with the baseline, write the results files."""
+    from ci_grade import redact
     from ci_grade.errors import ConfigError
     from ci_grade.evaluate import EvalOptions, evaluate
     from ci_grade.gate.compare import compare
@@ -137,16 +138,15 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
             if exc.file:  # keep the message as written, but make the path usable outside this folder
                 exc.file = str(Path(exc.file).resolve())
             raise
-        run, redactor = outcome.run, outcome.redactor
-        redactor.add([inputs.github_token or ""])
+        run = outcome.run
         comparison = compare(run, baseline, policy)
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
-        written = outputs.write_outputs(paths, run, outcome.config_for_output, redactor, regressions=comparison.regression_notes())
+        written = outputs.write_outputs(paths, run, outcome.config_for_output, regressions=comparison.regression_notes())
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
-            print(console.summary(run, redactor))
-            print(f"verdict: {comparison.verdict}: {redactor.text(comparison.reason)}", flush=True)
-        return Graded(run, comparison, redactor, Path(inputs.results_path).resolve(), Path(inputs.junit_path).resolve())
+            print(console.summary(run))
+            print(redact.text(f"verdict: {comparison.verdict}: {comparison.reason}"), flush=True)
+        return Graded(run, comparison, Path(inputs.results_path).resolve(), Path(inputs.junit_path).resolve())
 
 
 def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: ActionInputs, report: str, marker: str) -> tuple[str, str | None]:
@@ -179,13 +179,9 @@ def emit_annotations(commands: WorkflowCommands, graded: Graded, warnings: list[
     """Warnings about the run first (they are few and matter), then one annotation per failing test."""
     from ci_grade.github.annotations import annotate, findings
 
-    redact = graded.redactor.text
     for text in warnings:
-        commands.warning(redact(text), title="ci-grade")
+        commands.warning(text, title="ci-grade")
     items = findings(graded.run, graded.comparison.regression_notes(), workdir, workspace)
-    for item in items:
-        item.lines = [redact(line) for line in item.lines]
-        item.name = redact(item.name)
     annotate(commands, items, "error" if graded.comparison.gate_failed else "warning")
 
 
@@ -217,39 +213,38 @@ def step_outputs(graded: Graded, workspace: Path, comment_url: str) -> dict[str,
     }
 
 
-def warning_note(problem: str | None, redactor: Redactor) -> str:
+def warning_note(problem: str | None) -> str:
     """A GitHub-style warning block for the job summary (empty without a problem)."""
     from ci_grade.report.markdown_escape import Escaper
 
-    return f"\n> [!WARNING]\n> {Escaper(redactor).inline(problem, limit=1000)}\n" if problem else ""
+    return f"\n> [!WARNING]\n> {Escaper().inline(problem, limit=1000)}\n" if problem else ""
 
 
 def report_failure(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs | None, exc: Exception) -> None:
     """A run that could not complete: an error annotation (at the config line when known), the
     sticky comment (so it never shows a stale result) and the job summary say why."""
+    from ci_grade import redact
     from ci_grade.errors import ConfigError
     from ci_grade.github.annotations import workspace_path
     from ci_grade.github.comment import marker_for
-    from ci_grade.redact import Redactor
     from ci_grade.report.markdown_escape import Escaper
 
-    redactor = Redactor.from_env(env)
-    message = redactor.text(str(exc))
+    message = redact.text(str(exc))
     file = line = None
     if isinstance(exc, ConfigError) and exc.file:
         file = workspace_path(exc.file, Path.cwd(), event.workspace)
         line = exc.line if file else None
     commands.annotate("error", message, file=file, line=line, title="ci-grade could not run")
     title = inputs.comment_title if inputs else "ci-grade"
-    report = f"### {Escaper(redactor).inline(title, limit=200)}: could not run\n\n{Escaper(redactor).inline(message, limit=4000)}\n"
+    report = f"### {Escaper().inline(title, limit=200)}: could not run\n\n{Escaper().inline(message, limit=4000)}\n"
     problem = None
     if inputs is not None:
         marker = marker_for(inputs.comment_title)
-        _, problem = publish_comment(commands, event, inputs, redactor.text(f"{report}\n{marker}\n"), marker)
+        _, problem = publish_comment(commands, event, inputs, f"{report}\n{marker}\n", marker)
         if problem:
             commands.warning(problem, title="ci-grade")
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         from ci_grade.github.env_files import append_summary
 
-        append_summary(Path(summary_path), report + warning_note(problem, redactor))
+        append_summary(Path(summary_path), report + warning_note(problem))

@@ -26,7 +26,6 @@ def main(args: argparse.Namespace) -> int:
     from ci_grade.commands.shared import gate_policy, read_baseline
     from ci_grade.errors import ExitCode, UsageError
     from ci_grade.gate.compare import compare
-    from ci_grade.redact import Redactor
     from ci_grade.report.gate_summary import terminal_summary
     from ci_grade.report.outputs import write_reports
     from ci_grade.results.promptfoo import read_results
@@ -37,9 +36,8 @@ def main(args: argparse.Namespace) -> int:
     policy = gate_policy(args)
     run = read_results(args.results)
     comparison = compare(run, read_baseline(args.baseline, Path.cwd()), policy)
-    redactor = Redactor.from_env()
-    written = write_reports(args.output, run, comparison, redactor, args.title, json_is_comparison=True)
-    print(terminal_summary(comparison, redactor))
+    written = write_reports(args.output, run, comparison, args.title, json_is_comparison=True)
+    print(terminal_summary(comparison))
     for path in written:
         print(f"  wrote {path}")
     return ExitCode.GATE_FAILED if comparison.gate_failed else ExitCode.OK

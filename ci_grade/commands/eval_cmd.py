@@ -22,6 +22,7 @@ def main(args: argparse.Namespace) -> int:
     results (`.md` is the gate report when `--baseline` is given), and exit per the gate."""
     from pathlib import Path
 
+    from ci_grade import redact
     from ci_grade.commands.shared import eval_options, gate_policy, read_baseline
     from ci_grade.errors import ExitCode
     from ci_grade.evaluate import evaluate
@@ -36,17 +37,17 @@ def main(args: argparse.Namespace) -> int:
     baseline = read_baseline(args.baseline, Path.cwd())
     outcome = evaluate(eval_options(args))
     for warning in outcome.run.warnings:
-        sys.stderr.write(f"warning: {outcome.redactor.text(warning)}\n")
+        sys.stderr.write(f"warning: {redact.text(warning)}\n")
     comparison = compare(outcome.run, baseline, policy)
     if args.baseline:
-        written = write_reports(outcome.output_paths, outcome.run, comparison, outcome.redactor, args.title, config=outcome.config_for_output)
+        written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output)
     else:
-        written = outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output, outcome.redactor)
+        written = outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output)
     if args.save_baseline:
-        save_baseline(baseline_from_run(outcome.run), Path(args.save_baseline), redactor=outcome.redactor)
+        save_baseline(baseline_from_run(outcome.run), Path(args.save_baseline))
         written.append(Path(args.save_baseline))
-    print(console.summary(outcome.run, outcome.redactor))
-    print(terminal_summary(comparison, outcome.redactor))
+    print(console.summary(outcome.run))
+    print(terminal_summary(comparison))
     for path in written:
         print(f"  wrote {path}")
     return ExitCode.GATE_FAILED if comparison.gate_failed else ExitCode.OK

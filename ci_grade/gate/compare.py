@@ -18,9 +18,6 @@ from ci_grade.gate.models import AssertionDelta, CaseDelta, Comparison, GatePoli
 from ci_grade.gate.noise import judge, metric_delta, named_metrics
 from ci_grade.results.models import EvalRun, TestResult
 
-_OUTPUT_CLIP = 2000
-_REASON_CLIP = 4000
-
 
 def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy) -> Comparison:
     """Per-test, per-assertion and per-metric deltas, and the gate's verdict."""
@@ -64,10 +61,6 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy) -> Comp
     return comparison
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def _output_text(output: object) -> str:
     if output is None:
         return ""
@@ -90,9 +83,9 @@ def _case(test: BaselineTest, rows: list[TestResult], before: BaselineTest | Non
         head_spread=test.score_spread,
         head_repeats=test.scored,
         head_errors=test.errors,
-        reason=_clip(shown.reason, _REASON_CLIP),
-        error=_clip(shown.error, _REASON_CLIP) if shown.error else None,
-        output=_clip(_output_text(shown.output), _OUTPUT_CLIP),
+        reason=shown.reason,
+        error=shown.error,
+        output=_output_text(shown.output),
         location=f"{location.file}:{location.line}" if location and location.line else location.file if location else None,
     )
     reasons = _failure_reasons(rows)
@@ -139,7 +132,7 @@ def _failure_reasons(rows: list[TestResult]) -> dict[tuple[str, int], str]:
                 key = f"{item.type}\x1f{item.metric or ''}"
                 seen[key] = seen.get(key, -1) + 1
                 if item.status != "pass" and (key, seen[key]) not in reasons:
-                    reasons[(key, seen[key])] = _clip(item.reason, _REASON_CLIP)
+                    reasons[(key, seen[key])] = item.reason
     return reasons
 
 

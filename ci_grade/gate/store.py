@@ -10,20 +10,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ci_grade import redact
 from ci_grade.atomic import write_atomic
 from ci_grade.errors import ConfigError, InfrastructureError, UsageError
 from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run
-from ci_grade.redact import Redactor
 
 GIT_PREFIX = "git:"
 
 
-def save_baseline(baseline: Baseline, path: Path, *, redactor: Redactor | None = None) -> None:
-    """Write atomically; secret values (known to `redactor`, else from the environment) are
-    masked and config paths under the working directory made relative."""
+def save_baseline(baseline: Baseline, path: Path) -> None:
+    """Write atomically, secrets masked and config paths under the working directory made relative."""
     portable = baseline.model_copy(deep=True)
     portable.info.config_files = [_relative(name) for name in portable.info.config_files]
-    data = (redactor or Redactor.from_env()).data(portable.model_dump(mode="json"))
+    data = redact.data(portable.model_dump(mode="json"))
     write_atomic(Path(path), json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 

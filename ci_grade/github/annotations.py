@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ci_grade import redact
 from ci_grade.github.workflow_commands import Level, WorkflowCommands
 from ci_grade.results.models import EvalRun, TestResult
 
@@ -46,12 +47,13 @@ def workspace_path(file: str, cwd: Path, workspace: Path) -> str | None:
 
 
 def _row_line(row: TestResult, note: str | None) -> str:
-    where = f"[{row.provider.display}] {' '.join(row.prompt.label.split())[:60]}"
+    """One row's line of an annotation, secrets masked (before the message is cut to size)."""
+    where = f"[{redact.text(row.provider.display)}] {' '.join(redact.text(row.prompt.label).split())[:60]}"
     if row.status == "error":
-        return f"{where}: error: {row.error or row.reason}"
+        return redact.text(f"{where}: error: {row.error or row.reason}")
     if row.status == "fail":
-        return f"{where}: {row.reason}" + (f" ({note})" if note else "")
-    return f"{where}: {note}"
+        return redact.text(f"{where}: {row.reason}" + (f" ({note})" if note else ""))
+    return redact.text(f"{where}: {note}")
 
 
 def findings(run: EvalRun, notes: Mapping[str, str], cwd: Path, workspace: Path) -> list[Finding]:
@@ -65,7 +67,7 @@ def findings(run: EvalRun, notes: Mapping[str, str], cwd: Path, workspace: Path)
         file = workspace_path(row.location.file, cwd, workspace) if row.location else None
         line = row.location.line if row.location and file else None
         key = (file, line, row.name) if file else (None, None, row.test_id)
-        finding = found.setdefault(key, Finding(kind, " ".join(row.name.split()), file, line))
+        finding = found.setdefault(key, Finding(kind, " ".join(redact.text(row.name).split()), file, line))
         if _RANK[kind] < _RANK[finding.kind]:
             finding.kind = kind
         finding.lines.append(_row_line(row, note))

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ci_grade import redact
 from ci_grade.errors import GitHubError
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def upsert_comment(*, api_url: str, token: str, repository: str, number: int, ma
     import requests
     from github import GithubException
 
-    text = comment_body(body, marker)
+    text = comment_body(redact.text(body), marker)
     try:
         client = connect(api_url, token)
         issue = client.get_repo(repository).get_issue(number)

@@ -7,6 +7,8 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from ci_grade import redact
+
 # GitHub rejects a step summary above 1 MiB; keep a margin for what other tools append.
 SUMMARY_LIMIT_BYTES = 1_000_000
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -24,8 +26,8 @@ def format_output(name: str, value: str) -> str:
 
 
 def write_outputs(path: Path, values: Mapping[str, str]) -> None:
-    """Append outputs to the `$GITHUB_OUTPUT` file."""
-    text = "".join(format_output(name, value) for name, value in values.items())
+    """Append outputs to the `$GITHUB_OUTPUT` file (secrets masked)."""
+    text = "".join(format_output(name, redact.text(value)) for name, value in values.items())
     with path.open("a", encoding="utf-8", newline="") as handle:
         handle.write(text)
 
@@ -46,6 +48,7 @@ def append_summary(path: Path, markdown: str, limit: int = SUMMARY_LIMIT_BYTES) 
     used = path.stat().st_size if path.exists() else 0
     budget = max(0, limit - used)
     note = "\n_The rest of this report was cut to fit GitHub's job summary limit; see the results files._\n"
+    markdown = redact.text(markdown)
     body = markdown if markdown.endswith("\n") else markdown + "\n"
     fitted = fit_bytes(body, budget, note)
     with path.open("a", encoding="utf-8", newline="") as handle:

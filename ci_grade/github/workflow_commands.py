@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal, TextIO
 
+from ci_grade import redact
+
 Level = Literal["error", "warning", "notice"]
 
 ANNOTATION_LIMIT = 10
@@ -51,6 +53,10 @@ class WorkflowCommands:
         self.stream.flush()
 
     def command(self, name: str, message: str = "", **properties: str | int | None) -> None:
+        """Print a command; its text is masked first (but for add-mask, which names the secret)."""
+        if name != "add-mask":
+            message = redact.text(message)
+            properties = {key: redact.text(value) if isinstance(value, str) else value for key, value in properties.items()}
         self.line(format_command(name, message, **properties))
 
     def add_mask(self, value: str) -> None:

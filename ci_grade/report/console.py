@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from ci_grade.redact import Redactor
+from ci_grade import redact
 from ci_grade.results.models import EvalRun, TestResult
 
 _MAX_LISTED = 8
@@ -23,7 +23,8 @@ def format_duration(ms: float) -> str:
 
 
 def _one_line(text: str, limit: int = 160) -> str:
-    text = " ".join(str(text).split())
+    """`text` masked, on one line, then cut to `limit` characters."""
+    text = " ".join(redact.text(str(text)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -57,9 +58,8 @@ class Progress:
             self.stream.flush()
 
 
-def summary(run: EvalRun, redactor: Redactor | None = None) -> str:
+def summary(run: EvalRun) -> str:
     """Passed / failed / errors, tokens, cost and duration, then the first failures and errors."""
-    redactor = redactor or Redactor()
     stats = run.stats
     lines = []
     title = f"ci-grade: {run.info.description}" if run.info.description else "ci-grade"
@@ -89,4 +89,4 @@ def summary(run: EvalRun, redactor: Redactor | None = None) -> str:
             lines.append(f"  - [{target}] {_one_line(row.name, 60)}{repeat}{_where(row)}: {_one_line(reason or '')}")
         if len(rows) > _MAX_LISTED:
             lines.append(f"  ... and {len(rows) - _MAX_LISTED} more (see the results file)")
-    return redactor.text("\n".join(lines))
+    return redact.text("\n".join(lines))

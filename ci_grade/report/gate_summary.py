@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from ci_grade import redact
 from ci_grade.gate.models import CaseDelta, Comparison
-from ci_grade.redact import Redactor
 
 _MAX_LISTED = 8
 
 
 def _one_line(text: str, limit: int = 120) -> str:
-    text = " ".join(str(text).split())
+    """`text` masked, on one line, then cut to `limit` characters."""
+    text = " ".join(redact.text(str(text)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -32,7 +33,7 @@ def _listing(lines: list[str], heading: str, cases: list[CaseDelta], detail: boo
         lines.append(f"    ... and {len(cases) - _MAX_LISTED} more (see the Markdown report)")
 
 
-def terminal_summary(comparison: Comparison, redactor: Redactor | None = None) -> str:
+def terminal_summary(comparison: Comparison) -> str:
     c = comparison
     gate = "gate failed" if c.gate_failed else "gate passed"
     lines = [f"verdict: {c.verdict.upper()} ({gate}): {c.reason}"]
@@ -53,4 +54,4 @@ def terminal_summary(comparison: Comparison, redactor: Redactor | None = None) -
     else:
         lines.append("  no baseline: the gate judged thresholds only")
     lines += [f"warning: {w}" for w in c.warnings]
-    return (redactor or Redactor()).text("\n".join(lines))
+    return redact.text("\n".join(lines))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from ci_grade.redact import Redactor
+from ci_grade import redact
 from ci_grade.results.models import EvalRun, TestResult
 
 _MAX_TEXT = 4000
@@ -20,6 +20,8 @@ _MAX_NAME = 200
 
 
 def _clip(text: str, limit: int = _MAX_TEXT) -> str:
+    """`text` with secrets masked, then cut to `limit` characters (masking first: no half secrets)."""
+    text = redact.text(text)
     return text if len(text) <= limit else text[: limit - 20] + f"… [{len(text) - limit + 20} more chars]"
 
 
@@ -35,16 +37,15 @@ def case_name(row: TestResult) -> str:
     return _clip(name, _MAX_NAME)
 
 
-def render_junit(run: EvalRun, redactor: Redactor | None = None, regressions: Mapping[str, str] | None = None) -> str:
+def render_junit(run: EvalRun, regressions: Mapping[str, str] | None = None) -> str:
     """The run as a JUnit XML document. `regressions` maps test ids to a regression note."""
-    redactor = redactor or Redactor()
     regressions = regressions or {}
     suites: dict[str, list[TestResult]] = defaultdict(list)
     for row in run.results:
         suites[suite_name(row)].append(row)
     out = []
     for name, rows in suites.items():
-        cases = [_case(row, name, redactor, regressions.get(row.test_id)) for row in rows]
+        cases = [_case(row, name, regressions.get(row.test_id)) for row in rows]
         scores = [row.score for row in rows if row.status != "error"]
         properties = {
             "mean_score": f"{sum(scores) / len(scores):.4f}" if scores else "n/a",
@@ -58,19 +59,19 @@ def render_junit(run: EvalRun, redactor: Redactor | None = None, regressions: Ma
             properties[f"metric:{metric}"] = f"{sum(values) / len(values):.4f}"
         for row, case in zip(rows, cases, strict=True):
             properties[f"score:{case.name}"] = f"{row.score:.4f}"
-        out.append(TestSuite(redactor.text(name), cases, properties={redactor.text(k): v for k, v in properties.items()}))
+        out.append(TestSuite(name, cases, properties={redact.text(k): v for k, v in properties.items()}))
     return to_xml_report_string(out, prettyprint=True, encoding="utf-8")
 
 
-def _case(row: TestResult, suite: str, redactor: Redactor, regression: str | None) -> TestCase:
+def _case(row: TestResult, suite: str, regression: str | None) -> TestCase:
     case = TestCase(
-        name=redactor.text(case_name(row)),
-        classname=redactor.text(suite),
+        name=case_name(row),
+        classname=suite,
         elapsed_sec=round(row.latency_ms / 1000, 3),
-        stdout=redactor.text(_details(row)),
+        stdout=redact.text(_details(row)),
     )
     if row.status == "error":
-        case.add_error_info(message=redactor.text(_clip(row.error or row.reason, 500)), output=redactor.text(_clip(row.error or row.reason)), error_type="error")
+        case.add_error_info(message=_clip(row.error or row.reason, 500), output=_clip(row.error or row.reason), error_type="error")
     elif row.status == "fail" or regression:
         lines = [f"Score: {row.score:.3f}"]
         if regression:
@@ -78,7 +79,7 @@ def _case(row: TestResult, suite: str, redactor: Redactor, regression: str | Non
         for assertion in row.failed_assertions():
             lines.append(f"- {assertion.type}: {assertion.reason}")
         message = (f"REGRESSION: {regression}; " if regression else "") + (row.reason if row.status == "fail" else f"score {row.score:.3f}")
-        case.add_failure_info(message=redactor.text(_clip(message, 500)), output=redactor.text(_clip("\n".join(lines))), failure_type="regression" if regression else "assertion")
+        case.add_failure_info(message=_clip(message, 500), output=_clip("\n".join(lines)), failure_type="regression" if regression else "assertion")
     return case
 
 

@@ -19,7 +19,6 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ci_grade.gate.models import CaseDelta, Comparison, MetricDelta, Rate
-from ci_grade.redact import Redactor
 from ci_grade.report.console import format_cost, format_duration
 from ci_grade.report.markdown_escape import Escaper, Md
 from ci_grade.results.models import EvalRun
@@ -191,12 +190,11 @@ def render_markdown(
     title: str = "ci-grade",
     max_chars: int = 65_536,
     marker: str | None = None,
-    redactor: Redactor | None = None,
     max_bytes: int | None = None,
 ) -> str:
     """The report as Markdown of at most `max_chars` characters (and `max_bytes` UTF-8 bytes),
     the hidden `marker` comment included when given."""
-    escaper = Escaper(redactor)
+    escaper = Escaper()
     env = _environment(escaper)
     items = env.get_template("items.md.j2").module
     sections = _sections(comparison, items)

@@ -15,7 +15,7 @@ import re
 
 from markupsafe import Markup
 
-from ci_grade.redact import Redactor
+from ci_grade import redact
 
 ZWJ = "\u200d"
 _INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -39,10 +39,10 @@ def clip(text: str, limit: int) -> str:
 
 
 class Escaper:
-    """Escapes untrusted text for one report, masking the secrets its redactor knows."""
+    """Escapes untrusted text for one report, masking the secrets of the running command first."""
 
-    def __init__(self, redactor: Redactor | None = None):
-        self.redactor = redactor or Redactor.from_env()
+    def __init__(self) -> None:
+        self.redactor = redact.current()
 
     def inline(self, value: object, limit: int = 300) -> Md:
         """`value` as one line of inert Markdown text of at most `limit` visible characters."""

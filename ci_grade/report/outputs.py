@@ -10,10 +10,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ci_grade import redact
 from ci_grade.atomic import write_atomic
 from ci_grade.errors import InfrastructureError, UsageError
 from ci_grade.gate.models import Comparison
-from ci_grade.redact import Redactor
 from ci_grade.report.junit import render_junit
 from ci_grade.results.models import EvalRun
 from ci_grade.results.promptfoo import row_to_promptfoo, to_promptfoo
@@ -46,14 +46,16 @@ def check_outputs(paths: list[str]) -> None:
             raise InfrastructureError(f"cannot write {path}: {folder} is not writable")
 
 
-def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, redactor: Redactor, regressions: Mapping[str, str] | None = None) -> str:
+def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, str] | None = None) -> str:
+    """The run in the format `path`'s extension names, secrets masked."""
     kind = output_kind(path)
+    redactor = redact.current()
     renderers: dict[str, Callable[[], str]] = {
         ".json": lambda: redactor.text(json.dumps(to_promptfoo(run, redactor.data(config)), ensure_ascii=False, separators=(",", ":"), default=str)),
         ".jsonl": lambda: redactor.text("".join(json.dumps(row_to_promptfoo(r), ensure_ascii=False, default=str) + "\n" for r in run.results)),
-        ".junit.xml": lambda: render_junit(run, redactor, regressions),
-        ".xml": lambda: render_junit(run, redactor, regressions),
-        ".md": lambda: redactor.text(markdown_table(run, redactor)),
+        ".junit.xml": lambda: render_junit(run, regressions),
+        ".xml": lambda: render_junit(run, regressions),
+        ".md": lambda: redactor.text(markdown_table(run)),
         ".csv": lambda: redactor.text(csv_table(run)),
         ".yaml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
         ".yml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
@@ -62,13 +64,13 @@ def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, redact
     return renderers[kind]()
 
 
-def write_outputs(paths: list[str], run: EvalRun, config: dict[str, Any] | None, redactor: Redactor, regressions: Mapping[str, str] | None = None) -> list[Path]:
+def write_outputs(paths: list[str], run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, str] | None = None) -> list[Path]:
     """Write every path it can; if any failed, raise once naming them all (after trying the rest)."""
     written, failed = [], []
     for path in paths:
         target = Path(path)
         try:
-            write_atomic(target, render(target, run, config, redactor, regressions))
+            write_atomic(target, render(target, run, config, regressions))
         except InfrastructureError as exc:
             failed.append(str(exc))
             continue
@@ -78,7 +80,7 @@ def write_outputs(paths: list[str], run: EvalRun, config: dict[str, Any] | None,
     return written
 
 
-def write_reports(paths: list[str], run: EvalRun, comparison: Comparison, redactor: Redactor, title: str, *, config: dict[str, Any] | None = None, json_is_comparison: bool = False) -> list[Path]:
+def write_reports(paths: list[str], run: EvalRun, comparison: Comparison, title: str, *, config: dict[str, Any] | None = None, json_is_comparison: bool = False) -> list[Path]:
     """`.md` gets the comparison report, `.json` the comparison itself when `json_is_comparison`;
     every other format is a results file, its JUnit marking regressions."""
     from ci_grade.report.markdown import render_markdown
@@ -88,11 +90,11 @@ def write_reports(paths: list[str], run: EvalRun, comparison: Comparison, redact
     for path in paths:
         target = Path(path)
         if target.name.lower().endswith(".md"):
-            text = render_markdown(run, comparison, title=title, max_chars=1_000_000, redactor=redactor, max_bytes=1_000_000)
+            text = render_markdown(run, comparison, title=title, max_chars=1_000_000, max_bytes=1_000_000)
         elif json_is_comparison and target.name.lower().endswith(".json"):
-            text = redactor.text(comparison.model_dump_json(indent=2)) + "\n"
+            text = redact.text(comparison.model_dump_json(indent=2)) + "\n"
         else:
-            text = render(target, run, config, redactor, notes)
+            text = render(target, run, config, notes)
         write_atomic(target, text)
         written.append(target)
     return written
@@ -104,11 +106,11 @@ def _yaml(data: Any) -> str:
     return yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=False, allow_unicode=True)
 
 
-def markdown_table(run: EvalRun, redactor: Redactor | None = None) -> str:
+def markdown_table(run: EvalRun) -> str:
     """A plain Markdown table of every row; untrusted text is made inert (the PR report is elsewhere)."""
     from ci_grade.report.markdown_escape import Escaper
 
-    cell = Escaper(redactor or Redactor()).inline
+    cell = Escaper().inline
     stats = run.stats
     title = f": {cell(run.info.description, 200)}" if run.info.description else ""
     lines = [
