@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ci_grade import __version__
 from ci_grade.errors import CiGradeError, ExitCode, exit_code_of
@@ -19,7 +20,7 @@ COMMANDS = ("ci_grade.commands.eval_cmd", "ci_grade.commands.compare_cmd", "ci_g
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors exit 2 with one line
+    def error(self, message: str) -> NoReturn:  # usage errors exit 2 with one line
         sys.stderr.write(f"ci-grade: error: {message} (see '{self.prog} --help')\n")
         raise SystemExit(ExitCode.USAGE)
 

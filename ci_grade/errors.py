@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import signal
 from enum import Enum, IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ci_grade.results.usage import TokenUsage
@@ -55,8 +55,23 @@ class UsageError(CiGradeError):
     exit_code = ExitCode.USAGE
 
 
+class Place(Protocol):
+    """Where something was written (a config `Location`)."""
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def line(self) -> int | None: ...
+
+
 class ConfigError(UsageError):
     """A mistake in the user's files: names the file, the key path and, where known, the line."""
+
+    @classmethod
+    def at(cls, message: str, place: Place | None, path: str | None = None) -> ConfigError:
+        """The error for something written at `place` (None: not from a file) under the key `path`."""
+        return cls(message, file=place.file if place else None, line=place.line if place else None, path=path)
 
     def __init__(self, message: str, *, file: str | None = None, path: str | None = None, line: int | None = None):
         self.message = message

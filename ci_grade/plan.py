@@ -330,7 +330,7 @@ class _VarLoader:
         where = f"{case.path}.vars.{key}"
         loc = case.location
         if function or path.suffix in (".py", ".js", ".ts", ".mjs"):
-            raise ConfigError(f"variables computed by scripts ({value}) are not supported by ci-grade", file=loc.file if loc else None, line=loc.line if loc else None, path=where)
+            raise ConfigError.at(f"variables computed by scripts ({value}) are not supported by ci-grade", loc, where)
         if not path.is_file():
             raise files.missing_file_error(f"file not found: {files.display_path(path)}", loc, where)
         if path not in self._loaded:
@@ -352,15 +352,15 @@ def _transform_vars(case: _Case, variables: dict[str, Any]) -> dict[str, Any]:
 
     code = case.test.options.transformVars or ""
     loc = case.location
-    where = {"file": loc.file if loc else None, "line": loc.line if loc else None, "path": f"{case.path}.options.transformVars"}
+    where = f"{case.path}.options.transformVars"
     if code.startswith("file://"):
-        raise ConfigError("transformVars from a file is not supported by ci-grade; use an inline expression", **where)
+        raise ConfigError.at("transformVars from a file is not supported by ci-grade; use an inline expression", loc, where)
     try:
         _, value = js.run_inline(code, ("vars", "context"), [variables, {}])
     except ScriptError as exc:
-        raise ConfigError(f"transformVars failed: {exc}", **where) from None
+        raise ConfigError.at(f"transformVars failed: {exc}", loc, where) from None
     if not isinstance(value, dict):
-        raise ConfigError("transformVars must return an object", **where)
+        raise ConfigError.at("transformVars must return an object", loc, where)
     return {**variables, **value}
 
 

@@ -28,27 +28,26 @@ def check(loaded: LoadedConfig) -> list[str]:
     for spec_index, spec in enumerate(loaded.config.providers):
         raw = _item(raw_providers, spec_index)
         loc = sources.location(raw, "id") if isinstance(raw, dict) else None
-        where = {"file": loc.file if loc else None, "line": loc.line if loc else None}
         if not provider_is_known(spec.id):
             from ci_grade.providers.registry import SUPPORTED_PREFIXES
 
             prefix = spec.id.split(":", 1)[0]
-            raise ConfigError(
+            raise ConfigError.at(
                 f"unknown provider {spec.id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; ci-grade supports {', '.join(SUPPORTED_PREFIXES)}",
-                path=f"providers[{spec_index}]",
-                **where,
+                loc,
+                f"providers[{spec_index}]",
             )
         if spec.id.startswith("file://") and not files.split_function(spec.id)[0].endswith(".py"):
-            raise ConfigError(
+            raise ConfigError.at(
                 f"provider {spec.id!r}: only Python file providers (file://x.py[:fn]) are supported by ci-grade",
-                path=f"providers[{spec_index}]",
-                **where,
+                loc,
+                f"providers[{spec_index}]",
             )
         if spec.prompts is not None and not any(p.allowed_by(spec.prompts) for p in loaded.config.prompts):
-            raise ConfigError(
+            raise ConfigError.at(
                 f"prompts {spec.prompts} match no prompt (prompts are {[p.label for p in loaded.config.prompts]})",
-                path=f"providers[{spec_index}].prompts",
-                **where,
+                loc,
+                f"providers[{spec_index}].prompts",
             )
     raw_prompts = _list(loaded.raw.get("prompts"))
     for index, prompt in enumerate(loaded.config.prompts):
@@ -56,7 +55,7 @@ def check(loaded: LoadedConfig) -> list[str]:
             nunjucks.check(prompt.raw)
         except TemplateError as exc:
             loc = sources.location(_item(raw_prompts, index))
-            raise ConfigError(str(exc), file=loc.file if loc else None, line=loc.line if loc else None, path=f"prompts[{index}]") from None
+            raise ConfigError.at(str(exc), loc, f"prompts[{index}]") from None
     raw_tests = _list(loaded.raw.get("tests"))
     for index, test in enumerate(loaded.config.tests):
         raw = _item(raw_tests, index)
@@ -80,18 +79,18 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
     for i, item in enumerate(assertions):
         raw_item = raw_list[i] if isinstance(raw_list, list) and i < len(raw_list) else None
         loc = loaded.sources.location(raw_item, "type") if raw_item is not None else loaded.sources.location(raw_list, i)
-        where = {"file": loc.file if loc else None, "line": loc.line if loc else None, "path": f"{path}[{i}].type"}
+        where = f"{path}[{i}].type"
         if item.type == "assert-set":
             if not item.assert_:
-                raise ConfigError("assert-set needs a non-empty assert: list", **where)
+                raise ConfigError.at("assert-set needs a non-empty assert: list", loc, where)
             _check_assertions(item.assert_, loaded, raw_item.get("assert") if isinstance(raw_item, dict) else None, f"{path}[{i}].assert")
             continue
         base = item.base_type
         if base in known:
             continue
         if base in PROMPTFOO_ASSERTION_TYPES:
-            raise ConfigError(f"assertion type {item.type!r} is not yet supported by ci-grade", **where)
-        raise ConfigError(f"unknown assertion type {item.type!r}{suggest(base, known)}", **where)
+            raise ConfigError.at(f"assertion type {item.type!r} is not yet supported by ci-grade", loc, where)
+        raise ConfigError.at(f"unknown assertion type {item.type!r}{suggest(base, known)}", loc, where)
 
 
 def _list(value: Any) -> list[Any]:

@@ -115,9 +115,9 @@ def test_from_row(row: dict[str, str], vocabulary: AssertionVocabulary, file: st
             assertion["metric"] = metric
     for target, settings in configs.items():
         # `__expected` names the column of that name, else (as in promptfoo) the first assertion.
-        assertion = asserts.get(target) or (ordered[0] if target == "__expected" and ordered else None)
-        if assertion is not None:
-            assertion.update(settings)
+        chosen = asserts.get(target) or (ordered[0] if target == "__expected" and ordered else None)
+        if chosen is not None:
+            chosen.update(settings)
     test.update({"vars": variables, "assert": ordered, "options": options})
     if metadata:
         test["metadata"] = metadata

@@ -7,12 +7,13 @@ import difflib
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from ci_grade.config.sources import SourceMap, format_path
 from ci_grade.errors import ConfigError
 
 
-def validation_error(exc: ValidationError, root: Any, sources: SourceMap, fallback_file: str | None, prefix: tuple = ()) -> ConfigError:
+def validation_error(exc: ValidationError, root: Any, sources: SourceMap, fallback_file: str | None, prefix: tuple[Any, ...] = ()) -> ConfigError:
     """The first pydantic error as a one-line ConfigError with file, line and key path."""
     errors = exc.errors(include_url=False)
     first = errors[0]
@@ -30,7 +31,7 @@ def validation_error(exc: ValidationError, root: Any, sources: SourceMap, fallba
     )
 
 
-def _data_path(root: Any, error: dict[str, Any]) -> tuple[tuple[Any, ...], bool]:
+def _data_path(root: Any, error: ErrorDetails) -> tuple[tuple[Any, ...], bool]:
     """A pydantic error location as a path in the data, and whether a union member's name (the
     `str` in `env.X.str`) was dropped from it."""
     loc = [part for part in error["loc"] if not (isinstance(part, str) and part.startswith("function-"))]
@@ -46,7 +47,7 @@ def _data_path(root: Any, error: dict[str, Any]) -> tuple[tuple[Any, ...], bool]
     return tuple(out), False
 
 
-def _message(error: dict[str, Any]) -> str:
+def _message(error: ErrorDetails) -> str:
     kind, value = error["type"], error.get("input")
     got = f", got {describe(value)}"
     if kind == "missing":
@@ -68,7 +69,7 @@ def _message(error: dict[str, Any]) -> str:
     if kind in ("greater_than_equal", "greater_than"):
         bound = error.get("ctx", {}).get("ge", error.get("ctx", {}).get("gt"))
         return f"must be at least {bound}" + got
-    return error["msg"] + got
+    return str(error["msg"]) + got
 
 
 def describe(value: Any) -> str:
@@ -86,7 +87,8 @@ def describe(value: Any) -> str:
 
 
 def kind_name(kind: type) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string"}.get(kind, kind.__name__)
+    names: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string"}
+    return names.get(kind, kind.__name__)
 
 
 def suggest(name: str, choices: set[str] | frozenset[str]) -> str:

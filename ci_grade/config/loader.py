@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -56,7 +57,7 @@ def find_default_config(cwd: Path) -> Path:
     raise ConfigError(f"no config given and no {' / '.join(DEFAULT_CONFIG_NAMES)} in {cwd}; pass -c CONFIG")
 
 
-def load_config(paths: list[str | Path], vocabulary: AssertionVocabulary, cwd: Path | None = None) -> LoadedConfig:
+def load_config(paths: Sequence[str | Path], vocabulary: AssertionVocabulary, cwd: Path | None = None) -> LoadedConfig:
     """Read, expand, merge and validate the config files named by `paths` (globs allowed);
     `vocabulary` (from the grading registry) says how CSV `__expected` cells read."""
     cwd = cwd or Path.cwd()
@@ -109,7 +110,7 @@ class _Loader(SourceReader):
             raise ConfigError("config file is empty", file=shown)
         if not isinstance(data, dict):
             raise ConfigError(f"expected a mapping at the top level, got {describe(data)}", file=shown, line=1)
-        data = self.dereference(data, data, path, ())
+        data = cast(dict[str, Any], self.dereference(data, data, path, ()))
         base = path.parent
         if "targets" in data:
             if "providers" in data:
@@ -148,7 +149,7 @@ class _Loader(SourceReader):
 
     # -- $ref ------------------------------------------------------------------------------------
 
-    def dereference(self, node: Any, root: dict, path: Path, trail: tuple) -> Any:
+    def dereference(self, node: Any, root: dict[str, Any], path: Path, trail: tuple[Any, ...]) -> Any:
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/"):
@@ -173,7 +174,7 @@ class _Loader(SourceReader):
 
     # -- providers -------------------------------------------------------------------------------
 
-    def providers(self, raw: Any, base: Path, holder: dict) -> list[dict[str, Any]]:
+    def providers(self, raw: Any, base: Path, holder: dict[str, Any]) -> list[dict[str, Any]]:
         if isinstance(raw, str | dict):
             raw = self.as_list(raw, holder, "providers")
         if not isinstance(raw, list):
@@ -301,14 +302,14 @@ class _Loader(SourceReader):
             out.extend(loaded)
         return out
 
-    def test_vars_file(self, test: dict, base: Path, path: str) -> None:
+    def test_vars_file(self, test: dict[str, Any], base: Path, path: str) -> None:
         """`vars: file://vars.yaml` -> the mapping in that file."""
         if isinstance(test.get("vars"), str):
             test["vars"] = self.structured_ref(test["vars"], base, test, "vars", dict, f"{path}.vars")
 
     # -- scenarios -------------------------------------------------------------------------------
 
-    def scenarios(self, raw: Any, base: Path, holder: dict) -> list[Any]:
+    def scenarios(self, raw: Any, base: Path, holder: dict[str, Any]) -> list[Any]:
         if isinstance(raw, str | dict):
             raw = self.as_list(raw, holder, "scenarios")
         if not isinstance(raw, list):

@@ -116,7 +116,7 @@ def _environment(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     return _make_env(extra_env)
 
 
-_TEMPLATE_CACHE: dict[tuple[str, tuple], jinja2.Template] = {}
+_TEMPLATE_CACHE: dict[tuple[str, tuple[tuple[str, str], ...]], jinja2.Template] = {}
 
 
 def _compile(template: str, key: tuple[tuple[str, str], ...]) -> jinja2.Template:
@@ -174,7 +174,7 @@ def render_prompt(template: str, variables: dict[str, Any], env_overrides: dict[
     return render(template, variables, env_overrides)
 
 
-def _json_prompt(template: str) -> list | dict | None:
+def _json_prompt(template: str) -> list[Any] | dict[str, Any] | None:
     """The JSON array or object `template` is, if it is one."""
     if template.lstrip()[:1] not in ("[", "{"):
         return None

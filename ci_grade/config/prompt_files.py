@@ -22,7 +22,7 @@ class PromptReader(SourceReader):
     """Reads the prompts of one config file into `{raw, label, key}` entries."""
 
 
-    def prompts(self, raw: Any, base: Path, holder: dict) -> list[dict[str, Any]]:
+    def prompts(self, raw: Any, base: Path, holder: dict[str, Any]) -> list[dict[str, Any]]:
         if isinstance(raw, dict) and not ({"raw", "id"} & raw.keys()):
             raw = self.prompt_map(raw)
         if isinstance(raw, str | dict):
@@ -72,7 +72,7 @@ class PromptReader(SourceReader):
                 self.sources.register(item, loc.file, lines[i], dict.fromkeys(item, lines[i]))
         return items
 
-    def prompt_files(self, ref: str, base: Path, holder: list, index: int, label: str | None) -> list[dict[str, Any]]:
+    def prompt_files(self, ref: str, base: Path, holder: list[Any], index: int, label: str | None) -> list[dict[str, Any]]:
         ref_path, function = files.split_function(ref)
         if function or ref_path.endswith((".py", ".js", ".ts", ".mjs", ".cjs")):
             raise self.error(

@@ -109,7 +109,7 @@ class SourceReader:
 
     def error(self, message: str, obj: Any, key: Any = None, path: str | None = None) -> ConfigError:
         loc = self.where(obj, key)
-        return ConfigError(message, file=loc.file if loc else None, line=loc.line if loc else None, path=path)
+        return ConfigError.at(message, loc, path)
 
     def as_list(self, value: Any, holder: Any, key: Any) -> list[Any]:
         """`value` as a list; a single item written in place of a list keeps its line."""

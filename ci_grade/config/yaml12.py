@@ -17,12 +17,12 @@ from ci_grade.config.sources import SourceMap
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class Yaml12Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+class Yaml12Loader(_BaseLoader):  # type: ignore[misc]
     """SafeLoader with YAML 1.2 core-schema implicit typing; a key written twice is an error."""
 
-    yaml_implicit_resolvers: dict = {}
+    yaml_implicit_resolvers: dict[Any, Any] = {}
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[str] = set()
         for key_node, _ in node.value:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
@@ -32,7 +32,7 @@ class Yaml12Loader(_BaseLoader):  # type: ignore[misc, valid-type]
                     None, None, f"key {key_node.value!r} is written twice in this mapping", key_node.start_mark
                 )
             seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)
+        return dict(super().construct_mapping(node, deep=deep))
 
 
 def _add(tag: str, pattern: str, first: str) -> None:
@@ -65,7 +65,7 @@ def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
 
 
 def _construct_bool(loader: Any, node: yaml.ScalarNode) -> bool:
-    return loader.construct_scalar(node).lower() == "true"
+    return str(loader.construct_scalar(node)).lower() == "true"
 
 
 Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
@@ -114,7 +114,7 @@ def _register(node: yaml.Node, data: Any, file: str, sources: SourceMap) -> None
 _MISSING = object()
 
 
-def _matching_key(data: dict, raw: str) -> Any:
+def _matching_key(data: dict[Any, Any], raw: str) -> Any:
     if raw in data:
         return raw
     for key in data:

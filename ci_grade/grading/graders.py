@@ -47,8 +47,8 @@ def has_web_search(spec: ProviderSpec) -> bool:
     config = spec.config or {}
     if "perplexity" in provider_id or "search-preview" in provider_id or "search-api" in provider_id:
         return True
-    tools = config.get("tools") if isinstance(config.get("tools"), list) else []
-    for tool in tools:
+    tools = config.get("tools")
+    for tool in tools if isinstance(tools, list) else []:
         if isinstance(tool, dict) and (str(tool.get("type", "")).startswith("web_search") or "googleSearch" in tool or "google_search" in tool):
             return True
     search = config.get("search_parameters")

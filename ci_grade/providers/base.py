@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -259,7 +259,7 @@ def parse_chat_messages(prompt: str) -> list[dict[str, Any]]:
         except ValueError:
             data = None
         if _is_messages(data):
-            return data
+            return cast(list[dict[str, Any]], data)
     elif stripped.startswith("- role:"):
         from ci_grade.config.yaml12 import loads
 
@@ -268,7 +268,7 @@ def parse_chat_messages(prompt: str) -> list[dict[str, Any]]:
         except Exception:
             data = None
         if _is_messages(data):
-            return data
+            return cast(list[dict[str, Any]], data)
     return [{"role": "user", "content": prompt}]
 
 

@@ -19,15 +19,10 @@ import httpx
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, UnknownProviderError
-from ci_grade.providers.base import (
-    CallContext,
-    Capability,
-    ClassificationResponse,
-    ProviderResponse,
-    TokenUsage,
-)
+from ci_grade.providers.base import CallContext, Capability, ClassificationResponse, ProviderResponse
 from ci_grade.providers.http_api import HttpApiProvider, excerpt
 from ci_grade.providers.retry import retry_after_seconds
+from ci_grade.results.usage import TokenUsage
 
 DEFAULT_BASE_URL = "https://router.huggingface.co/hf-inference"
 TASKS = ("text-classification",)

@@ -19,10 +19,10 @@ from ci_grade.providers.base import (
     Capability,
     EmbeddingResponse,
     ProviderResponse,
-    TokenUsage,
     parse_chat_messages,
 )
 from ci_grade.providers.http_api import HttpApiProvider, excerpt
+from ci_grade.results.usage import TokenUsage
 
 DEFAULT_BASE_URL = "http://localhost:11434"
 # Model parameters Ollama reads from a request's `options`.

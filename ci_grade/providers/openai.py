@@ -21,11 +21,11 @@ from ci_grade.providers.base import (
     ModerationResponse,
     Provider,
     ProviderResponse,
-    TokenUsage,
     parse_chat_messages,
 )
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import RETRYABLE_STATUS, retry_after_seconds, with_retries
+from ci_grade.results.usage import TokenUsage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 CHAT_OPTIONS = (

@@ -41,7 +41,7 @@ class RetryPolicy:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_delay)
         backoff = self.base_delay * (2 ** (attempt - 1))
-        return min(backoff * (0.5 + random.random()), self.max_delay)
+        return float(min(backoff * (0.5 + random.random()), self.max_delay))
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

@@ -60,7 +60,7 @@ def render_junit(run: EvalRun, regressions: Mapping[str, str] | None = None) -> 
         for row, case in zip(rows, cases, strict=True):
             properties[f"score:{case.name}"] = f"{row.score:.4f}"
         out.append(TestSuite(name, cases, properties={redact.text(k): v for k, v in properties.items()}))
-    return to_xml_report_string(out, prettyprint=True, encoding="utf-8")
+    return str(to_xml_report_string(out, prettyprint=True, encoding="utf-8"))
 
 
 def _case(row: TestResult, suite: str, regression: str | None) -> TestCase:

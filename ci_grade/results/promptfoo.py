@@ -213,8 +213,8 @@ def from_promptfoo(data: dict[str, Any]) -> EvalRun:
     info = RunInfo.model_validate(ours["info"]) if ours and isinstance(ours.get("info"), dict) else RunInfo(source="promptfoo", created_at=str(summary.get("timestamp") or ""))
     rows = [_row_from(item) for item in summary["results"] if isinstance(item, dict)]
     run = EvalRun(info=info, results=rows, stats=EvalRun.summarize(rows), warnings=list(ours.get("warnings") or []) if ours else [])
-    stats = summary.get("stats") if isinstance(summary.get("stats"), dict) else {}
-    run.stats.duration_ms = float(stats.get("durationMs") or 0)
+    stats = summary.get("stats")
+    run.stats.duration_ms = float(stats.get("durationMs") or 0) if isinstance(stats, dict) else 0.0
     return run
 
 

@@ -114,7 +114,7 @@ class JsRuntime:
 
     def close(self) -> None:
         """Dispose of the isolate on its thread and stop the thread."""
-        self._submit(self._ctx.close).result()  # type: ignore[attr-defined]
+        self._submit(self._ctx.close).result()
         self._jobs.put(None)
         self._thread.join(timeout=5)
 
@@ -122,7 +122,7 @@ class JsRuntime:
         from py_mini_racer import JSEvalException, JSOOMException, JSTimeoutException
 
         try:
-            return self._ctx.eval(source, timeout_sec=self._timeout)  # type: ignore[attr-defined]
+            return self._ctx.eval(source, timeout_sec=self._timeout)
         except JSTimeoutException:
             raise ScriptError(f"timed out after {self._timeout:g}s") from None
         except JSOOMException:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from ci_grade.errors import ScriptError
 
@@ -54,7 +54,7 @@ def load_function(path: Path, name: str) -> Callable[..., Any]:
     function = getattr(module, name, None)
     if not callable(function):
         raise ScriptError(f"{path.name} has no function {name!r}")
-    return function
+    return cast(Callable[..., Any], function)
 
 
 def call_function_sync(path: Path, name: str, *args: Any) -> Any:
@@ -86,4 +86,4 @@ def compile_inline(code: str, params: tuple[str, ...] = ("output", "context")) -
     source = f"def __inline__({', '.join(params)}):\n{body}\n"
     namespace: dict[str, Any] = {"__name__": "ci_grade_inline"}
     exec(compile(source, "<inline python>", "exec"), namespace)
-    return namespace["__inline__"]
+    return cast(Callable[..., Any], namespace["__inline__"])

@@ -10,6 +10,7 @@ grader error (never a score of 0). Template variables: test vars, `context`, `gr
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ci_grade.grading.context import AssertionContext, Measure, output_as_text
 from ci_grade.grading.grader_prompts import fence
@@ -42,7 +43,7 @@ async def context_recall(ctx: AssertionContext, grader: GraderSession) -> Measur
     prompt, _ = grader.prompt("context-recall", variables, builtin)
     reply = output_as_text(await grader.ask(prompt, what="context-recall"))
     lines = attributions(reply)
-    metadata = {"context": context.text, "contextSource": context.source}
+    metadata: dict[str, Any] = {"context": context.text, "contextSource": context.source}
     if not lines:
         raise grader.error("grader returned no [Attributed]/[Not Attributed] classifications", {**metadata, "graderReply": excerpt(reply)})
     choices = grader.scoring("context-recall")

@@ -12,6 +12,7 @@ reply that both quotes the context and says `Insufficient Information`. Template
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ci_grade.grading.context import AssertionContext, Measure, output_as_text
 from ci_grade.grading.grader_prompts import fence
@@ -74,7 +75,7 @@ async def context_relevance(ctx: AssertionContext, grader: GraderSession) -> Mea
     quotes = extracts(reply, by_line)
     relevant = quoted_units(units, quotes)
     insufficient = INSUFFICIENT in normalize(reply)
-    metadata = {"context": context.text, "contextSource": context.source, "graderReply": excerpt(reply, 1000)}
+    metadata: dict[str, Any] = {"context": context.text, "contextSource": context.source, "graderReply": excerpt(reply, 1000)}
     if insufficient and relevant:
         raise grader.error("grader reply both quotes the context and says 'Insufficient Information'", metadata)
     if not insufficient and not relevant:

@@ -7,6 +7,8 @@ thresholded. `not-moderation` passes when a (counted) flag is raised.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
@@ -51,7 +53,7 @@ async def moderation(ctx: AssertionContext) -> Grade:
         raise tally.error(f"Moderation API error from {provider.describe()}: {response.error}")
     flags = response.flags or []
     counted = [flag for flag in flags if wanted is None or flag.code in wanted]
-    metadata = {"flags": [{"code": f.code, "description": f.description, "confidence": f.confidence} for f in flags]}
+    metadata: dict[str, Any] = {"flags": [{"code": f.code, "description": f.description, "confidence": f.confidence} for f in flags]}
     if wanted is not None:
         metadata["categories"] = wanted
     if counted:

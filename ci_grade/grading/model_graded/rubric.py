@@ -23,7 +23,7 @@ def grader_guidance(ctx: AssertionContext) -> tuple[str | None, list[dict[str, A
     """`graderGuidance` and `graderExamples` from the assertion, its config, or the test options."""
     sources = [ctx.assertion.model_extra or {}, ctx.config, ctx.test.options.model_extra or {}]
     guidance = next((s["graderGuidance"] for s in sources if s.get("graderGuidance")), None)
-    examples = next((s["graderExamples"] for s in sources if s.get("graderExamples")), [])
+    examples: Any = next((s["graderExamples"] for s in sources if s.get("graderExamples")), [])
     if guidance is not None and not isinstance(guidance, str):
         raise GraderError("graderGuidance must be text")
     if not isinstance(examples, list) or not all(isinstance(e, dict) and "output" in e for e in examples):

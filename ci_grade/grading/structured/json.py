@@ -117,7 +117,7 @@ def schema_validator(schema: dict[str, Any] | bool, what: str) -> Any:
             raise GraderError(f"invalid {what}: unknown $schema {declared!r}")
         cls = jsonschema.Draft7Validator
     try:
-        cls.check_schema(schema)
+        cls.check_schema(schema)  # type: ignore[arg-type]  # a boolean schema is valid JSON Schema
     except jsonschema.SchemaError as exc:
         raise GraderError(f"invalid {what}: {exc.message}") from None
     return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=referencing.Registry())

@@ -105,9 +105,8 @@ _TRANSACTION_WORDS = frozenset({"BEGIN", "START", "TRANSACTION", "COMMIT", "ROLL
 def parse_sql(text: str, dialect: str) -> list[Any]:
     """Statements in `text`, each checked to be a real statement rather than prose sqlglot tolerated."""
     import sqlglot
-    from sqlglot import exp
+    from sqlglot import TokenType, exp
     from sqlglot.errors import ErrorLevel
-    from sqlglot.tokens import TokenType
 
     logging.getLogger("sqlglot").setLevel(logging.ERROR)  # no "falling back to Command" chatter
     chunks: list[list[Any]] = [[]]
@@ -176,7 +175,7 @@ def _sql_action(statement: Any) -> str:
 
     if isinstance(statement, exp.Query):
         return "select"
-    return statement.key.lower()
+    return str(statement.key).lower()
 
 
 def _sql_candidates(text: str) -> Iterator[str]:
