@@ -61,7 +61,7 @@ def test_shorthand_id_plain_prompt_and_max_tokens(server: CountingServer) -> Non
     assert request.json["model"] == "claude-3-5-haiku-latest"
     assert request.json["max_tokens"] == 50
     assert "temperature" not in request.json and "system" not in request.json
-    assert response.cost is not None and response.cost > 0
+    assert response.cost is None  # promptfoo prices no `-latest` alias, and this server replies with the alias
 
 
 def test_forced_tool_returns_the_tool_input_object(server: CountingServer) -> None:

@@ -17,7 +17,7 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, UnknownProviderError
 from ci_grade.providers.base import CallContext, ProviderResponse, parse_chat_messages
 from ci_grade.providers.http_api import HttpApiProvider, error_detail, excerpt
-from ci_grade.providers.pricing import price_per_token
+from ci_grade.providers.pricing import estimate_cost, price_per_token
 from ci_grade.results.usage import TokenUsage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -33,9 +33,6 @@ FINISH_REASONS = {
     "tool_use": "tool_calls",
     "refusal": "content_filter",
 }
-# Prompt-cache pricing relative to the input price.
-CACHE_READ_FACTOR = 0.1
-CACHE_WRITE_FACTOR = 1.25
 
 
 class AnthropicMessagesProvider(HttpApiProvider):
@@ -151,16 +148,9 @@ class AnthropicMessagesProvider(HttpApiProvider):
         written = int(usage.get("cache_creation_input_tokens") or 0)
         output = int(usage.get("output_tokens") or 0)
         tokens = TokenUsage.of(fresh + read + written, output, cached=read)
-        config = self.spec.config
-        prices = price_per_token(self._model) or price_per_token(reply_model)
-        input_price = config.get("inputCost", config.get("cost"))
-        output_price = config.get("outputCost", config.get("cost"))
-        if prices is None and (input_price is None or output_price is None):
-            return tokens, None
-        input_price = float(input_price if input_price is not None else prices[0])  # type: ignore[index]
-        output_price = float(output_price if output_price is not None else prices[1])  # type: ignore[index]
-        billed_input = fresh + CACHE_READ_FACTOR * read + CACHE_WRITE_FACTOR * written
-        return tokens, input_price * billed_input + output_price * output
+        priced = self._model if price_per_token(self._model, "anthropic") else reply_model
+        cost = estimate_cost(priced, self.spec.config, tokens.prompt, output, family="anthropic", cached_tokens=read, cache_write_tokens=written)
+        return tokens, cost
 
 
 def _system_field(parts: list[Any]) -> Any:

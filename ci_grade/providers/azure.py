@@ -6,8 +6,8 @@ and the same with the `azure:` prefix. The endpoint is `config.apiBaseUrl` or `c
 `AZURE_OPENAI_API_HOST`/`AZURE_API_HOST` or `AZURE_OPENAI_ENDPOINT`; the key is `config.apiKey`,
 the variable `config.apiKeyEnvar` names, `AZURE_OPENAI_API_KEY` or `AZURE_API_KEY`; the API
 version is `config.apiVersion`, `AZURE_OPENAI_API_VERSION` or a recent GA version. Chat takes the
-same options as OpenAI chat. Cost comes from the deployment name when it names a known model,
-else from the model the reply reports, unless `config.cost` sets it.
+same options as OpenAI chat. Cost comes from promptfoo's Azure table for `config.modelName` or the
+deployment name, else for the model the reply reports, unless `config.cost` sets it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider, ProviderResponse
 from ci_grade.providers.openai import OpenAIChatProvider, OpenAIEmbeddingProvider, OpenAIProvider
 from ci_grade.providers.pricing import estimate_cost
+from ci_grade.results.usage import TokenUsage
 
 DEFAULT_API_VERSION = "2024-10-21"
 
@@ -51,6 +52,10 @@ class AzureClientMixin:
     def cache_identity(self: Any) -> dict[str, Any]:
         identity = Provider.cache_identity(self)
         return {**identity, "model": self._model, "endpoint": self.endpoint(), "api_version": self.api_version()}
+
+    def cost(self: Any, usage: TokenUsage) -> float | None:
+        model = self.spec.config.get("modelName") or self._model
+        return estimate_cost(model, self.spec.config, usage.prompt, usage.completion, family="azure", cached_tokens=usage.cached)
 
     def api_version(self: Any) -> str:
         return str(self.spec.config.get("apiVersion") or self.env_value("AZURE_OPENAI_API_VERSION", "AZURE_API_VERSION") or DEFAULT_API_VERSION)
@@ -89,7 +94,7 @@ class AzureChatProvider(AzureClientMixin, OpenAIChatProvider):
         reply_model = completion.get("model") if isinstance(completion, dict) else None
         if response.cost is None and reply_model:
             usage = response.token_usage
-            response.cost = estimate_cost(reply_model, self.spec.config, usage.prompt, usage.completion)
+            response.cost = estimate_cost(reply_model, self.spec.config, usage.prompt, usage.completion, family="azure", cached_tokens=usage.cached)
         return response
 
 

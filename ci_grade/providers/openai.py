@@ -131,7 +131,7 @@ class OpenAIProvider(Provider):
             raise ProviderError(f"{exc} (after retries)") from None
 
     def cost(self, usage: TokenUsage) -> float | None:
-        return estimate_cost(self._model, self.spec.config, usage.prompt, usage.completion)
+        return estimate_cost(self._model, self.spec.config, usage.prompt, usage.completion, cached_tokens=usage.cached)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -236,10 +236,12 @@ class OpenAIResponsesProvider(OpenAIProvider):
             result = await self.request(self.client().responses.create, **body)
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
+        input_details = getattr(result.usage, "input_tokens_details", None)
         usage = TokenUsage.of(
             getattr(result.usage, "input_tokens", 0) if result.usage else 0,
             getattr(result.usage, "output_tokens", 0) if result.usage else 0,
             getattr(result.usage, "total_tokens", None) if result.usage else None,
+            cached=getattr(input_details, "cached_tokens", 0),
         )
         output: Any = getattr(result, "output_text", "") or ""
         refusal = None

@@ -1,73 +1,102 @@
-"""Estimated cost of a call from its token counts.
+"""Estimated cost of a call from its token counts, priced from promptfoo's tables.
 
-Prices are USD per million tokens (input, output) for common models; a provider's
-`config.cost`, `config.inputCost` or `config.outputCost` (USD per token, as in promptfoo)
-override them. An unknown model has an unknown cost (None), never a made-up one.
+`prices.json` (next to this module) holds promptfoo's per-model prices in USD per token, grouped
+by provider family, with its source and retrieval date; it is read on the first lookup. Names
+match as promptfoo matches them: the exact id (dated snapshots and `-latest` ids are listed
+themselves), an alias, `openai/gpt-4o` as `gpt-4o` and `ft:<base>:...` as `ft:<base>` for
+OpenAI. A provider's `config.cost`, `config.inputCost` or `config.outputCost` (USD per token)
+override the table. An unknown model has an unknown cost (None), never a made-up one.
 """
 
 from __future__ import annotations
 
-import re
+import functools
+import json
+from pathlib import Path
 from typing import Any
 
-_PER_MILLION: dict[str, tuple[float, float]] = {
-    "gpt-3.5-turbo": (0.5, 1.5),
-    "gpt-4": (30.0, 60.0),
-    "gpt-4-turbo": (10.0, 30.0),
-    "gpt-4o": (2.5, 10.0),
-    "gpt-4o-mini": (0.15, 0.6),
-    "gpt-4.1": (2.0, 8.0),
-    "gpt-4.1-mini": (0.4, 1.6),
-    "gpt-4.1-nano": (0.1, 0.4),
-    "gpt-5": (1.25, 10.0),
-    "gpt-5-mini": (0.25, 2.0),
-    "gpt-5-nano": (0.05, 0.4),
-    "o1": (15.0, 60.0),
-    "o1-mini": (1.1, 4.4),
-    "o3": (2.0, 8.0),
-    "o3-mini": (1.1, 4.4),
-    "o4-mini": (1.1, 4.4),
-    "text-embedding-3-small": (0.02, 0.0),
-    "text-embedding-3-large": (0.13, 0.0),
-    "text-embedding-ada-002": (0.1, 0.0),
-    "omni-moderation-latest": (0.0, 0.0),
-    "text-moderation-latest": (0.0, 0.0),
-    "claude-3-haiku": (0.25, 1.25),
-    "claude-3-5-haiku": (0.8, 4.0),
-    "claude-3-5-sonnet": (3.0, 15.0),
-    "claude-3-7-sonnet": (3.0, 15.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-sonnet-4-5": (3.0, 15.0),
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-opus-4": (15.0, 75.0),
-    "claude-opus-4-1": (15.0, 75.0),
-}
-
-_DATED = re.compile(r"^(?P<base>.+?)(?:-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
+PRICES = Path(__file__).with_name("prices.json")
 
 
-def price_per_token(model: str | None) -> tuple[float, float] | None:
-    if not model:
+@functools.cache
+def _families() -> dict[str, Any]:
+    """prices.json's families: {family: {match, ..., models: {id: prices}}}."""
+    data: dict[str, Any] = json.loads(PRICES.read_text(encoding="utf-8"))["families"]
+    return data
+
+
+@functools.cache
+def _index(family: str) -> dict[str, dict[str, Any]]:
+    table = _families()[family]["models"]
+    index = {alias: entry for entry in table.values() for alias in entry.get("aliases", [])}
+    return {**index, **table}
+
+
+def _prices(model: str | None, family: str) -> dict[str, Any] | None:
+    spec = _families().get(family)
+    if not model or spec is None:
         return None
-    name = model.split("/")[-1]
-    if name in _PER_MILLION:
-        input_price, output_price = _PER_MILLION[name]
+    if spec["match"] == "substring":
+        name = model.lower()
+        entry = next((e for key, e in spec["models"].items() if key in name), None)
     else:
-        match = _DATED.match(name)
-        if not match or match.group("base") not in _PER_MILLION:
-            return None
-        input_price, output_price = _PER_MILLION[match.group("base")]
-    return input_price / 1e6, output_price / 1e6
+        name = model.rsplit("/", 1)[-1] if spec["match"] == "last-path-segment" else model
+        entry = _index(family).get(name)
+        prefix = spec.get("fineTunedPrefix")
+        if entry is None and prefix and name.startswith(prefix):
+            entry = _index(family).get(":".join(name.split(":", 2)[:2]))
+    return entry if entry is not None and "input" in entry else None
 
 
-def estimate_cost(model: str | None, config: dict[str, Any], prompt_tokens: int, completion_tokens: int) -> float | None:
-    """Cost of one call, or None when the price is unknown."""
-    per_token = price_per_token(model)
-    input_price = config.get("inputCost", config.get("cost"))
-    output_price = config.get("outputCost", config.get("cost"))
-    if input_price is None or output_price is None:
-        if per_token is None:
+def price_per_token(model: str | None, family: str = "openai") -> tuple[float, float] | None:
+    """(input, output) USD per token from the family's table, or None for an unknown model."""
+    entry = _prices(model, family)
+    return None if entry is None else (float(entry["input"]), float(entry.get("output", 0.0)))
+
+
+def estimate_cost(
+    model: str | None,
+    config: dict[str, Any],
+    prompt_tokens: int,
+    completion_tokens: int,
+    *,
+    family: str = "openai",
+    cached_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> float | None:
+    """Cost of one call, or None when the price is unknown.
+
+    `prompt_tokens` counts every prompt token, including the `cached_tokens` read from and the
+    `cache_write_tokens` written to the provider's prompt cache.
+    """
+    spec = _families().get(family, {})
+    entry = _prices(model, family)
+    input_override = config.get("inputCost", config.get("cost"))
+    output_override = config.get("outputCost", config.get("cost"))
+    if entry is None:
+        if input_override is None or output_override is None:
             return None
-        input_price = per_token[0] if input_price is None else input_price
-        output_price = per_token[1] if output_price is None else output_price
-    return float(input_price) * prompt_tokens + float(output_price) * completion_tokens
+        entry = {}
+    long_context = entry.get("longContext")
+    if long_context is not None:
+        inclusive = spec.get("longContextInclusive", False)
+        if prompt_tokens > long_context["threshold"] or (inclusive and prompt_tokens == long_context["threshold"]):
+            entry = {**entry, **long_context}
+    input_price = float(input_override if input_override is not None else entry["input"])
+    output_price = float(output_override if output_override is not None else entry.get("output", 0.0))
+
+    def cache_price(field: str, factor_field: str) -> float:
+        factor = entry.get(factor_field, spec.get(factor_field))
+        if factor is not None:
+            return input_price * float(factor)
+        return input_price if input_override is not None else float(entry.get(field, input_price))
+
+    cached = min(max(cached_tokens, 0), prompt_tokens)
+    written = min(max(cache_write_tokens, 0), prompt_tokens - cached)
+    return (
+        (prompt_tokens - cached - written) * input_price
+        + cached * cache_price("cachedInput", "cacheReadFactor")
+        + written * cache_price("cacheWrite", "cacheWriteFactor")
+        + completion_tokens * output_price
+        + float(entry.get("perRequest", 0.0))
+    )
