@@ -58,7 +58,7 @@ def parse_category(reply: Any) -> tuple[str, str]:
         try:
             verdict = extract(reply, "category", compare=("category",))
         except VerdictError as exc:
-            if isinstance(reply, dict) or "no JSON object" not in str(exc):
+            if isinstance(reply, dict) or exc.problem is not VerdictProblem.MISSING:
                 raise
         else:
             raw = verdict.get("category")
