@@ -160,7 +160,11 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool) -> Prov
 def _base_result(planned: PlannedRow, prompt: str) -> TestResult:
     test = planned.test
     loc = planned.location
+    override = test.provider
+    provider_id = override if isinstance(override, str) else override.get("id") if isinstance(override, dict) else planned.provider.id
     return TestResult(
+        fixed_output=test.providerOutput is not None or provider_id == "echo",
+        reproducible_grading=registry.reproducible(test.assert_ or []),
         test_id=planned.test_id,
         fingerprint=planned.fingerprint,
         description=test.description,

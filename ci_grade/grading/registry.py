@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal
 
 from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES, AssertionVocabulary
+from ci_grade.config.models import Assertion
 from ci_grade.errors import GraderError
 
 if TYPE_CHECKING:
@@ -109,6 +110,8 @@ class AssertionType:
     invertible: bool = True
     model_graded: bool = False
     comparison: bool = False
+    reproducible: bool = True
+    """Whether the same output always gets the same verdict (not for model graders, webhooks or latency)."""
 
     @property
     def graded(self) -> bool:
@@ -133,6 +136,7 @@ def assertion(
     invertible: bool = True,
     model_graded: bool = False,
     comparison: bool = False,
+    reproducible: bool = True,
 ) -> Callable[[Handler], Handler]:
     """Register `handler` for the assertion type `name` (and its aliases), with its metadata."""
 
@@ -140,9 +144,10 @@ def assertion(
         for key in (name, *aliases):
             if key in _REGISTRY:
                 raise ValueError(f"assertion type {key!r} registered twice")
+            is_model_graded = model_graded or grader is not None or prompt is not None
             _REGISTRY[key] = AssertionType(
                 key, handler, value, default_threshold, csv_threshold, grader, prompt,
-                handles_inverse or prompt is not None, invertible, model_graded or grader is not None or prompt is not None, comparison,
+                handles_inverse or prompt is not None, invertible, is_model_graded, comparison, reproducible and not is_model_graded,
             )
         return handler
 
@@ -170,6 +175,19 @@ def get(name: str) -> AssertionType | None:
 def names() -> set[str]:
     load_all()
     return set(_REGISTRY)
+
+
+def reproducible(assertions: Iterable[Assertion]) -> bool:
+    """Whether these assertions (assert-set children too) give the same output the same verdict."""
+    for item in assertions:
+        if item.type == "assert-set":
+            if not reproducible(item.assert_ or []):
+                return False
+            continue
+        spec = get(item.base_type)
+        if spec is None or not spec.reproducible:
+            return False
+    return True
 
 
 def vocabulary() -> AssertionVocabulary:

@@ -45,7 +45,7 @@ def _limit(ctx: AssertionContext, value: float, what: str, unit: str) -> Grade:
     return Grade(False, 0.0, f"{what} {value:g}{unit} is {relation} threshold {ctx.threshold:g}{unit}")
 
 
-@assertion("latency", handles_inverse=True, csv_threshold=0.75)
+@assertion("latency", handles_inverse=True, csv_threshold=0.75, reproducible=False)
 async def latency(ctx: AssertionContext) -> Grade:
     _require_call(ctx, "latency")
     if ctx.response.cached:
@@ -316,7 +316,7 @@ async def post_webhook(url: str, payload: dict[str, Any], timeout: float) -> Any
         raise GraderError(f"webhook {shown} replied with something that is not JSON: {response.text[:100]!r}") from None
 
 
-@assertion("webhook", handles_inverse=True)
+@assertion("webhook", handles_inverse=True, reproducible=False)
 async def webhook(ctx: AssertionContext) -> Grade:
     url = ctx.value
     if not isinstance(url, str) or not re.match(r"https?://[^\s/]", url.strip()):

@@ -101,6 +101,15 @@ class TestResult(_Model):
     location: SourceRef | None = None
     test_case: dict[str, Any] = Field(default_factory=dict)
     response_metadata: dict[str, Any] = Field(default_factory=dict)
+    fixed_output: bool = False
+    """The output cannot vary between runs (a recorded `providerOutput`, or the `echo` provider)."""
+    reproducible_grading: bool = False
+    """The same output always gets the same verdict (no model grader, webhook or latency check)."""
+
+    @property
+    def reproducible(self) -> bool:
+        """Both: this row's result cannot change between runs of the same config."""
+        return self.fixed_output and self.reproducible_grading
 
     @property
     def passed(self) -> bool:

@@ -129,6 +129,9 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
                 "gradingCost": row.grading_cost,
                 "providerCost": row.cost,
                 "location": row.location.model_dump() if row.location else None,
+                "reproducibility": "reproducible" if row.reproducible else "sampled",
+                "fixedOutput": row.fixed_output,
+                "reproducibleGrading": row.reproducible_grading,
             },
         },
     }
@@ -264,6 +267,8 @@ def _row_from(item: dict[str, Any]) -> TestResult:
         location=SourceRef.model_validate(location) if isinstance(location, dict) else None,
         test_case=test_case,
         response_metadata=response.get("metadata") or {},
+        fixed_output=bool(ours.get("fixedOutput")),
+        reproducible_grading=bool(ours.get("reproducibleGrading")),
     )
 
 
