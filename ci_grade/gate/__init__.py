@@ -1,0 +1,1 @@
+"""The gate: baseline store, pairing, statistics and the decision."""
