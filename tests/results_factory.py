@@ -23,8 +23,11 @@ def row(
     error: str | None = None,
     provider: str = "bot",
     prompt: str = "prompt",
+    sampled: bool = False,
 ) -> TestResult:
-    """One row; the test id derives from `name`, the fingerprint from `fingerprint` or `name`."""
+    """One row; the test id derives from `name`, the fingerprint from `fingerprint` or `name`.
+
+    Rows are reproducible (a fixed output graded without a model) unless `sampled`."""
     status = status or ("pass" if score >= 0.5 else "fail")
     return TestResult(
         test_id=test_id or hashlib.sha256(name.encode()).hexdigest()[:12],
@@ -40,6 +43,8 @@ def row(
         reason=reason or ("" if status == "pass" else f"{name} failed"),
         error=error,
         assertions=assertions or [AssertionResult(type="contains", status=status, score=score, reason=reason or "assertion reason")],  # type: ignore[arg-type]
+        fixed_output=not sampled,
+        reproducible_grading=not sampled,
     )
 
 

@@ -165,7 +165,7 @@ def test_pull_request_creates_then_updates_one_comment(workspace: Path, gh: GitH
     (comment,) = gh.comments[7]
     assert comment["user"]["login"] == BOT_LOGIN and comment["body"].endswith(MARKER)
     body = comment["body"]
-    assert "❌ **Failed**" in body and "greets the user" in body and "says goodbye" in body
+    assert "📉 **Regressed**" in body and "greets the user" in body and "says goodbye" in body
     assert "hello there \\[\\*\\*\\*\\]" in body  # the echoed token was masked, not absent
     assert first.outputs["comment-url"] == comment["html_url"]
     assert body.replace(MARKER, "").strip() in first.summary  # the same report in the job summary
@@ -186,12 +186,15 @@ def test_outputs_files_and_annotations(workspace: Path, gh: GitHubServer) -> Non
     assert run.code == 1
     assert run.outputs == {
         "passed": "false",
-        "verdict": "failed",
+        "verdict": "regressed",
         "pass-rate": "0.6667",
         "score": "0.5000",
         "score-delta": "-0.5000",
+        "p-value": "0.0000",
         "regressions": "2",
         "failures": "1",
+        "known-failures": "0",
+        "not-significant": "0",
         "errors": "0",
         "results-path": "evals/ci-grade-results/results.json",
         "junit-path": "evals/ci-grade-results/results.junit.xml",
@@ -207,7 +210,7 @@ def test_outputs_files_and_annotations(workspace: Path, gh: GitHubServer) -> Non
     assert title == "ci-grade regression: greets the user" and "score 1.00 -> 0.50" in message
     title, message = errors[("evals/cases.yaml", "1")]
     assert title == "ci-grade regression: says goodbye" and "Expected output to contain 'bye'" in message
-    assert "❌ **Failed**" in run.summary and "says goodbye" in run.summary
+    assert "📉 **Regressed**" in run.summary and "says goodbye" in run.summary
 
 
 def test_unchanged_configs_pass(workspace: Path, gh: GitHubServer) -> None:

@@ -7,7 +7,6 @@ import pytest
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import Comparison, GatePolicy
-from ci_grade.gate.noise import NOISE_K
 from ci_grade.results.models import AssertionResult
 from tests.results_factory import row, run_of
 
@@ -85,7 +84,8 @@ def test_new_failure_and_fix() -> None:
     assert a.new_failure and a.regressed and not a.fixed
     assert b.fixed and not b.new_failure
     assert c.new_failures == [a] and c.fixes == [b]
-    assert c.verdict == "failed" and c.gate_failed
+    # with a baseline, a test that newly fails is a regression (not a plain failure)
+    assert c.verdict == "regressed" and c.gate_failed
     assert c.regression_notes()[a.test_id] == "score 1.00 -> 0.00 (-1.00); newly failing (passed in the baseline)"
 
 
@@ -187,41 +187,46 @@ def repeats(name: str, scores: list[float]) -> list:
     return [row(name, s, "pass", repeat=i) for i, s in enumerate(scores)]
 
 
-def test_noisy_repeats_make_a_drop_inconclusive() -> None:
-    base = repeats("a", [1.0, 0.4, 1.0, 0.4])  # mean 0.70, sd 0.35
-    head = repeats("a", [0.4, 0.8, 0.4, 0.6])  # mean 0.55, sd 0.19
-    c = judge(base, head, max_metric_drop=1.0)
+def sampled(name: str, outcomes: str, **kwargs: object) -> list:
+    """Repeats of a sampled test: "PPF" = pass, pass, fail (score 1 or 0)."""
+    return [row(name, 1.0 if o == "P" else 0.0, sampled=True, repeat=i, **kwargs) for i, o in enumerate(outcomes)]  # type: ignore[arg-type]
+
+
+def test_a_sampled_test_failing_every_repeat_is_a_significant_regression() -> None:
+    c = judge(sampled("a", "PPPP") + sampled("b", "PPPP"), sampled("a", "FFFF") + sampled("b", "PPPP"), max_metric_drop=1.0)
     a = by_name(c, "a")
-    assert a.base_repeats == 4 and a.base_spread == pytest.approx(0.3464, abs=1e-4)
-    assert a.delta == pytest.approx(-0.15)
-    assert a.noise == pytest.approx(NOISE_K * ((0.3464**2 / 4) + (0.1915**2 / 4)) ** 0.5, abs=1e-3)
-    assert a.inconclusive and not a.regressed
-    assert c.inconclusive == [a] and c.verdict == "passed" and not c.gate_failed
-    assert c.reason.endswith("1 drop within noise (inconclusive)")
+    assert not a.reproducible and a.new_failure
+    assert a.p_value == pytest.approx(1 / 70)  # Fisher: 4/4 -> 0/4
+    assert a.significant and a.regressed and c.regressions == [a]
+    assert (c.verdict, c.gate_failed) == ("regressed", True)
 
 
-def test_consistent_repeats_make_the_same_drop_a_regression() -> None:
-    base = repeats("a", [0.72, 0.7, 0.68, 0.7])
-    head = repeats("a", [0.56, 0.55, 0.54, 0.55])
-    c = judge(base, head, max_metric_drop=1.0)
+def test_a_sampled_flip_without_evidence_is_listed_not_gating() -> None:
+    c = judge([row("a", 1.0, sampled=True), row("b", 1.0, sampled=True)], [row("a", 0.0, sampled=True), row("b", 1.0, sampled=True)], max_metric_drop=1.0)
     a = by_name(c, "a")
-    assert a.delta == pytest.approx(-0.15) and a.regressed and not a.inconclusive
-    assert c.verdict == "regressed" and c.gate_failed
+    assert a.new_failure and a.p_value is None and not a.evident and a.inconclusive
+    assert c.flaky_flips == [a] and c.regressions == []
+    assert (c.verdict, c.gate_failed) == ("passed", False)
+    assert "1 sampled test newly failing, not significant" in c.reason
 
 
-def test_side_without_repeats_borrows_the_other_sides_spread() -> None:
-    base = [row("a", 0.7)]
-    head = repeats("a", [1.0, 0.1, 1.0, 0.1])  # mean 0.55, sd 0.52
-    a = by_name(judge(base, head, max_metric_drop=1.0), "a")
-    assert a.inconclusive and a.noise == pytest.approx(NOISE_K * 0.5196 * (1 + 1 / 4) ** 0.5, abs=1e-3)
+def test_a_noisy_flip_over_repeats_is_not_significant() -> None:
+    c = judge(sampled("a", "PPPF"), sampled("a", "PPFF"), max_metric_drop=1.0)
+    a = by_name(c, "a")
+    assert a.new_failure and a.p_value is not None and a.p_value > 0.4
+    assert not a.significant and not a.regressed and a.inconclusive
+    assert c.verdict == "passed"
+    assert a.base_interval is not None and a.base_interval[0] < 0.75 < a.base_interval[1]
 
 
-def test_metric_drop_within_repeat_noise_is_inconclusive() -> None:
-    base = [row("a", 1.0, repeat=i, metrics={"m": v}) for i, v in enumerate([1.0, 0.0, 1.0, 0.0])]
-    head = [row("a", 1.0, repeat=i, metrics={"m": v}) for i, v in enumerate([1.0, 0.0, 0.0, 1.0, 0.0])]
+def test_metric_drop_of_sampled_tests_within_noise_is_inconclusive() -> None:
+    base = [row(n, 1.0, sampled=True, metrics={"m": v}) for n, v in zip("abcdefgh", [1, 0, 1, 1, 0, 1, 1, 0], strict=True)]
+    head = [row(n, 1.0, sampled=True, metrics={"m": v}) for n, v in zip("abcdefgh", [1, 0, 0, 1, 0, 1, 0, 0], strict=True)]
     c = judge(base, head)
     m = c.metrics[0]
-    assert m.delta == pytest.approx(-0.1) and m.inconclusive and not m.regressed
+    assert m.delta == pytest.approx(-0.25) and m.method == "paired t"
+    assert m.inconclusive and not m.regressed and not m.significant
+    assert m.mde is not None and m.mde > 0.25 and m.tests_needed is not None and m.tests_needed > 8
     assert c.verdict == "passed"
 
 
@@ -237,12 +242,12 @@ def test_repeats_pass_by_majority_and_errored_repeats_are_not_scored() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fail_on", "failing_gate", "regressed_gate"),
-    [("regressions", True, True), ("failures", True, False), ("never", False, False)],
+    ("fail_on", "failing_gate", "regressed_gate", "failing_verdict"),
+    [("regressions", True, True, "regressed"), ("failures", True, False, "failed"), ("never", False, False, "regressed")],
 )
-def test_fail_on_modes(fail_on: str, failing_gate: bool, regressed_gate: bool) -> None:
+def test_fail_on_modes(fail_on: str, failing_gate: bool, regressed_gate: bool, failing_verdict: str) -> None:
     failing = judge([row("a", 1.0)], [row("a", 0.0)], fail_on=fail_on)
-    assert failing.verdict == "failed" and failing.gate_failed is failing_gate
+    assert failing.verdict == failing_verdict and failing.gate_failed is failing_gate
     regressed = judge([row("a", 0.9)], [row("a", 0.6)], fail_on=fail_on, max_metric_drop=1.0)
     assert regressed.verdict == "regressed" and regressed.gate_failed is regressed_gate
     errored = judge([row("a", 1.0)], [row("a", 0.0, "error")], fail_on=fail_on)

@@ -70,7 +70,7 @@ def test_regression_fails_the_gate_with_reports(saved: Path) -> None:
     assert md.startswith("### ci-grade\n\n📉 **Regressed**: 1 test regressed beyond tolerance (max drop 0.10)")
     assert "- **reset link** · echo" in md and "score 1.00 → 0.75 (▼ −0.25) · **regressed**" in md
     assert "  - ✗ contains (accuracy) 1.00 → 0.00: Expected output to contain '30 minutes'" in md
-    assert "| metric accuracy | 1.00 | 0.50 | ▼ −0.50 🔻 regression |" in md
+    assert "| metric accuracy | 1.00 | 0.50 | ▼ −0.50 | – | reproducible: exact · 🔻 **regression** |" in md
     junit = (saved / "out" / "results.junit.xml").read_text()
     assert 'message="REGRESSION: score 1.00 -&gt; 0.75 (-0.25)' in junit and 'type="regression"' in junit
     assert json.loads((saved / "out" / "results.json").read_text())["results"]["stats"]["successes"] == 2
@@ -92,11 +92,11 @@ def test_a_wider_tolerance_accepts_the_drop(saved: Path) -> None:
 def test_failures_fail_the_gate_unless_fail_on_never(saved: Path) -> None:
     failing = eval_(saved, BROKEN, "--baseline", ".ci-grade/baseline.json")
     assert failing.code == 1
-    assert "verdict: FAILED (gate failed): 2 tests failed; 2 tests regressed beyond tolerance" in failing.out
+    assert "verdict: REGRESSED (gate failed): 2 tests regressed beyond tolerance" in failing.out
     never = eval_(saved, BROKEN, "--baseline", ".ci-grade/baseline.json", "--fail-on", "never", "-o", "report.md")
     assert never.code == 0
     assert "(fail-on never: reported, not gating)" in never.out
-    assert "❌ **Failed**" in (saved / "report.md").read_text()
+    assert "📉 **Regressed**" in (saved / "report.md").read_text()
 
 
 def test_min_pass_rate_lets_some_failures_through(saved: Path) -> None:
@@ -210,11 +210,12 @@ def test_quickstart_shows_a_regression_against_its_committed_baseline(tmp_path: 
         "-o", str(out / "summary.md"), "--baseline", "examples/quickstart/baseline.json", "--no-progress", cwd=REPO,
     )
     assert result.code == 1, result.out + result.err
-    assert "verdict: FAILED (gate failed): 1 test failed; 1 test regressed beyond tolerance (max drop 0.10)" in result.out
+    # reproducible results: the drop is a fact, so the newly failing test and the measures regress
+    assert "verdict: REGRESSED (gate failed): 1 test regressed beyond tolerance (max drop 0.10); 3 measures dropped beyond tolerance (max drop 0.02): mean score, pass rate, 'accuracy'" in result.out
     assert result.out.count("double charge offers a refund and a human: score 1.00 -> 0.33 (-0.67); newly failing (passed in the baseline)") == 1
     md = (out / "summary.md").read_text()
-    assert "❌ **Failed**: 1 test failed; 1 test regressed beyond tolerance (max drop 0.10)" in md
-    assert "| metric accuracy | 1.00 | 0.83 | ▼ −0.17 🔻 regression |" in md
+    assert "📉 **Regressed**: 1 test regressed beyond tolerance (max drop 0.10)" in md
+    assert "| metric accuracy | 1.00 | 0.83 | ▼ −0.17 | – | reproducible: exact · 🔻 **regression** |" in md
     assert md.count("- **double charge offers a refund and a human** · support-bot") == 1
     assert "score 1.00 → 0.33 (▼ −0.67) · **regressed** · **new failure**" in md
     assert "  - output: You can see your invoices and change your payment method under Settings &gt; Billing." in md

@@ -116,7 +116,8 @@ def test_action_yml_documents_every_input_with_the_same_defaults() -> None:
         expected = "${{ github.token }}" if name == "github-token" else DEFAULTS[name]
         assert str(spec.get("default", "")) == expected, name
     assert set(action["outputs"]) == {
-        "passed", "verdict", "pass-rate", "score", "score-delta", "regressions", "failures", "errors",
+        "passed", "verdict", "pass-rate", "score", "score-delta", "p-value", "regressions", "failures", "known-failures",
+        "not-significant", "errors",
         "results-path", "junit-path", "comment-url",
     }
     assert all(spec.get("description") for spec in action["outputs"].values())

@@ -55,12 +55,13 @@ def test_report_layout_and_content() -> None:
     md = render_markdown(run, comparison, title="LLM evals")
     lines = md.splitlines()
     assert lines[0] == "### LLM evals: Acme support bot"
-    assert lines[2].startswith("❌ **Failed**: 1 test failed; 1 error (max 0); 1 test regressed beyond tolerance (max drop 0.10)")
-    assert "Compared with the baseline from commit 0123456789ab (2026-11-20T10:00:00+00:00). Gate: fail-on regressions, max score drop 0.10, max metric drop 0.02, max errors 0." in md
-    assert "| Pass rate | 80.0% (4/5) | 66.7% (4/6) | ▼ −13.3 pts |" in md
-    assert "| **Mean score** | 0.67 | 0.83 | ▲ +0.17 |" in md
-    assert "| metric accuracy | 0.67 | 0.83 | ▲ +0.17 |" in md
-    assert "Scores are means over the 3 tests scored in both runs" in md
+    # with a baseline, the newly failing test is a regression, not a plain failure
+    assert lines[2].startswith("❌ **Failed**: 1 error (max 0); 1 test regressed beyond tolerance (max drop 0.10)")
+    assert "Compared with the baseline from commit 0123456789ab (2026-11-20T10:00:00+00:00). Gate: fail-on regressions, alpha 0.05, max score drop 0.10, max metric drop 0.02, max errors 0." in md
+    assert "| Pass rate | 80.0% (4/5) | 66.7% (4/6) | ▼ −13.3 pts | – | reproducible: exact · no drop |" in md
+    assert "| **Mean score** | 0.67 | 0.83 | ▲ +0.17 | – | reproducible: exact · no drop |" in md
+    assert "| metric accuracy | 0.67 | 0.83 | ▲ +0.17 | – | reproducible: exact · no drop |" in md
+    assert "Changes are judged over the 3 tests scored in both runs" in md
     sections = re.findall(r"^#### (.+)$", md, re.M)
     assert sections == [
         "Regressions and new failures (1)", "Errors (1)", "Fixes (1)", "Renamed tests (1)", "Added tests (2)", "Removed tests (1)",
@@ -90,19 +91,19 @@ def test_verdict_lines(verdict_run: tuple[float, float], expected: str) -> None:
 def test_without_baseline_the_report_says_so() -> None:
     run = run_of(row("a", 1.0, metrics={"tone": 0.9}), row("b", 0.0, reason="wrong answer"))
     md = render_markdown(run, compare(run, None, GatePolicy(min_pass_rate=0.9, max_errors=2)))
-    assert "No baseline: the gate judged thresholds only. Gate: fail-on regressions, max score drop 0.10, max metric drop 0.02, min pass rate 90%, max errors 2." in md
+    assert "No baseline: the gate judged thresholds only. Gate: fail-on regressions, alpha 0.05, max score drop 0.10, max metric drop 0.02, min pass rate 90%, max errors 2." in md
     assert "| | Score |" in md and "| metric tone | 0.90 |" in md and "| Pass rate | 50.0% (1/2) |" in md
     assert "#### Failing tests (1)" in md and "Regressions" not in md
     assert "Base" not in md
 
 
-def test_repeats_show_spread_and_inconclusive_drops() -> None:
-    base = run_of(*[row("a", s, "pass", repeat=i) for i, s in enumerate([1.0, 0.4, 1.0, 0.4])])
-    head = run_of(*[row("a", s, "pass", repeat=i) for i, s in enumerate([0.4, 0.8, 0.4, 0.6])])
+def test_repeats_show_spread_pass_counts_and_inconclusive_drops() -> None:
+    base = run_of(*[row("a", s, "pass", repeat=i, sampled=True) for i, s in enumerate([1.0, 0.4, 1.0, 0.4])])
+    head = run_of(*[row("a", s, "pass", repeat=i, sampled=True) for i, s in enumerate([0.4, 0.8, 0.4, 0.6])])
     comparison = compare(head, baseline_from_run(base), GatePolicy(max_metric_drop=1.0))
     md = render_markdown(head, comparison)
-    assert "#### Inconclusive drops (within noise) (1)" in md
-    assert "score 0.70 ±0.35 (n=4) → 0.55 ±0.19 (n=4) (▼ −0.15) · inconclusive (noise ±0.40)" in md
+    assert "#### Inconclusive drops (1)" in md
+    assert "score 0.70 ±0.35 (n=4) → 0.55 ±0.19 (n=4) (▼ −0.15) · inconclusive · passed 4/4 [0.51, 1.00] → 4/4 [0.51, 1.00]" in md
     assert "✅ **Passed**" in md
 
 
@@ -131,7 +132,7 @@ def test_long_reports_are_cut_to_the_limit_with_a_note() -> None:
         shown = md.count("\n- **")
         assert 0 < shown < 400
         assert f"_… {400 - shown} more not shown here (size limit); the results file lists every test._" in md
-        assert md.splitlines()[2].startswith("❌ **Failed**: 400 tests failed")
+        assert md.splitlines()[2].startswith("📉 **Regressed**: 400 tests regressed beyond tolerance")
 
 
 def test_byte_limit_counts_utf8() -> None:

@@ -148,12 +148,13 @@ def test_table_cells_are_not_broken_by_pipes_or_newlines() -> None:
     head, comparison = hostile_comparison(len(HOSTILE))
     md = render_markdown(head, comparison)
     table = [line for line in md.splitlines() if line.startswith("|")]
-    assert len(table) == 4 + len(HOSTILE)  # header, alignment, pass rate, mean score + one per metric
-    assert all(unescaped_pipes(line) == 5 for line in table), [line for line in table if unescaped_pipes(line) != 5]
+    assert comparison.same_measure  # 0/1 scores: the mean score is the pass rate, one row
+    assert len(table) == 3 + len(HOSTILE)  # header, alignment, pass rate + one per metric
+    assert all(unescaped_pipes(line) == 7 for line in table), [line for line in table if unescaped_pipes(line) != 7]
     html = cmarkgfm.markdown_to_html_with_extensions(md, options=Options.CMARK_OPT_UNSAFE, extensions=["table"])
     rows = re.findall(r"<tr>(.*?)</tr>", html, re.S)
     assert len(rows) == len(table) - 1
-    assert all(len(re.findall(r"<t[hd][ >]", r)) == 4 for r in rows)
+    assert all(len(re.findall(r"<t[hd][ >]", r)) == 6 for r in rows)
 
 
 def test_many_huge_failures_fit_the_comment_and_the_summary() -> None:

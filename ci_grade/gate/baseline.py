@@ -1,16 +1,20 @@
 """The baseline: per stable test id, what a known-good run scored, and where it came from.
 
 A baseline keeps no outputs, vars or assertion values: only names, scores and pass/fail per
-test and assertion, plus the run's provenance (commit, config hash, graders and their template
-hashes). `ci_grade.gate.store` reads and writes it.
+test and assertion, a hash of the output (to tell a reproducible result), plus the run's
+provenance (commit, config hash, graders and their template hashes). `ci_grade.gate.store`
+reads and writes it.
 
-Repeats (`--repeat N`) are folded per test: the score is the mean of the scored repeats, the
-spread their sample standard deviation (0 with a single repeat), and a test passes when more
-than half of its scored repeats pass. Errored repeats are counted, never scored.
+Repeats (`--repeat N`, or several runs saved together) are folded per test: the score is the
+mean of the scored repeats, the spread their sample standard deviation (0 with a single repeat),
+the pass count is kept, and a test passes when more than half of its scored repeats pass.
+Errored repeats are counted, never scored.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -54,11 +58,22 @@ class BaselineTest(BaseModel):
     assertions: list[BaselineAssertion] = Field(default_factory=list)
     named_scores: dict[str, float] = Field(default_factory=dict)
     named_spreads: dict[str, float] = Field(default_factory=dict)
+    reply_digest: str | None = None
+    """A digest of the reply when every scored repeat produced the same one (never the reply itself)."""
+    fixed_reply: bool = False
+    """Every repeat's reply was fixed (a recorded `providerOutput` or the `echo` provider)."""
+    reproducible_grading: bool = False
+    """Every repeat was graded without a model (the same output always gets the same verdict)."""
 
     @property
     def scored(self) -> int:
         """Repeats that produced a score (not errors)."""
         return self.repeats - self.errors
+
+    @property
+    def pass_rate(self) -> float | None:
+        """The share of scored repeats that passed (None when none was scored)."""
+        return self.passes / self.scored if self.scored else None
 
 
 class Totals(BaseModel):
@@ -86,6 +101,8 @@ class Baseline(BaseModel):
     version: int = BASELINE_VERSION
     info: RunInfo = Field(default_factory=RunInfo)
     totals: Totals = Field(default_factory=Totals)
+    runs: int = 1
+    """How many runs were folded into it (several runs of main tell the baseline's own noise)."""
     tests: dict[str, BaselineTest] = Field(default_factory=dict)
 
 
@@ -133,6 +150,7 @@ def fold_test(rows: list[TestResult]) -> BaselineTest:
     folded = {metric: _mean_and_spread(values) for metric, values in named.items()}
     passes = sum(r.status == "pass" for r in scored)
     passed = bool(scored) and passes * 2 > len(scored)
+    hashes = {output_hash(r.output) for r in scored}
     return BaselineTest(
         test_id=first.test_id,
         fingerprint=first.fingerprint,
@@ -150,7 +168,16 @@ def fold_test(rows: list[TestResult]) -> BaselineTest:
         assertions=_fold_assertions(scored),
         named_scores={m: v[0] for m, v in folded.items()},
         named_spreads={m: v[1] for m, v in folded.items()},
+        reply_digest=hashes.pop() if len(hashes) == 1 else None,
+        fixed_reply=all(r.fixed_output for r in rows),
+        reproducible_grading=all(r.reproducible_grading for r in rows),
     )
+
+
+def output_hash(output: object) -> str:
+    """A short digest of an output (text as it is, data as canonical JSON); never the output itself."""
+    text = output if isinstance(output, str) else json.dumps(output, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def group_rows(results: Iterable[TestResult]) -> dict[str, list[TestResult]]:
@@ -162,8 +189,16 @@ def group_rows(results: Iterable[TestResult]) -> dict[str, list[TestResult]]:
 
 
 def baseline_from_run(run: EvalRun) -> Baseline:
+    return baseline_from_runs([run])
+
+
+def baseline_from_runs(runs: list[EvalRun]) -> Baseline:
+    """Several runs of one config (e.g. the last few runs of main) folded as repeats of each test;
+    provenance and totals are the newest run's."""
+    newest = runs[-1]
     return Baseline(
-        info=run.info.model_copy(deep=True),
-        totals=Totals.of(run),
-        tests={test_id: fold_test(rows) for test_id, rows in group_rows(run.results).items()},
+        info=newest.info.model_copy(deep=True),
+        totals=Totals.of(newest),
+        runs=len(runs),
+        tests={test_id: fold_test(rows) for test_id, rows in group_rows(row for run in runs for row in run.results).items()},
     )

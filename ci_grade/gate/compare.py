@@ -9,36 +9,60 @@ regressions (a grader outage is not a quality drop).
 from __future__ import annotations
 
 import json
+import math
 from typing import Literal
 
 from ci_grade.gate.baseline import Baseline, BaselineAssertion, BaselineTest, Totals, fold_test, group_rows
 from ci_grade.gate.decision import decide, provenance_warnings
 from ci_grade.gate.matching import portable_matches, renames
-from ci_grade.gate.models import AssertionDelta, CaseDelta, Comparison, GatePolicy, Rate
-from ci_grade.gate.noise import judge, metric_delta, named_metrics
+from ci_grade.gate.models import AssertionDelta, CaseDelta, Comparison, GatePolicy, MetricDelta, Rate
+from ci_grade.gate.per_test import classify, confirmation, judge_reproducible, judge_sampled
+from ci_grade.gate.suite import Pair, measures
 from ci_grade.results.models import EvalRun, TestResult
 
 
 def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy) -> Comparison:
-    """Per-test, per-assertion and per-metric deltas, and the gate's verdict."""
+    """Per-test, per-assertion and suite-level deltas, judged, and the gate's verdict.
+
+    Confirmation reruns (`run.confirmations`) are evidence for the tests they rerun only; the
+    suite-level measures use the run's own rows, so selecting tests to rerun cannot bias them.
+    """
     groups = group_rows(run.results)
     head = {test_id: fold_test(rows) for test_id, rows in groups.items()}
     base = dict(baseline.tests) if baseline else {}
     same = {test_id: test_id for test_id in head if test_id in base}
     same.update(portable_matches(head, base, same))
     renamed = renames({k: v for k, v in head.items() if k not in same}, {k: v for k, v in base.items() if k not in same.values()})
+    confirmations = group_rows(run.confirmations)
     cases: list[CaseDelta] = []
+    judged: list[tuple[CaseDelta, BaselineTest, BaselineTest]] = []
+    pairs: list[Pair] = []
     for test_id, test in head.items():
         rows = groups[test_id]
         if test_id in same:
-            cases.append(judge(_case(test, rows, base[same[test_id]], "same"), policy))
+            before = base[same[test_id]]
+            case = _case(test, rows, before, "same")
+            classify(case, before, test)
+            if case.reproducible:
+                judge_reproducible(case, policy)
+            elif test_id in confirmations:
+                reruns = [r for r in confirmations[test_id] if r.status != "error"]
+                case.confirmation = confirmation(before, sum(r.status == "pass" for r in reruns), len(reruns))
+            judged.append((case, before, test))
+            if "error" not in (before.status, test.status):
+                pairs.append(Pair(before, test, case.reproducible, _cluster(rows, policy.cluster_key)))
         elif test_id in renamed:
-            cases.append(_case(test, rows, base[renamed[test_id]], "renamed"))
+            case = _case(test, rows, base[renamed[test_id]], "renamed")
         else:
-            cases.append(_case(test, rows, None, "added" if baseline else "same"))
+            case = _case(test, rows, None, "added" if baseline else "same")
+        cases.append(case)
+    judge_sampled(judged, policy)
     matched = set(same.values()) | set(renamed.values())
     cases += [_removed(test) for test_id, test in base.items() if test_id not in matched]
-    pairs = [(base[b], head[h]) for h, b in same.items() if "error" not in (base[b].status, head[h].status)]
+    if baseline is not None:
+        mean, rate, same_measure, metrics = measures(pairs, policy)
+    else:
+        mean, rate, same_measure, metrics = _head_only(list(head.values()))
     comparison = Comparison(
         verdict="passed",
         reason="",
@@ -48,17 +72,38 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy) -> Comp
         head_info=run.info,
         base_info=baseline.info if baseline else None,
         tests=cases,
-        mean_score=metric_delta("mean score", [(b.score, b.score_spread, b.scored, h.score, h.score_spread, h.scored) for b, h in pairs], list(head.values()), None, policy, baseline is not None),
-        metrics=named_metrics(pairs, head, policy, baseline is not None),
+        mean_score=mean,
+        pass_rate=rate,
+        same_measure=same_measure,
+        metrics=metrics,
         pass_rate_head=Rate(passed=sum(t.status == "pass" for t in head.values()), total=len(head)),
         pass_rate_base=Rate(passed=sum(t.status == "pass" for t in base.values()), total=len(base)) if baseline else None,
         error_rows=sum(t.errors for t in head.values()),
         head_totals=Totals.of(run),
         base_totals=baseline.totals if baseline else None,
+        base_runs=baseline.runs if baseline else 0,
         warnings=provenance_warnings(run.info, baseline.info) if baseline else [],
     )
     decide(comparison)
     return comparison
+
+
+def _cluster(rows: list[TestResult], key: str | None) -> str:
+    """The test's cluster: its `metadata[key]`, else the test itself."""
+    value = rows[0].metadata.get(key) if key else None
+    return f"{key}={value}" if value is not None else f"test:{rows[0].test_id}"
+
+
+def _head_only(heads: list[BaselineTest]) -> tuple[MetricDelta, MetricDelta, bool, list[MetricDelta]]:
+    """Without a baseline: the head's means over its scored tests, nothing judged."""
+    scored = [t for t in heads if t.status != "error"]
+
+    def mean_of(name: str, values: list[float]) -> MetricDelta:
+        return MetricDelta(name=name, head=math.fsum(values) / len(values) if values else None, tests=len(values))
+
+    names = sorted({m for t in scored for m in t.named_scores})
+    metrics = [mean_of(name, [t.named_scores[name] for t in scored if name in t.named_scores]) for name in names]
+    return mean_of("mean score", [t.score for t in scored]), mean_of("pass rate", [t.pass_rate or 0.0 for t in scored]), False, metrics
 
 
 def _output_text(output: object) -> str:
@@ -82,6 +127,7 @@ def _case(test: BaselineTest, rows: list[TestResult], before: BaselineTest | Non
         head_score=test.score if test.status != "error" else None,
         head_spread=test.score_spread,
         head_repeats=test.scored,
+        head_passes=test.passes,
         head_errors=test.errors,
         reason=shown.reason,
         error=shown.error,
@@ -97,6 +143,7 @@ def _case(test: BaselineTest, rows: list[TestResult], before: BaselineTest | Non
         case.base_score = before.score if before.status != "error" else None
         case.base_spread = before.score_spread
         case.base_repeats = before.scored
+        case.base_passes = before.passes
         before_assertions = _keyed(before)
     for key, item in _keyed(test).items():
         old = before_assertions.pop(key, None)
@@ -141,4 +188,5 @@ def _removed(test: BaselineTest) -> CaseDelta:
         test_id=test.test_id, base_id=test.test_id, change="removed", name=test.name, base_name=test.name,
         prompt_label=test.prompt_label, provider=test.provider, base_status=test.status,
         base_score=test.score if test.status != "error" else None, base_spread=test.score_spread, base_repeats=test.scored,
+        base_passes=test.passes,
     )

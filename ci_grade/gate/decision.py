@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ci_grade.gate.models import Comparison
-from ci_grade.gate.noise import EPS
 from ci_grade.results.models import RunInfo
+
+EPS = 1e-9
 
 
 def provenance_warnings(head: RunInfo, base: RunInfo) -> list[str]:
@@ -27,37 +28,48 @@ def _plural(n: int, word: str) -> str:
 
 
 def decide(c: Comparison) -> None:
-    """Fill verdict, reason, problems and gate_failed from the comparison and the policy."""
+    """Fill verdict, reason, problems and gate_failed from the comparison and the policy.
+
+    Failures are absolute: no tests, too many errors, a pass rate under `min_pass_rate`, and failing
+    tests when there is no baseline (or under `fail_on failures`, or tests the baseline does not
+    have). Regressions are relative to the baseline: per-test regressions and significant drops of a
+    suite-level measure beyond the practical margin. Tests failing in both runs are known failures.
+    """
     policy = c.policy
     failures: list[str] = []
     regressions: list[str] = []
     rate = c.pass_rate_head
-    failing = len(c.failures)
+    strict = not c.has_baseline or policy.fail_on == "failures"
+    failing = [t for t in c.failures if strict or t.change == "added" or t.base_status in (None, "error")]
     if rate.total == 0:
         failures.append("no tests ran")
     if policy.min_pass_rate is None:
         if failing:
-            failures.append(f"{_plural(failing, 'test')} failed")
+            failures.append(f"{_plural(len(failing), 'test')} failed")
     elif rate.total and rate.value < policy.min_pass_rate - EPS:
         failures.append(f"pass rate {rate.value:.1%} below the minimum {policy.min_pass_rate:.1%}")
     allowed = policy.max_errors or 0
     if c.error_rows > allowed:
         failures.append(f"{_plural(c.error_rows, 'error')} (max {allowed})")
-    regressed = [t for t in c.tests if t.regressed]
-    if regressed:
-        regressions.append(f"{_plural(len(regressed), 'test')} regressed beyond tolerance (max drop {policy.max_score_drop:.2f})")
-    newly = [t for t in c.new_failures if not t.regressed]
+    dropped = [t for t in c.tests if t.regressed]
+    if dropped:
+        regressions.append(f"{_plural(len(dropped), 'test')} regressed beyond tolerance (max drop {policy.max_score_drop:.2f})")
+    newly = [t for t in c.regressions if t.new_failure and not t.regressed]
     if newly:
         regressions.append(f"{_plural(len(newly), 'test')} newly failing")
-    dropped = [m for m in [c.mean_score, *c.metrics] if m.regressed and m.delta is not None]
-    if len(dropped) <= 2:
-        for metric in dropped:
-            label = "mean score" if metric is c.mean_score else f"metric {_name(metric.name)}"
-            regressions.append(f"{label} dropped {metric.base:.2f} → {metric.head:.2f} ({metric.delta:+.2f}, max drop {policy.max_metric_drop:.2f})")
+    measures = [m for m in c.measures if m.regressed and m.delta is not None]
+    if len(measures) <= 2:
+        for m in measures:
+            label = m.name if m is c.mean_score or m is c.pass_rate else f"metric {_name(m.name)}"
+            if m is c.mean_score and c.same_measure:
+                label = "pass rate"
+            evidence = "" if m.method == "exact" else f", p={m.p_adjusted if m.p_adjusted is not None else m.p_value:.2g}"
+            regressions.append(f"{label} dropped {m.base:.2f} → {m.head:.2f} ({m.delta:+.2f}, max drop {policy.max_metric_drop:.2f}{evidence})")
     else:
-        names = ", ".join("mean score" if m is c.mean_score else _name(m.name) for m in dropped[:3])
-        more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
-        regressions.append(f"{len(dropped)} metrics dropped beyond tolerance (max drop {policy.max_metric_drop:.2f}): {names}{more}")
+        names = ", ".join(m.name if m is c.mean_score or m is c.pass_rate else _name(m.name) for m in measures[:3])
+        more = f" and {len(measures) - 3} more" if len(measures) > 3 else ""
+        kind = "metrics" if all(m in c.metrics for m in measures) else "measures"
+        regressions.append(f"{len(measures)} {kind} dropped beyond tolerance (max drop {policy.max_metric_drop:.2f}): {names}{more}")
     c.problems = failures + regressions
     c.verdict = "failed" if failures else "regressed" if regressions else "passed"
     gating = {"never": [], "failures": failures, "regressions": failures + regressions}[policy.fail_on]
@@ -69,7 +81,7 @@ def decide(c: Comparison) -> None:
         elif len(gating) < len(c.problems):
             c.reason += f" (fail-on {policy.fail_on}: regressions reported, not gating)"
         return
-    c.reason = _passed_reason(c, failing)
+    c.reason = _passed_reason(c, len(c.failures))
 
 
 def _passed_reason(c: Comparison, failing: int) -> str:
@@ -80,7 +92,15 @@ def _passed_reason(c: Comparison, failing: int) -> str:
     parts = [head]
     if c.error_rows:
         parts.append(f"{_plural(c.error_rows, 'error')} tolerated (max {c.policy.max_errors})")
-    parts.append("no regressions against the baseline" if c.has_baseline else "no baseline, thresholds only")
-    if c.inconclusive:
-        parts.append(f"{_plural(len(c.inconclusive), 'drop')} within noise (inconclusive)")
+    if not c.has_baseline:
+        parts.append("no baseline, thresholds only")
+    elif c.mean_score.method in (None, "exact"):
+        parts.append("no regressions against the baseline")
+    else:
+        parts.append("no significant change against the baseline")
+    if c.flaky_flips:
+        parts.append(f"{_plural(len(c.flaky_flips), 'sampled test')} newly failing, not significant")
+    inconclusive = [m for m in c.measures if m.inconclusive]
+    if inconclusive:
+        parts.append(f"{_plural(len(inconclusive), 'drop')} beyond the margin not significant (inconclusive)")
     return "; ".join(parts)

@@ -7,9 +7,13 @@ from typing import Literal
 from pydantic import BaseModel, Field, computed_field
 
 from ci_grade.gate.baseline import Totals
+from ci_grade.gate.statistics import wilson
 from ci_grade.results.models import RunInfo, Status
 
 FailOn = Literal["failures", "regressions", "never"]
+
+
+Flip = Literal["newly failing", "newly passing"]
 
 
 class GatePolicy(BaseModel):
@@ -17,9 +21,15 @@ class GatePolicy(BaseModel):
 
     fail_on: FailOn = "regressions"
     max_score_drop: float = 0.1
+    """Per test: the largest tolerated drop of a reproducible test's score, or of a sampled test's pass rate."""
     max_metric_drop: float = 0.02
+    """Suite level: the practical margin a significant drop of the mean score, pass rate or a metric must exceed."""
     min_pass_rate: float | None = None
     max_errors: int | None = None
+    alpha: float = 0.05
+    """The significance level of every one-sided test (Holm-corrected within each family)."""
+    cluster_key: str | None = None
+    """A `metadata` key grouping tests that are not independent (clustered standard errors)."""
 
 
 class AssertionDelta(BaseModel):
@@ -37,6 +47,20 @@ class AssertionDelta(BaseModel):
     @property
     def delta(self) -> float | None:
         return None if self.base is None or self.head is None else self.head - self.base
+
+
+class Confirmation(BaseModel):
+    """Fresh reruns of a newly failing sampled test (`--confirm N`)."""
+
+    runs: int
+    passes: int
+    p_value: float
+    """One-sided Fisher test of the reruns against the baseline's runs."""
+
+    @property
+    def verdict(self) -> Literal["confirmed", "flaky"]:
+        """Confirmed when most reruns fail too; flaky when most pass."""
+        return "confirmed" if self.passes * 2 < self.runs else "flaky"
 
 
 class CaseDelta(BaseModel):
@@ -58,11 +82,22 @@ class CaseDelta(BaseModel):
     base_repeats: int = 0
     head_repeats: int = 0
     head_errors: int = 0
-    noise: float = 0.0
+    base_passes: int = 0
+    head_passes: int = 0
+    reproducible: bool = False
+    """Its result cannot vary between runs: fixed or unchanged output, graded without a model."""
+    flip: Flip | None = None
+    p_value: float | None = None
+    """One-sided exact test (Fisher) that the head passes less often, when there is evidence to judge."""
+    significant: bool = False
+    """Holm-significant across the tests judged."""
+    evident: bool = False
+    """Its change is not noise: it is reproducible, or its evidence is significant."""
+    confirmation: Confirmation | None = None
     regressed: bool = False
+    """Its score (a sampled test: its pass rate) dropped beyond tolerance, evidently."""
     inconclusive: bool = False
-    new_failure: bool = False
-    fixed: bool = False
+    """A drop or flip beyond tolerance that the evidence cannot tell from noise."""
     reason: str = ""
     error: str | None = None
     output: str = ""
@@ -76,6 +111,28 @@ class CaseDelta(BaseModel):
             return None
         return self.head_score - self.base_score
 
+    @property
+    def new_failure(self) -> bool:
+        return self.flip == "newly failing"
+
+    @property
+    def fixed(self) -> bool:
+        return self.flip == "newly passing"
+
+    @property
+    def known_failure(self) -> bool:
+        """Failing in the baseline too."""
+        return self.base_status == "fail" and self.head_status == "fail"
+
+    @property
+    def base_interval(self) -> tuple[float, float] | None:
+        """A 95% Wilson interval of the baseline's pass rate (None without scored runs)."""
+        return wilson(self.base_passes, self.base_repeats) if self.base_repeats else None
+
+    @property
+    def head_interval(self) -> tuple[float, float] | None:
+        return wilson(self.head_passes, self.head_repeats) if self.head_repeats else None
+
     def note(self) -> str:
         """A short note such as "score 0.90 -> 0.60 (-0.30)"."""
         parts = []
@@ -83,17 +140,35 @@ class CaseDelta(BaseModel):
             parts.append(f"score {self.base_score:.2f} -> {self.head_score:.2f} ({self.delta:+.2f})")
         if self.new_failure:
             parts.append("newly failing (passed in the baseline)")
+        if self.p_value is not None:
+            parts.append(f"pass rate {self.base_passes}/{self.base_repeats} -> {self.head_passes}/{self.head_repeats}, p={self.p_value:.3g}")
         return "; ".join(parts)
 
 
 class MetricDelta(BaseModel):
-    """A named metric (or the mean score) over the tests matched in both runs."""
+    """A suite-level measure (mean score, pass rate, a named metric) over the tests paired in both runs,
+    with the paired test that judged its change."""
 
     name: str
     base: float | None = None
     head: float | None = None
     tests: int = 0
-    noise: float = 0.0
+    method: Literal["exact", "exact McNemar", "paired t"] | None = None
+    """exact: every paired test is reproducible; exact McNemar: 0/1 outcomes; paired t: otherwise."""
+    p_value: float | None = None
+    """One-sided p that the head is worse (before Holm's correction)."""
+    p_adjusted: float | None = None
+    significant: bool = False
+    ci_low: float | None = None
+    ci_high: float | None = None
+    """A two-sided 1-alpha confidence interval of the delta."""
+    mde: float | None = None
+    """The smallest drop this comparison could detect (one-sided alpha, 80% power)."""
+    tests_needed: int | None = None
+    """Tests needed to detect a drop of the practical margin."""
+    discordant: tuple[int, int] | None = None
+    """McNemar's pass->fail and fail->pass counts."""
+    clusters: int | None = None
     regressed: bool = False
     inconclusive: bool = False
 
@@ -125,20 +200,26 @@ class Comparison(BaseModel):
     base_info: RunInfo | None = None
     tests: list[CaseDelta] = Field(default_factory=list)
     mean_score: MetricDelta = Field(default_factory=lambda: MetricDelta(name="mean score"))
+    pass_rate: MetricDelta = Field(default_factory=lambda: MetricDelta(name="pass rate"))
+    same_measure: bool = False
+    """Mean score and pass rate are one measure (every test's score is its 0/1 outcome): judged once."""
     metrics: list[MetricDelta] = Field(default_factory=list)
     pass_rate_head: Rate = Field(default_factory=Rate)
     pass_rate_base: Rate | None = None
     error_rows: int = 0
     head_totals: Totals = Field(default_factory=Totals)
     base_totals: Totals | None = None
+    base_runs: int = 0
+    """How many runs the baseline folds (0 without a baseline)."""
 
     def _select(self, flag: str) -> list[CaseDelta]:
         return [t for t in self.tests if getattr(t, flag)]
 
     @property
     def regressions(self) -> list[CaseDelta]:
-        """Tests whose score dropped beyond tolerance and noise, or that newly fail."""
-        return [t for t in self.tests if t.regressed or t.new_failure]
+        """Per-test regressions (they fail the gate under `--fail-on regressions`): an evident drop
+        beyond tolerance, or an evident new failure."""
+        return [t for t in self.tests if t.regressed or (t.new_failure and t.evident)]
 
     @property
     def new_failures(self) -> list[CaseDelta]:
@@ -147,6 +228,20 @@ class Comparison(BaseModel):
     @property
     def fixes(self) -> list[CaseDelta]:
         return self._select("fixed")
+
+    @property
+    def flaky_flips(self) -> list[CaseDelta]:
+        """Newly failing sampled tests the evidence cannot tell from noise (listed, not gating)."""
+        return [t for t in self.tests if t.new_failure and not t.evident]
+
+    @property
+    def known_failures(self) -> list[CaseDelta]:
+        return self._select("known_failure")
+
+    @property
+    def measures(self) -> list[MetricDelta]:
+        """The suite-level measures judged: the mean score (and the pass rate when it differs), then the metrics."""
+        return [self.mean_score, *([] if self.same_measure else [self.pass_rate]), *self.metrics]
 
     @property
     def inconclusive(self) -> list[CaseDelta]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ci_grade import redact
-from ci_grade.gate.models import CaseDelta, Comparison
+from ci_grade.gate.models import CaseDelta, Comparison, MetricDelta
 
 _MAX_LISTED = 8
 
@@ -24,8 +24,8 @@ def _listing(lines: list[str], heading: str, cases: list[CaseDelta], detail: boo
     lines.append(f"  {heading} ({len(cases)}):")
     for case in cases[:_MAX_LISTED]:
         note = case.note() if detail else ""
-        if case.inconclusive:
-            note = f"score {case.base_score:.2f} -> {case.head_score:.2f}, within noise (±{case.noise:.2f})"
+        if case.confirmation is not None:
+            note += f"{'; ' if note else ''}{case.confirmation.verdict}: passed {case.confirmation.passes} of {case.confirmation.runs} reruns"
         if case.change == "renamed":
             note = f"was {_one_line(case.base_name or case.base_id or '', 80)}"
         lines.append(f"    - {_test(case)}" + (f": {note}" if note else ""))
@@ -33,20 +33,33 @@ def _listing(lines: list[str], heading: str, cases: list[CaseDelta], detail: boo
         lines.append(f"    ... and {len(cases) - _MAX_LISTED} more (see the Markdown report)")
 
 
+def _judgement(m: MetricDelta) -> str:
+    """The measure's evidence in words: exact, or the test, p, interval and MDE."""
+    if m.method == "exact":
+        evidence = "reproducible, exact"
+    else:
+        p = m.p_adjusted if m.p_adjusted is not None else m.p_value
+        interval = f", 95% CI [{m.ci_low:+.2f}, {m.ci_high:+.2f}]" if m.ci_low is not None and m.ci_high is not None else ""
+        evidence = f"{m.method}, p={p if p is not None else 1.0:.2g}{interval}"
+    if m.regressed:
+        return f"regressed ({evidence})"
+    if m.inconclusive:
+        return f"inconclusive ({evidence}; could detect drops of {m.mde:.2f} or more)" if m.mde else f"inconclusive ({evidence})"
+    return f"no significant change ({evidence})" if m.method != "exact" else f"{'dropped within the margin' if (m.delta or 0) < 0 else 'no drop'} ({evidence})"
+
+
 def terminal_summary(comparison: Comparison) -> str:
     c = comparison
     gate = "gate failed" if c.gate_failed else "gate passed"
     lines = [f"verdict: {c.verdict.upper()} ({gate}): {c.reason}"]
     if c.has_baseline:
-        mean = c.mean_score
-        if mean.delta is not None:
-            lines.append(f"  mean score {mean.base:.2f} -> {mean.head:.2f} ({mean.delta:+.2f}) over {mean.tests} tests in both runs")
-        for metric in c.metrics:
-            if metric.delta is not None and (metric.regressed or metric.inconclusive):
-                state = "regressed" if metric.regressed else "within noise"
-                lines.append(f"  metric {metric.name}: {metric.base:.2f} -> {metric.head:.2f} ({metric.delta:+.2f}, {state})")
+        for measure in c.measures:
+            if measure.delta is not None and (measure is c.mean_score or measure.regressed or measure.inconclusive or measure.significant):
+                label = "pass rate" if measure is c.mean_score and c.same_measure else measure.name if measure in (c.mean_score, c.pass_rate) else f"metric {measure.name}"
+                lines.append(f"  {label} {measure.base:.2f} -> {measure.head:.2f} ({measure.delta:+.2f}) over {measure.tests} tests in both runs: {_judgement(measure)}")
         _listing(lines, "regressions and new failures", c.regressions)
-        _listing(lines, "inconclusive drops", c.inconclusive)
+        _listing(lines, "newly failing, not significant (sampled)", c.flaky_flips)
+        _listing(lines, "inconclusive drops", [t for t in c.inconclusive if not t.new_failure])
         _listing(lines, "fixes", c.fixes, detail=False)
         _listing(lines, "renamed", c.changed("renamed"))
         _listing(lines, "added", c.changed("added"), detail=False)

@@ -36,18 +36,24 @@ class _Section:
     title: str
     items: list[Md]
     keep: int = 0
+    folded: bool = False
+    """Every item in the collapsed part (e.g. known failures)."""
 
     @property
     def count(self) -> int:
         return len(self.items)
 
     @property
+    def expanded(self) -> int:
+        return 0 if self.folded else EXPANDED
+
+    @property
     def shown(self) -> list[Md]:
-        return self.items[: min(self.keep, EXPANDED)]
+        return self.items[: min(self.keep, self.expanded)]
 
     @property
     def collapsed(self) -> list[Md]:
-        return self.items[EXPANDED: self.keep]
+        return self.items[self.expanded: self.keep]
 
     @property
     def omitted(self) -> int:
@@ -57,11 +63,7 @@ class _Section:
 @dataclass
 class _Row:
     label: Md
-    base: float | None
-    head: float | None
-    delta: float | None
-    regressed: bool = False
-    inconclusive: bool = False
+    measure: MetricDelta
 
 
 @dataclass
@@ -102,8 +104,43 @@ def _rate(rate: Rate | None) -> Md:
     return Md("–") if rate is None else Md(f"{rate.value:.1%} ({rate.passed}/{rate.total})")
 
 
-def _flag(row: _Row) -> Md:
-    return Md(" 🔻 regression" if row.regressed else " (within noise)" if row.inconclusive else "")
+def _interval(value: tuple[float, float] | None) -> Md:
+    return Md("–") if value is None else Md(f"[{value[0]:.2f}, {value[1]:.2f}]")
+
+
+def _ci(m: MetricDelta) -> Md:
+    if m.ci_low is None or m.ci_high is None or m.method == "exact":
+        return Md("–")
+    return Md(f"[{m.ci_low:+.2f}, {m.ci_high:+.2f}]")
+
+
+def _evidence(m: MetricDelta) -> Md:
+    """How the measure's change was judged, and the judgement."""
+    if m.method is None or m.delta is None:
+        return Md("–")
+    if m.method == "exact":
+        test = "reproducible: exact"
+    else:
+        p = m.p_value if m.p_value is not None else 1.0
+        test = f"McNemar p={p:.2g} ({m.discordant[0]}↓ {m.discordant[1]}↑)" if m.method == "exact McNemar" and m.discordant else f"paired t p={p:.2g}"
+        if m.clusters:
+            test += f", {m.clusters} clusters"
+        if m.p_adjusted is not None and m.p_adjusted != m.p_value:
+            test += f" (Holm {m.p_adjusted:.2g})"
+    if m.regressed:
+        return Md(f"{test} · 🔻 **regression**")
+    if m.inconclusive:
+        needed = f", ~{m.tests_needed} tests to settle" if m.tests_needed else ""
+        return Md(f"{test} · inconclusive (MDE {m.mde:.2f}{needed})" if m.mde else f"{test} · inconclusive")
+    if m.method == "exact":
+        return Md(f"{test} · " + ("dropped within the margin" if m.delta < 0 else "no drop"))
+    if m.significant and m.delta < 0:
+        return Md(f"{test} · significant, within the margin")
+    return Md(f"{test} · no significant change" + (f" (MDE {m.mde:.2f})" if m.mde else ""))
+
+
+def _p(value: float | None) -> Md:
+    return Md("") if value is None else Md(f"p={value:.2g}")
 
 
 def _spread(case: CaseDelta, side: str) -> Md:
@@ -125,7 +162,7 @@ def _environment(escaper: Escaper) -> Environment:
     )
     env.filters.update(
         text=lambda value, limit=300: escaper.inline(value, limit), score=_number, pct=lambda v: _number(v, "{:.0%}"),
-        delta=_delta, delta_pct=_delta_pct, rate=_rate, flag=_flag, spread=_spread,
+        delta=_delta, delta_pct=_delta_pct, rate=_rate, spread=_spread, interval=_interval, ci=_ci, evidence=_evidence, p=_p,
     )
     return env
 
@@ -133,19 +170,24 @@ def _environment(escaper: Escaper) -> Environment:
 def _sections(c: Comparison, items: Any) -> list[_Section]:
     """Sections in priority order (the first ones keep their items when space runs out)."""
     regressions = c.regressions
-    listed = {t.test_id for t in regressions}
+    flaky = c.flaky_flips
+    known = c.known_failures if c.has_baseline else []
+    listed = {t.test_id for t in [*regressions, *flaky, *known]}
     failing = [t for t in c.failures if t.test_id not in listed]
+    inconclusive = [t for t in c.inconclusive if not t.new_failure]
     candidates = [
-        ("Regressions and new failures", regressions, items.failing),
-        ("Errors", c.errors, items.errored),
-        ("Other failing tests" if c.has_baseline else "Failing tests", failing, items.failing),
-        ("Inconclusive drops (within noise)", c.inconclusive, items.brief),
-        ("Fixes", c.fixes, items.brief),
-        ("Renamed tests", c.changed("renamed"), items.brief),
-        ("Added tests", c.changed("added"), items.brief),
-        ("Removed tests", c.changed("removed"), items.brief),
+        ("Regressions and new failures", regressions, items.failing, False),
+        ("Errors", c.errors, items.errored, False),
+        ("Newly failing, not significant (sampled)", flaky, items.failing, False),
+        ("Other failing tests" if c.has_baseline else "Failing tests", failing, items.failing, False),
+        ("Inconclusive drops", inconclusive, items.brief, False),
+        ("Known failures (failing in the baseline too)", known, items.brief, True),
+        ("Fixes", c.fixes, items.brief, False),
+        ("Renamed tests", c.changed("renamed"), items.brief, False),
+        ("Added tests", c.changed("added"), items.brief, False),
+        ("Removed tests", c.changed("removed"), items.brief, False),
     ]
-    return [_Section(title, [_item(render(t)) for t in tests]) for title, tests, render in candidates if tests]
+    return [_Section(title, [_item(render(t)) for t in tests], folded=folded) for title, tests, render, folded in candidates if tests]
 
 
 def _item(text: str) -> Md:
@@ -154,12 +196,15 @@ def _item(text: str) -> Md:
 
 
 def _metric_rows(c: Comparison, escaper: Escaper) -> list[_Row]:
-    def row(metric: MetricDelta, label: Md) -> _Row:
-        return _Row(label, metric.base, metric.head, metric.delta, metric.regressed, metric.inconclusive)
-
-    rows = [row(c.mean_score, Md("**Mean score**"))]
-    rows += [row(m, Md(f"metric {escaper.inline(m.name, 60)}")) for m in c.metrics]
+    """The mean score (unless it is the pass rate), then every named metric."""
+    rows = [] if c.same_measure else [_Row(Md("**Mean score**"), c.mean_score)]
+    rows += [_Row(Md(f"metric {escaper.inline(m.name, 60)}"), m) for m in c.metrics]
     return rows
+
+
+def c_rate(c: Comparison) -> MetricDelta:
+    """The paired pass-rate measure (the mean score's when they are one measure)."""
+    return c.mean_score if c.same_measure else c.pass_rate
 
 
 def _totals(run: EvalRun, c: Comparison, escaper: Escaper) -> Md:
@@ -207,6 +252,7 @@ def render_markdown(
         "verdict": Md(_VERDICTS[comparison.verdict]),
         "base_commit": (comparison.base_info.commit or "")[:12] if comparison.base_info else "",
         "metrics": rows[:MAX_METRIC_ROWS],
+        "rate": c_rate(comparison),
         "hidden_metrics": max(0, len(rows) - MAX_METRIC_ROWS),
         "totals": _totals(run, comparison, escaper),
     }
@@ -234,7 +280,7 @@ def _fit(sections: list[_Section], render: Callable[[], str], budget: _Budget, c
     full = False
     for section in sections:
         for index, item in enumerate(section.items):
-            cost = budget.size(item) + 1 + (_DETAILS_OVERHEAD if index == EXPANDED else 0)
+            cost = budget.size(item) + 1 + (_DETAILS_OVERHEAD if index == section.expanded else 0)
             if full or used + cost > budget.limit:
                 full = True
                 break

@@ -174,6 +174,9 @@ class EvalRun(_Model):
     results: list[TestResult] = Field(default_factory=list)
     stats: Stats = Field(default_factory=Stats)
     warnings: list[str] = Field(default_factory=list)
+    confirmations: list[TestResult] = Field(default_factory=list)
+    """Fresh reruns of newly failing sampled tests (`--confirm N`): evidence for those tests only,
+    kept out of `results` and the run's statistics."""
 
     @classmethod
     def summarize(cls, results: list[TestResult]) -> Stats:
