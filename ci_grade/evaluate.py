@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from ci_grade.grading import registry
 from ci_grade.plan import Plan, PlanOptions, build_plan
 from ci_grade.report import outputs
 from ci_grade.report.console import Progress
-from ci_grade.results.models import EvalRun
+from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.run import RunOptions, run_plan
 
 DEFAULT_CONCURRENCY = 16
@@ -43,6 +44,9 @@ class EvalOptions:
     progress: bool = True
     cwd: Path | None = None
     cache_dir: str | None = None
+    fresh: bool = False
+    """Sample every reply anew (no response cache)."""
+    only_test_ids: frozenset[str] | None = None
 
 
 @dataclass
@@ -116,6 +120,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             filter_metadata=options.filter_metadata,
             cli_vars=options.vars,
             grader=grader,
+            only_test_ids=options.only_test_ids,
         ),
     )
     secrets = redact.current()
@@ -129,7 +134,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         timeout_ms=eval_options.timeoutMs or None,
         env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
         progress=Progress(enabled=options.progress),
-        cache=_cache(options.cache_dir or env.get("CI_GRADE_CACHE_DIR"), repeat),
+        cache=None if options.fresh else _cache(options.cache_dir or env.get("CI_GRADE_CACHE_DIR"), repeat),
     )
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
@@ -144,6 +149,12 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
     run.info.repeat = repeat
     run.warnings = list(loaded.warnings)
     return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths)
+
+
+def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:
+    """Rerun the tests `test_ids` `runs` more times with fresh samples; their rows (`--confirm N`)."""
+    rerun = dataclasses.replace(options, outputs=[], repeat=runs, fresh=True, only_test_ids=frozenset(test_ids))
+    return evaluate(rerun).run.results
 
 
 def _run_to_completion(plan: Plan, options: RunOptions) -> EvalRun:

@@ -36,6 +36,8 @@ class PlanOptions:
     filter_first_n: int | None = None
     filter_metadata: dict[str, str] = field(default_factory=dict)
     cli_vars: dict[str, str] = field(default_factory=dict)
+    only_test_ids: frozenset[str] | None = None
+    """Keep only these tests (stable ids), e.g. to rerun some of them."""
     grader: str | None = None
 
 
@@ -120,6 +122,8 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                 )
             group += 1
     _assign_ids(cells)
+    if options.only_test_ids is not None:
+        cells = [cell for cell in cells if cell.test_id in options.only_test_ids]
     rows: list[PlannedRow] = []
     for repeat_index in range(options.repeat):
         for cell in cells:

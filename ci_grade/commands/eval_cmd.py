@@ -14,6 +14,7 @@ def add_parser(subparsers: Any) -> None:
     add_eval_arguments(parser)
     add_gate_arguments(parser)
     parser.add_argument("--save-baseline", metavar="PATH", help="also save this run as a baseline file")
+    parser.add_argument("--confirm", type=int, default=0, metavar="N", help="rerun each newly failing sampled test N more times and judge it on those fresh runs (confirmed or flaky)")
     parser.set_defaults(handler=main)
 
 
@@ -23,11 +24,10 @@ def main(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ci_grade import redact
-    from ci_grade.commands.shared import eval_options, gate_policy, read_baseline
-    from ci_grade.errors import ExitCode
+    from ci_grade.commands.shared import eval_options, gate_policy, judge, read_baseline
+    from ci_grade.errors import ExitCode, UsageError
     from ci_grade.evaluate import evaluate
     from ci_grade.gate.baseline import baseline_from_run
-    from ci_grade.gate.compare import compare
     from ci_grade.gate.store import save_baseline
     from ci_grade.report import console, outputs
     from ci_grade.report.gate_summary import terminal_summary
@@ -35,10 +35,13 @@ def main(args: argparse.Namespace) -> int:
 
     policy = gate_policy(args)
     baseline = read_baseline(args.baseline, Path.cwd())
-    outcome = evaluate(eval_options(args))
+    if args.confirm < 0:
+        raise UsageError("--confirm must be 0 or more")
+    options = eval_options(args)
+    outcome = evaluate(options)
     for warning in outcome.run.warnings:
         sys.stderr.write(f"warning: {redact.text(warning)}\n")
-    comparison = compare(outcome.run, baseline, policy)
+    comparison = judge(outcome, options, baseline, policy, args.confirm)
     if args.baseline:
         written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output)
     else:

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ci_grade.evaluate import EvalOptions
+    from ci_grade.evaluate import EvalOptions, EvalOutcome
     from ci_grade.gate.baseline import Baseline
-    from ci_grade.gate.models import GatePolicy
+    from ci_grade.gate.models import Comparison, GatePolicy
 
 
 def _fraction(text: str) -> float:
@@ -45,13 +45,25 @@ def _count(text: str) -> int:
     return number
 
 
+def _alpha(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < number <= 0.5:
+        raise argparse.ArgumentTypeError(f"expected a significance level above 0 and at most 0.5, got {text!r}")
+    return number
+
+
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     """The baseline source, the gate's options and the report title (shared by eval and compare)."""
     group = parser.add_argument_group("baseline and gate")
     group.add_argument("--baseline", metavar="SOURCE", help="baseline to compare with: a baseline file, a results JSON, or git:REF:PATH (missing: thresholds only)")
-    group.add_argument("--fail-on", choices=("failures", "regressions", "never"), default="regressions", help="what fails the gate (default regressions: failing tests, errors and regressions)")
-    group.add_argument("--max-score-drop", type=_drop, default=0.1, metavar="X", help="largest tolerated score drop per test (default 0.1)")
-    group.add_argument("--max-metric-drop", type=_drop, default=0.02, metavar="X", help="largest tolerated drop of a named metric or the mean score (default 0.02)")
+    group.add_argument("--fail-on", choices=("failures", "regressions", "never"), default="regressions", help="what fails the gate (default regressions: regressions against the baseline, errors and floors; failures: any failing test)")
+    group.add_argument("--max-score-drop", type=_drop, default=0.1, metavar="X", help="largest tolerated drop of a test's score (a sampled test: its pass rate) (default 0.1)")
+    group.add_argument("--max-metric-drop", type=_drop, default=0.02, metavar="X", help="practical margin: a significant drop of the mean score, pass rate or a metric must exceed it to regress (default 0.02)")
+    group.add_argument("--alpha", type=_alpha, default=0.05, metavar="A", help="significance level of the one-sided tests (default 0.05; Holm-corrected)")
+    group.add_argument("--cluster-key", metavar="KEY", help="metadata key grouping tests that are not independent (e.g. the source document): clustered standard errors")
     group.add_argument("--min-pass-rate", type=_fraction, metavar="X", help="pass rate (0-1 or N%%) needed instead of every test passing")
     group.add_argument("--max-errors", type=_count, metavar="N", help="errored rows tolerated (default 0)")
     group.add_argument("--title", default="ci-grade", help="heading of the Markdown report (default ci-grade)")
@@ -66,7 +78,24 @@ def gate_policy(args: argparse.Namespace) -> GatePolicy:
         max_metric_drop=args.max_metric_drop,
         min_pass_rate=args.min_pass_rate,
         max_errors=args.max_errors,
+        alpha=args.alpha,
+        cluster_key=args.cluster_key,
     )
+
+
+def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None, policy: GatePolicy, confirm: int) -> Comparison:
+    """Compare the run with the baseline; with `confirm` reruns, sample every newly failing sampled
+    test `confirm` more times first and judge it on those fresh runs (`--confirm N`)."""
+    from ci_grade.evaluate import confirm as rerun
+    from ci_grade.gate.compare import compare
+
+    comparison = compare(outcome.run, baseline, policy)
+    targets = [t.test_id for t in comparison.new_failures if not t.reproducible]
+    if confirm and baseline is not None and targets:
+        sys.stderr.write(f"confirming {len(targets)} newly failing sampled test(s) with {confirm} more run(s) each\n")
+        outcome.run.confirmations = rerun(options, targets, confirm)
+        comparison = compare(outcome.run, baseline, policy)
+    return comparison
 
 
 def read_baseline(source: str | None, cwd: Path) -> Baseline | None:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from ci_grade import redact
 from ci_grade.atomic import write_atomic
 from ci_grade.errors import ConfigError, InfrastructureError, UsageError
-from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run
+from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run, baseline_from_runs
 
 GIT_PREFIX = "git:"
 
@@ -38,11 +38,43 @@ def _relative(name: str) -> str:
 
 def load_baseline(source: str, cwd: Path) -> Baseline | None:
     """A baseline from a file, a results JSON or `git:REF:PATH`; None when it does not exist."""
-    if source.startswith(GIT_PREFIX):
-        text = _git_file(source, cwd)
+    text = _read_source(source, cwd)
+    return None if text is None else parse_baseline(text, source)
+
+
+def baseline_from_sources(sources: list[str], cwd: Path) -> Baseline:
+    """One source as `load_baseline` reads it; several results files of one config (e.g. the last
+    runs of main) folded into one baseline whose tests hold every run as a repeat."""
+    if len(sources) == 1:
+        baseline = load_baseline(sources[0], cwd)
+        if baseline is None:
+            raise UsageError(f"{sources[0]} does not exist")
+        return baseline
+    from ci_grade.results.promptfoo import from_promptfoo
+
+    runs = []
+    for source in sources:
+        text = _read_source(source, cwd)
         if text is None:
-            return None
-        return parse_baseline(text, source)
+            raise UsageError(f"{source} does not exist")
+        data = _json_object(text, source)
+        if not isinstance(data.get("results"), dict):
+            raise ConfigError("expected a results file (results.results[]): only results files combine into one baseline", file=source)
+        try:
+            runs.append(from_promptfoo(data))
+        except (ValueError, TypeError, ValidationError) as exc:
+            raise ConfigError(f"unreadable results file: {_first_line(exc)}", file=source) from None
+    hashes = {run.info.config_hash for run in runs if run.info.config_hash}
+    if len(hashes) > 1:
+        named = ", ".join(f"{source} ({run.info.config_hash or 'unknown'})" for source, run in zip(sources, runs, strict=True))
+        raise UsageError(f"these results come from different configs and cannot form one baseline: {named}")
+    return baseline_from_runs(runs)
+
+
+def _read_source(source: str, cwd: Path) -> str | None:
+    """The text of a file or of `git:REF:PATH`; None when it does not exist."""
+    if source.startswith(GIT_PREFIX):
+        return _git_file(source, cwd)
     path = Path(source).expanduser()
     path = path if path.is_absolute() else Path(cwd) / path
     if not path.exists():
@@ -50,20 +82,24 @@ def load_baseline(source: str, cwd: Path) -> Baseline | None:
     if path.is_dir():
         raise UsageError(f"baseline {source} is a directory, expected a baseline or results JSON file")
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read baseline: {exc}", file=source) from None
-    return parse_baseline(text, source)
 
 
-def parse_baseline(text: str, source: str) -> Baseline:
-    """A baseline file's text, or a results JSON's (converted), as a Baseline."""
+def _json_object(text: str, source: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg}", file=source, line=exc.lineno) from None
     if not isinstance(data, dict):
         raise ConfigError("expected a JSON object (a ci-grade baseline or a results file)", file=source)
+    return data
+
+
+def parse_baseline(text: str, source: str) -> Baseline:
+    """A baseline file's text, or a results JSON's (converted), as a Baseline."""
+    data = _json_object(text, source)
     if "tests" in data and "version" in data:
         return _baseline_from_data(data, source)
     if isinstance(data.get("results"), dict):

@@ -200,6 +200,7 @@ def to_promptfoo(run: EvalRun, config: dict[str, Any] | None = None) -> dict[str
             "info": run.info.model_dump(mode="json"),
             "stats": {"providerCost": run.stats.cost, "gradingCost": run.stats.grading_cost},
             "warnings": run.warnings,
+            "confirmations": [row_to_promptfoo(row) for row in run.confirmations],
         },
     }
 
@@ -218,6 +219,8 @@ def from_promptfoo(data: dict[str, Any]) -> EvalRun:
     run = EvalRun(info=info, results=rows, stats=EvalRun.summarize(rows), warnings=list(ours.get("warnings") or []) if ours else [])
     stats = summary.get("stats")
     run.stats.duration_ms = float(stats.get("durationMs") or 0) if isinstance(stats, dict) else 0.0
+    confirmations = ours.get("confirmations") if ours else None
+    run.confirmations = [_row_from(item) for item in confirmations if isinstance(item, dict)] if isinstance(confirmations, list) else []
     return run
 
 
