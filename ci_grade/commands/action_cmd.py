@@ -80,6 +80,8 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         max_metric_drop=inputs.max_metric_drop,
         min_pass_rate=inputs.min_pass_rate,
         max_errors=inputs.max_errors,
+        alpha=inputs.alpha,
+        cluster_key=inputs.cluster_key,
     )
     graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace)
     marker = marker_for(inputs.comment_title)
@@ -117,9 +119,9 @@ class Graded(NamedTuple):
 def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path) -> Graded:
     """Run the eval in the working directory, compare with the baseline, write the results files."""
     from ci_grade import redact
+    from ci_grade.commands.shared import judge
     from ci_grade.errors import ConfigError
     from ci_grade.evaluate import EvalOptions, evaluate
-    from ci_grade.gate.compare import compare
     from ci_grade.gate.store import load_baseline
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
@@ -138,8 +140,9 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
             if exc.file:  # keep the message as written, but make the path usable outside this folder
                 exc.file = str(Path(exc.file).resolve())
             raise
+        with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
+            comparison = judge(outcome, options, baseline, policy, inputs.confirm)
         run = outcome.run
-        comparison = compare(run, baseline, policy)
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
         written = outputs.write_outputs(paths, run, outcome.config_for_output, regressions=comparison.regression_notes())
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)

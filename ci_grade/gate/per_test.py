@@ -42,11 +42,14 @@ def evidence(case: CaseDelta, base: BaselineTest, head: BaselineTest) -> float |
     Confirmation reruns, when there are any, are the head's evidence: they were drawn after the
     test was seen failing, so the run that selected it does not bias the test.
     """
+    if base.pass_rate is None:
+        return None
     if case.confirmation is not None:
-        return case.confirmation.p_value
+        reruns = case.confirmation
+        return reruns.p_value if reruns.runs and reruns.passes / reruns.runs < base.pass_rate else None
     if base.scored < 2 and head.scored < 2:
         return None
-    if base.pass_rate is None or head.pass_rate is None or head.pass_rate >= base.pass_rate:
+    if head.pass_rate is None or head.pass_rate >= base.pass_rate:
         return None
     return fisher_drop(base.passes, base.scored, head.passes, head.scored)
 

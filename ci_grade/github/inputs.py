@@ -26,6 +26,9 @@ DEFAULTS: dict[str, str] = {
     "max-metric-drop": "0.02",
     "min-pass-rate": "",
     "max-errors": "",
+    "alpha": "0.05",
+    "cluster-key": "",
+    "confirm": "0",
     "grader": "",
     "max-concurrency": "",
     "repeat": "",
@@ -63,6 +66,9 @@ class ActionInputs:
     max_metric_drop: float
     min_pass_rate: float | None
     max_errors: int | None
+    alpha: float
+    cluster_key: str | None
+    confirm: int
     grader: str | None
     max_concurrency: int | None
     repeat: int | None
@@ -92,6 +98,13 @@ def _whole(name: str, text: str, *, low: int) -> int:
     value = int(text)
     if value < low:
         raise UsageError(f"input `{name}` must be at least {low}, got {text!r}")
+    return value
+
+
+def _alpha(text: str) -> float:
+    value = _number("alpha", text, high=0.5)
+    if value <= 0:
+        raise UsageError(f"input `alpha` must be above 0 and at most 0.5, got {text!r}")
     return value
 
 
@@ -148,6 +161,9 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         max_metric_drop=_number("max-metric-drop", get("max-metric-drop"), high=1.0),
         min_pass_rate=_rate("min-pass-rate", text) if (text := get("min-pass-rate")) else None,
         max_errors=_whole("max-errors", text, low=0) if (text := get("max-errors")) else None,
+        alpha=_alpha(get("alpha")),
+        cluster_key=optional("cluster-key"),
+        confirm=_whole("confirm", get("confirm"), low=0),
         grader=optional("grader"),
         max_concurrency=_whole("max-concurrency", text, low=1) if (text := get("max-concurrency")) else None,
         repeat=_whole("repeat", text, low=1) if (text := get("repeat")) else None,
