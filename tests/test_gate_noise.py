@@ -165,3 +165,16 @@ def test_clusters_widen_the_interval(suite: tuple[Path, SamplingModel]) -> None:
     assert clustered["mean_score"]["method"] == "paired t" and clustered["mean_score"]["clusters"] == 4
     assert plain["mean_score"]["clusters"] is None
     assert clustered["policy"]["cluster_key"] == "doc"
+
+
+def test_a_glob_of_results_is_a_baseline_of_several_runs(suite: tuple[Path, SamplingModel]) -> None:
+    folder, model = suite
+    (folder / "runs").mkdir()
+    for seed in ("m1", "m2", "m3"):
+        evaluate(folder, model, seed, f"runs/{seed}.json")
+    evaluate(folder, model, "head", "b.json")
+    code, data, _ = comparison(folder, "b.json", "--baseline", "runs/*.json")
+    assert data["base_runs"] == 3 and code == 0
+    assert data["mean_score"]["method"] == "paired t"  # base means over 3 runs are not 0/1
+    missing = run_cli("compare", "b.json", "--baseline", "nothing/*.json", cwd=folder)
+    assert "no baseline at nothing/*.json" in missing.err

@@ -122,14 +122,14 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
     from ci_grade.commands.shared import judge
     from ci_grade.errors import ConfigError
     from ci_grade.evaluate import EvalOptions, evaluate
-    from ci_grade.gate.store import load_baseline
+    from ci_grade.gate.store import load_baselines
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
 
     cache = (workdir / inputs.cache_dir).resolve() if inputs.cache_dir else None
     with contextlib.chdir(workdir):
         try:
-            baseline = load_baseline(inputs.baseline, workdir) if inputs.baseline else None
+            baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
             options = EvalOptions(
                 configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
                 cache_dir=str(cache) if cache else None,

@@ -42,6 +42,16 @@ def load_baseline(source: str, cwd: Path) -> Baseline | None:
     return None if text is None else parse_baseline(text, source)
 
 
+def load_baselines(source: str, cwd: Path) -> Baseline | None:
+    """`load_baseline`, where `source` may also be a glob of results files (e.g. the last runs of
+    main, `.ci-grade/runs/*.json`): several matches fold into one baseline; none is no baseline."""
+    if source.startswith(GIT_PREFIX) or not any(ch in source for ch in "*?["):
+        return load_baseline(source, cwd)
+    pattern = Path(source).expanduser()
+    matches = sorted(str(p) for p in (pattern.parent if pattern.is_absolute() else cwd / pattern.parent).glob(pattern.name) if p.is_file())
+    return baseline_from_sources(matches, cwd) if matches else None
+
+
 def baseline_from_sources(sources: list[str], cwd: Path) -> Baseline:
     """One source as `load_baseline` reads it; several results files of one config (e.g. the last
     runs of main) folded into one baseline whose tests hold every run as a repeat."""
