@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade import __version__, preflight, redact
-from ci_grade.cache import ResponseCache
+from ci_grade.cache import ResponseCache, cache_enabled_by, cache_folder
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
@@ -43,6 +43,8 @@ class EvalOptions:
     progress: bool = True
     cwd: Path | None = None
     cache_dir: str | None = None
+    cache: bool = True
+    filter_providers: str | None = None
 
 
 @dataclass
@@ -116,6 +118,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             filter_metadata=options.filter_metadata,
             cli_vars=options.vars,
             grader=grader,
+            filter_providers=options.filter_providers or cli_defaults.get("filterProviders") or cli_defaults.get("filterTargets"),
         ),
     )
     secrets = redact.current()
@@ -129,7 +132,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         timeout_ms=eval_options.timeoutMs or None,
         env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
         progress=Progress(enabled=options.progress),
-        cache=_cache(options.cache_dir or env.get("CI_GRADE_CACHE_DIR"), repeat),
+        cache=_cache(options, loaded, env, repeat),
     )
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
@@ -177,11 +180,16 @@ def _process_env(overrides: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _cache(folder: str | None, repeat: int) -> ResponseCache | None:
-    """The response cache, when a folder is given and repeats do not need fresh samples."""
-    if not folder or repeat > 1:
+def _cache(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str], repeat: int) -> ResponseCache | None:
+    """The response cache, on by default as in promptfoo. Off with --no-cache or repeats (they exist
+    to sample again); else on with --cache-dir; else off with `cache: false` in the config's
+    evaluateOptions or commandLineOptions or PROMPTFOO_CACHE_ENABLED=false."""
+    if not options.cache or repeat > 1:
         return None
-    return ResponseCache(Path(folder))
+    configured = [loaded.config.evaluateOptions.cache, loaded.command_line_options.get("cache")]
+    if not options.cache_dir and (False in configured or not cache_enabled_by(env)):
+        return None
+    return ResponseCache(cache_folder(options.cache_dir, env))
 
 
 def _git_commit(folder: Path) -> str | None:
