@@ -21,7 +21,7 @@ from ci_grade.errors import UsageError
 from ci_grade.grading import registry
 from ci_grade.plan import Plan, PlanOptions, build_plan
 from ci_grade.report import outputs
-from ci_grade.report.console import Progress
+from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun
 from ci_grade.run import RunOptions, run_plan
 
@@ -121,6 +121,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             filter_providers=options.filter_providers or cli_defaults.get("filterProviders") or cli_defaults.get("filterTargets"),
         ),
     )
+    progress = Progress(enabled=options.progress, total=len(plan.rows))
     secrets = redact.current()
     secrets.learn_env(env)
     secrets.collect(loaded.raw)
@@ -131,12 +132,12 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         delay_ms=int(eval_options.delay or cli_defaults.get("delay") or 0),
         timeout_ms=eval_options.timeoutMs or None,
         env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
-        progress=Progress(enabled=options.progress),
+        progress=progress,
         cache=_cache(options, loaded, env, repeat),
     )
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
-    with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides):
+    with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
         run = _run_to_completion(plan, run_options)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -15,6 +17,20 @@ def add_parser(subparsers: Any) -> None:
     add_gate_arguments(parser)
     parser.add_argument("--save-baseline", metavar="PATH", help="also save this run as a baseline file")
     parser.set_defaults(handler=main)
+
+
+@contextlib.contextmanager
+def _log_group(title: str) -> Iterator[None]:
+    """In GitHub Actions, the run's log (progress, user code's prints) as one collapsible group."""
+    import os
+
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        yield
+        return
+    from ci_grade.github.workflow_commands import WorkflowCommands
+
+    with WorkflowCommands(stream=sys.stderr).group(title):
+        yield
 
 
 def main(args: argparse.Namespace) -> int:
@@ -35,7 +51,8 @@ def main(args: argparse.Namespace) -> int:
 
     policy = gate_policy(args)
     baseline = read_baseline(args.baseline, Path.cwd())
-    outcome = evaluate(eval_options(args))
+    with _log_group("ci-grade: evaluate"):
+        outcome = evaluate(eval_options(args))
     for warning in outcome.run.warnings:
         sys.stderr.write(f"warning: {redact.text(warning)}\n")
     comparison = compare(outcome.run, baseline, policy)
