@@ -45,6 +45,8 @@ class EvalOptions:
     cache_dir: str | None = None
     cache: bool = True
     filter_providers: str | None = None
+    delay_ms: int | None = None
+    description: str | None = None
 
 
 @dataclass
@@ -129,7 +131,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         env=env,
         base_dir=loaded.base_dir,
         concurrency=concurrency,
-        delay_ms=int(eval_options.delay or cli_defaults.get("delay") or 0),
+        delay_ms=int(options.delay_ms if options.delay_ms is not None else eval_options.delay or cli_defaults.get("delay") or 0),
         timeout_ms=eval_options.timeoutMs or None,
         env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
         progress=progress,
@@ -141,7 +143,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         run = _run_to_completion(plan, run_options)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
-    run.info.description = config.description
+    run.info.description = options.description or config.description
     run.info.config_files = [str(p) for p in loaded.files]
     run.info.config_hash = loaded.config_hash
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)

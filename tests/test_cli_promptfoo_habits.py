@@ -180,3 +180,45 @@ def test_where_the_cache_lives(tmp_path: Path, answers: LLMServer, cache_on: Pat
     assert _eval(tmp_path) == 0
     assert list(cache_on.rglob("*.json"))
     assert _chats(answers) == 3  # each folder started empty
+
+
+# Every option of `promptfoo eval` in promptfoo 0.123.1 (src/commands/eval.ts, plus the
+# --env-file/--env-path every command gets).
+PROMPTFOO_EVAL_OPTIONS = (
+    "-c", "--config", "-a", "--assertions", "-p", "--prompts", "-r", "--providers", "-t", "--tests", "-v",
+    "--vars", "--model-outputs", "--prompt-prefix", "--prompt-suffix", "--var", "--tag", "-j",
+    "--max-concurrency", "--repeat", "--delay", "--no-cache", "--remote", "-n", "--filter-first-n",
+    "--filter-pattern", "--filter-range", "--filter-prompts", "--filter-providers", "--filter-targets",
+    "--filter-sample", "--filter-sample-seed", "--filter-failing", "--filter-failing-only",
+    "--filter-errors-only", "--filter-metadata", "-o", "--output", "--table", "--no-table",
+    "--table-cell-max-length", "--share", "--no-share", "--resume", "--retry-errors", "--no-write",
+    "--grader", "--suggest-prompts", "-w", "--watch", "-x", "--extension", "--description",
+    "--no-progress-bar", "--env-file", "--env-path",
+)
+
+
+def test_every_promptfoo_eval_option_is_accepted_or_listed_as_a_difference() -> None:
+    import argparse
+    import re
+
+    from ci_grade.cli import build_parser
+    from tests.conftest import REPO
+
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    ours = set(subparsers.choices["eval"]._option_string_actions)
+    compatibility = (REPO / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    section = compatibility.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`(-{1,2}[a-z][a-z0-9-]*)", section))
+    missing = [option for option in PROMPTFOO_EVAL_OPTIONS if option not in ours and option not in listed]
+    assert not missing, f"neither accepted nor listed in docs/compatibility.md's Command line section: {missing}"
+    assert ours & set(PROMPTFOO_EVAL_OPTIONS) >= {"--no-cache", "--no-table", "--no-progress-bar", "--filter-providers", "--env-path", "--share"}
+
+
+def test_delay_and_description(tmp_path: Path, answers: LLMServer) -> None:
+    write(tmp_path / "promptfooconfig.yaml", "description: from the config\n" + TWO_PROVIDERS)
+    result = run_cli("eval", "--no-progress", "--delay", "20", "--description", "nightly run", "-o", "r.md", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[0] == "ci-grade: nightly run"
+    assert "nightly run" in (tmp_path / "r.md").read_text()
+    assert _chats(answers) == 3
+    assert run_cli("eval", "--no-progress", "--delay", "-5", cwd=tmp_path).code == 2

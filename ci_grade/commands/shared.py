@@ -100,6 +100,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grader", metavar="PROVIDER", help="default grader for model-graded assertions (replaces defaultTest.options.provider)")
     parser.add_argument("-j", "--max-concurrency", type=int, metavar="N", help="tests run at once (default 16, or evaluateOptions.maxConcurrency)")
     parser.add_argument("--repeat", type=int, metavar="N", help="run every test N times (scores become means with a spread)")
+    parser.add_argument("--delay", type=_count, metavar="MS", help="wait MS milliseconds before each test; any delay runs tests one at a time")
+    parser.add_argument("--description", metavar="TEXT", help="the run's description in reports (default: the config's)")
     parser.add_argument("--filter-pattern", metavar="REGEX", help="only tests whose description matches")
     parser.add_argument("-n", "--filter-first-n", type=int, metavar="N", help="only the first N tests")
     parser.add_argument("--filter-metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="only tests whose metadata matches (repeatable, all must match)")
@@ -142,4 +144,6 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         cache_dir=args.cache_dir,
         cache=not args.no_cache,
         filter_providers=args.filter_providers,
+        delay_ms=args.delay,
+        description=args.description,
     )
