@@ -123,7 +123,8 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             filter_providers=options.filter_providers or cli_defaults.get("filterProviders") or cli_defaults.get("filterTargets"),
         ),
     )
-    progress = Progress(enabled=options.progress, total=len(plan.rows))
+    shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False  # promptfoo's switch
+    progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
     secrets = redact.current()
     secrets.learn_env(env)
     secrets.collect(loaded.raw)

@@ -176,3 +176,7 @@ def test_the_line_fits_a_narrow_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_disabled_progress_prints_nothing(twenty: Path) -> None:
     result = run_cli_process("eval", "--no-progress", cwd=twenty)
     assert result.code == 1 and result.err == ""
+    config = twenty / "promptfooconfig.yaml"
+    config.write_text(config.read_text() + "evaluateOptions: {showProgressBar: false}\n")
+    result = run_cli_process("eval", cwd=twenty)
+    assert result.code == 1 and result.err == "", "promptfoo's config switch is honoured"

@@ -58,7 +58,7 @@ class Progress:
             self._ticker = threading.Thread(target=self._redraw_until_stopped, name="ci-grade-progress", daemon=True)
             self._ticker.start()
         else:
-            self._write(f"  running {self.total} rows\n")
+            self._write(f"  running {self.total} row{'' if self.total == 1 else 's'}\n")
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
