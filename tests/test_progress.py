@@ -20,7 +20,7 @@ import pytest
 
 from ci_grade.report.progress import Progress
 from ci_grade.results import models
-from tests.conftest import run_cli_process, write
+from tests.conftest import run_cli, write
 from tests.servers.llm_server import LLMServer
 
 KEY = "sk-test-0123456789"
@@ -47,7 +47,7 @@ def twenty(tmp_path: Path, openai_env: LLMServer) -> Path:
 
 
 def test_ci_logs_get_a_line_per_tenth(twenty: Path) -> None:
-    result = run_cli_process("eval", "-j", "1", cwd=twenty)
+    result = run_cli("eval", cwd=twenty)
     assert result.code == 1, result.err
     lines = result.err.splitlines()
     assert lines[0] == "  running 20 rows"
@@ -64,8 +64,9 @@ def test_ci_logs_get_a_line_per_tenth(twenty: Path) -> None:
     assert KEY not in result.err
 
 
-def test_actions_logs_group_the_run_and_carry_no_injected_commands(twenty: Path) -> None:
-    result = run_cli_process("eval", "-j", "4", cwd=twenty, env={"GITHUB_ACTIONS": "true"})
+def test_actions_logs_group_the_run_and_carry_no_injected_commands(twenty: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    result = run_cli("eval", "-j", "4", cwd=twenty)
     assert result.code == 1
     lines = result.err.splitlines()
     assert lines[0] == "::group::ci-grade: evaluate" and lines[-1] == "::endgroup::"
@@ -79,7 +80,7 @@ def test_a_terminal_gets_one_live_line(twenty: Path) -> None:
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))  # 200 columns
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "COLUMNS")}
-    process = subprocess.Popen([sys.executable, "-m", "ci_grade", "eval", "-j", "1"], cwd=twenty, env=env,
+    process = subprocess.Popen([sys.executable, "-m", "ci_grade", "eval"], cwd=twenty, env=env,
                                stdout=subprocess.PIPE, stderr=follower, text=True)
     os.close(follower)
     chunks: list[bytes] = []
@@ -174,9 +175,9 @@ def test_the_line_fits_a_narrow_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_disabled_progress_prints_nothing(twenty: Path) -> None:
-    result = run_cli_process("eval", "--no-progress", cwd=twenty)
+    result = run_cli("eval", "--no-progress", cwd=twenty)
     assert result.code == 1 and result.err == ""
     config = twenty / "promptfooconfig.yaml"
     config.write_text(config.read_text() + "evaluateOptions: {showProgressBar: false}\n")
-    result = run_cli_process("eval", cwd=twenty)
+    result = run_cli("eval", cwd=twenty)
     assert result.code == 1 and result.err == "", "promptfoo's config switch is honoured"
