@@ -95,7 +95,7 @@ def main() -> int:
             results = []
             for _ in range(args.runs):
                 # Each run in a fresh child so max RSS is per run: measure via /proc in a wrapper.
-                wrapper = [sys.executable, str(Path(__file__).with_name("peak_rss.py")), *cli, "eval", "-j", str(args.concurrency), "--no-progress", "-o", "out.json"]
+                wrapper = [sys.executable, str(Path(__file__).with_name("peak_rss.py")), *cli, "eval", "-j", str(args.concurrency), "--no-progress", "--no-cache", "-o", "out.json"]
                 elapsed, _, proc = run_child(wrapper, env, folder)
                 if proc.returncode not in (0, 1):
                     print(proc.stdout, proc.stderr, file=sys.stderr)

@@ -2,9 +2,11 @@
 
 Keys hash what determines a reply: the provider's identity (id, model, endpoint, non-secret
 config), the prompt or text, and any structured-output request. Errors and empty replies are
-never cached. Entries expire after a TTL (default 14 days). Off unless a cache folder is given
-(`--cache-dir`, the action's `cache-dir` input, or CI_GRADE_CACHE_DIR); with `--repeat` above 1
-it is off, since repeats exist to sample the model again.
+never cached, and what is stored is redacted. Entries expire after a TTL (default 14 days,
+CI_GRADE_CACHE_TTL). On by default, as in promptfoo, in `--cache-dir` (the action's `cache-dir`
+input), else CI_GRADE_CACHE_DIR, else `$XDG_CACHE_HOME/ci-grade` (`~/.cache/ci-grade`); the
+run turns it off for `--no-cache`, `cache: false` in the config, PROMPTFOO_CACHE_ENABLED=false
+and `--repeat` above 1 (repeats exist to sample the model again).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,21 @@ from ci_grade import redact
 from ci_grade.redact import is_secret_name
 
 DEFAULT_TTL_SECONDS = 14 * 24 * 3600
+_PROMPTFOO_TRUE = ("1", "true", "yes", "yup", "yeppers")  # promptfoo's getEnvBool
+
+
+def cache_folder(given: str | None, env: Mapping[str, str]) -> Path:
+    """Where the cache lives: `given`, else CI_GRADE_CACHE_DIR, else the user's XDG cache folder."""
+    if given or env.get("CI_GRADE_CACHE_DIR"):
+        return Path(given or env["CI_GRADE_CACHE_DIR"]).expanduser()
+    base = env.get("XDG_CACHE_HOME") or ""
+    return (Path(base) if Path(base).is_absolute() else Path.home() / ".cache") / "ci-grade"
+
+
+def cache_enabled_by(env: Mapping[str, str]) -> bool:
+    """False when PROMPTFOO_CACHE_ENABLED is set to something promptfoo reads as false."""
+    value = env.get("PROMPTFOO_CACHE_ENABLED", "").strip()
+    return not value or value.lower() in _PROMPTFOO_TRUE
 
 
 def _public(value: Any) -> Any:

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade import __version__, preflight, redact
-from ci_grade.cache import ResponseCache
+from ci_grade.cache import ResponseCache, cache_enabled_by, cache_folder
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
 from ci_grade.grading import registry
 from ci_grade.plan import Plan, PlanOptions, build_plan
 from ci_grade.report import outputs
-from ci_grade.report.console import Progress
+from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.run import RunOptions, run_plan
 
@@ -44,8 +44,10 @@ class EvalOptions:
     progress: bool = True
     cwd: Path | None = None
     cache_dir: str | None = None
-    fresh: bool = False
-    """Sample every reply anew (no response cache)."""
+    cache: bool = True
+    filter_providers: str | None = None
+    delay_ms: int | None = None
+    description: str | None = None
     only_test_ids: frozenset[str] | None = None
 
 
@@ -120,9 +122,12 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             filter_metadata=options.filter_metadata,
             cli_vars=options.vars,
             grader=grader,
+            filter_providers=options.filter_providers or cli_defaults.get("filterProviders") or cli_defaults.get("filterTargets"),
             only_test_ids=options.only_test_ids,
         ),
     )
+    shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False  # promptfoo's switch
+    progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
     secrets = redact.current()
     secrets.learn_env(env)
     secrets.collect(loaded.raw)
@@ -130,19 +135,19 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         env=env,
         base_dir=loaded.base_dir,
         concurrency=concurrency,
-        delay_ms=int(eval_options.delay or cli_defaults.get("delay") or 0),
+        delay_ms=int(options.delay_ms if options.delay_ms is not None else eval_options.delay or cli_defaults.get("delay") or 0),
         timeout_ms=eval_options.timeoutMs or None,
         env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
-        progress=Progress(enabled=options.progress),
-        cache=None if options.fresh else _cache(options.cache_dir or env.get("CI_GRADE_CACHE_DIR"), repeat),
+        progress=progress,
+        cache=_cache(options, loaded, env, repeat),
     )
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
-    with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides):
+    with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
         run = _run_to_completion(plan, run_options)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
-    run.info.description = config.description
+    run.info.description = options.description or config.description
     run.info.config_files = [str(p) for p in loaded.files]
     run.info.config_hash = loaded.config_hash
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
@@ -153,7 +158,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
 
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:
     """Rerun the tests `test_ids` `runs` more times with fresh samples; their rows (`--confirm N`)."""
-    rerun = dataclasses.replace(options, outputs=[], repeat=runs, fresh=True, only_test_ids=frozenset(test_ids))
+    rerun = dataclasses.replace(options, outputs=[], repeat=runs, cache=False, only_test_ids=frozenset(test_ids))
     return evaluate(rerun).run.results
 
 
@@ -188,11 +193,16 @@ def _process_env(overrides: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _cache(folder: str | None, repeat: int) -> ResponseCache | None:
-    """The response cache, when a folder is given and repeats do not need fresh samples."""
-    if not folder or repeat > 1:
+def _cache(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str], repeat: int) -> ResponseCache | None:
+    """The response cache, on by default as in promptfoo. Off with --no-cache or repeats (they exist
+    to sample again); else on with --cache-dir; else off with `cache: false` in the config's
+    evaluateOptions or commandLineOptions or PROMPTFOO_CACHE_ENABLED=false."""
+    if not options.cache or repeat > 1:
         return None
-    return ResponseCache(Path(folder))
+    configured = [loaded.config.evaluateOptions.cache, loaded.command_line_options.get("cache")]
+    if not options.cache_dir and (False in configured or not cache_enabled_by(env)):
+        return None
+    return ResponseCache(cache_folder(options.cache_dir, env))
 
 
 def _git_commit(folder: Path) -> str | None:

@@ -15,6 +15,7 @@ import itertools
 import json
 import mimetypes
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from ci_grade.config import files, nunjucks
 from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import Prompt, ProviderSpec, TestCase, TestOptions
 from ci_grade.config.sources import Location
-from ci_grade.errors import ConfigError, ScriptError
+from ci_grade.errors import ConfigError, ScriptError, UsageError
 
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 _STRUCTURED = {".json", ".yaml", ".yml"}
@@ -39,6 +40,7 @@ class PlanOptions:
     only_test_ids: frozenset[str] | None = None
     """Keep only these tests (stable ids), e.g. to rerun some of them."""
     grader: str | None = None
+    filter_providers: str | None = None
 
 
 @dataclass
@@ -89,12 +91,13 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
         cases = [c for c in cases if all(_metadata_matches(c.test.metadata or {}, k, v) for k, v in options.filter_metadata.items())]
     if options.filter_first_n is not None:
         cases = cases[: options.filter_first_n]
+    wanted = _provider_filter(options.filter_providers, config.providers)
 
     var_loader = _VarLoader(loaded.base_dir)
     cells: list[_Cell] = []
     group = 0
     for case in cases:
-        pairs = _pairs(case, config.prompts, config.providers)
+        pairs = [pair for pair in _pairs(case, config.prompts, config.providers) if wanted(pair[1][1])]
         for identity_vars in _var_combinations(case, loaded.base_dir):
             variables = nunjucks.resolve_references(var_loader.resolve(identity_vars, case))
             if case.test.options.transformVars:
@@ -182,6 +185,23 @@ def _compile_pattern(text: str | None) -> re.Pattern[str] | None:
         return re.compile(text)
     except re.error as exc:
         raise ConfigError(f"--filter-pattern {text!r} is not a valid regular expression: {exc}") from None
+
+
+def _provider_filter(text: str | None, providers: list[ProviderSpec]) -> Callable[[ProviderSpec], bool]:
+    """`--filter-providers`: providers whose id or label the regular expression matches (as in promptfoo)."""
+    if not text:
+        return lambda provider: True
+    try:
+        pattern = re.compile(text)
+    except re.error as exc:
+        raise UsageError(f"--filter-providers {text!r} is not a valid regular expression: {exc}") from None
+
+    def wanted(provider: ProviderSpec) -> bool:
+        return bool(pattern.search(provider.id) or (provider.label and pattern.search(provider.label)))
+
+    if not any(wanted(provider) for provider in providers):
+        raise UsageError(f"--filter-providers {text!r} matches no provider (providers are {[p.label or p.id for p in providers]})")
+    return wanted
 
 
 def _pairs(case: _Case, prompts: list[Prompt], providers: list[ProviderSpec]) -> list[tuple[tuple[int, Prompt], tuple[int, ProviderSpec]]]:

@@ -63,6 +63,19 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI_GRADE_RETRY_MAX_SECONDS", "0.5")
 
 
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The response cache's default folder is a fresh one per test (`<returned>/ci-grade`), and the
+    cache, on by default, is off (PROMPTFOO_CACHE_ENABLED=false) because most tests count requests
+    across several runs; tests of the cache give `--cache-dir` or unset that variable."""
+    for name in ("CI_GRADE_CACHE_DIR", "CI_GRADE_CACHE_TTL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PROMPTFOO_CACHE_ENABLED", "false")
+    folder = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def llm_server() -> Iterator[LLMServer]:
     """A fresh scripted OpenAI-compatible server on loopback."""

@@ -376,3 +376,26 @@ def test_summary_keeps_what_the_comment_must_cut(workspace: Path, gh: GitHubServ
     assert len(comment["body"]) <= 65_536
     assert 65_536 < len(run.summary) <= 1_000_000
     assert run.summary.count("long case") > comment["body"].count("long case")
+
+
+def test_cache_is_on_by_default_and_the_cache_input_turns_it_off(
+    workspace: Path, gh: GitHubServer, openai_env: LLMServer, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PROMPTFOO_CACHE_ENABLED")
+    openai_env.on_chat("capital", "Paris")
+    write(workspace / "evals" / "model.yaml", """
+        prompts: ['What is the capital of France?']
+        providers: [openai:chat:gpt-4.1-mini]
+        tests:
+          - assert: [{type: icontains, value: paris}]
+        """)
+    assert run_action(workspace, gh, config="model.yaml", baseline="").code == 0
+    second = run_action(workspace, gh, config="model.yaml", baseline="")
+    assert second.code == 0
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 1, "served from the default cache"
+    junit = (workspace / second.outputs["junit-path"]).read_text(encoding="utf-8")
+    assert 'file="evals/model.yaml" line="4"' in junit and 'time="0.000"' in junit, "the config line from the workspace root; cached: no latency"
+    assert list((isolated_cache / "ci-grade").rglob("*.json"))
+    assert run_action(workspace, gh, config="model.yaml", baseline="", cache="off", cache_dir=".cache/replies").code == 0
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 2
+    assert not (workspace / "evals" / ".cache").exists()

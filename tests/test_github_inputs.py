@@ -25,6 +25,7 @@ def test_defaults_when_nothing_is_set() -> None:
     assert inputs.results_path == "ci-grade-results/results.json"
     assert inputs.junit_path == "ci-grade-results/results.junit.xml"
     assert inputs.github_token is None
+    assert inputs.cache is True and inputs.cache_dir is None
 
 
 def test_hyphen_and_underscore_spellings_are_both_read() -> None:
@@ -80,6 +81,7 @@ def test_values_are_parsed() -> None:
         ("MAX-CONCURRENCY", "0", "input `max-concurrency` must be at least 1"),
         ("REPEAT", "-2", "input `repeat` must be a whole number"),
         ("COMMENT", "maybe", "input `comment` must be on or off"),
+        ("CACHE", "sometimes", "input `cache` must be on or off"),
         ("RESULTS-PATH", "out/results.xml", "input `results-path` must end with .json"),
         ("JUNIT-PATH", "out/junit.json", "input `junit-path` must end with .xml"),
         ("CONFIG", " , \n", "input `config` names no config file"),

@@ -132,7 +132,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
             baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
             options = EvalOptions(
                 configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
-                cache_dir=str(cache) if cache else None,
+                cache_dir=str(cache) if cache else None, cache=inputs.cache,
             )
             with commands.group("ci-grade: evaluate"), commands.commands_stopped():
                 outcome = evaluate(options)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -16,6 +18,20 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--save-baseline", metavar="PATH", help="also save this run as a baseline file")
     parser.add_argument("--confirm", type=int, default=0, metavar="N", help="rerun each newly failing sampled test N more times and judge it on those fresh runs (confirmed or flaky)")
     parser.set_defaults(handler=main)
+
+
+@contextlib.contextmanager
+def _log_group(title: str) -> Iterator[None]:
+    """In GitHub Actions, the run's log (progress, user code's prints) as one collapsible group."""
+    import os
+
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        yield
+        return
+    from ci_grade.github.workflow_commands import WorkflowCommands
+
+    with WorkflowCommands(stream=sys.stderr).group(title):
+        yield
 
 
 def main(args: argparse.Namespace) -> int:
@@ -38,7 +54,8 @@ def main(args: argparse.Namespace) -> int:
     if args.confirm < 0:
         raise UsageError("--confirm must be 0 or more")
     options = eval_options(args)
-    outcome = evaluate(options)
+    with _log_group("ci-grade: evaluate"):
+        outcome = evaluate(options)
     for warning in outcome.run.warnings:
         sys.stderr.write(f"warning: {redact.text(warning)}\n")
     comparison = judge(outcome, options, baseline, policy, args.confirm)

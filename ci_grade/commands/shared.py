@@ -118,20 +118,33 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _paths(text: str) -> list[str]:
+    """Comma-separated paths, as promptfoo's --env-path takes them."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared by `eval` and anything that runs an evaluation."""
-    parser.add_argument("-c", "--config", action="append", default=[], metavar="CONFIG", help="config file or glob (repeatable; merged like promptfoo). Default: ./promptfooconfig.yaml")
-    parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH", help="write results; format by extension: .json .jsonl .junit.xml .xml .md .csv .yaml (repeatable)")
+    parser.add_argument("-c", "--config", action="extend", nargs="+", default=[], metavar="CONFIG", help="config files or globs (several after one flag, or repeated; merged like promptfoo). Default: ./promptfooconfig.yaml")
+    parser.add_argument("-o", "--output", action="extend", nargs="+", default=[], metavar="PATH", help="write results; format by extension: .json .jsonl .junit.xml .xml .md .csv .yaml (several after one flag, or repeated)")
     parser.add_argument("--grader", metavar="PROVIDER", help="default grader for model-graded assertions (replaces defaultTest.options.provider)")
     parser.add_argument("-j", "--max-concurrency", type=int, metavar="N", help="tests run at once (default 16, or evaluateOptions.maxConcurrency)")
     parser.add_argument("--repeat", type=int, metavar="N", help="run every test N times (scores become means with a spread)")
+    parser.add_argument("--delay", type=_count, metavar="MS", help="wait MS milliseconds before each test; any delay runs tests one at a time")
+    parser.add_argument("--description", metavar="TEXT", help="the run's description in reports (default: the config's)")
     parser.add_argument("--filter-pattern", metavar="REGEX", help="only tests whose description matches")
     parser.add_argument("-n", "--filter-first-n", type=int, metavar="N", help="only the first N tests")
     parser.add_argument("--filter-metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="only tests whose metadata matches (repeatable, all must match)")
+    parser.add_argument("--filter-providers", "--filter-targets", metavar="REGEX", help="only providers whose id or label matches")
     parser.add_argument("--var", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="set a variable for every test (repeatable)")
-    parser.add_argument("--env-file", action="append", default=[], metavar="FILE", help="load environment variables from a .env file (repeatable)")
-    parser.add_argument("--cache-dir", metavar="DIR", help="cache model replies on disk in DIR (reused across runs; off with --repeat > 1). Also CI_GRADE_CACHE_DIR")
-    parser.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
+    parser.add_argument("--env-file", "--env-path", action="extend", type=_paths, default=[], metavar="FILE", help="load environment variables from .env files (repeatable or comma-separated)")
+    parser.add_argument("--cache-dir", metavar="DIR", help="where model replies are cached (default: CI_GRADE_CACHE_DIR, else ~/.cache/ci-grade)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the response cache (it is on by default and off with --repeat > 1)")
+    parser.add_argument("--no-progress", "--no-progress-bar", action="store_true", help="do not report progress on stderr")
+    promptfoo = parser.add_argument_group("accepted for promptfoo compatibility")
+    promptfoo.add_argument("--table", "--no-table", action="store_true", dest="ignored", help="ignored: ci-grade prints a summary of failures, not a table")
+    promptfoo.add_argument("--no-share", "--no-write", action="store_true", dest="ignored", help="ignored: ci-grade never uploads results or keeps a database")
+    promptfoo.add_argument("--share", action="store_true", help="refused: ci-grade never uploads results (nothing leaves this machine)")
     parser.add_argument("--verbose", action="store_true", help="show tracebacks for internal errors")
 
 
@@ -143,6 +156,9 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         raise UsageError("--max-concurrency must be at least 1")
     if args.repeat is not None and args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
+    if args.share:
+        raise UsageError("--share is not supported: ci-grade never uploads results, nothing leaves this machine. "
+                         "Write the reports with -o (results.json, report.md, results.junit.xml) and publish them from CI")
     return EvalOptions(
         configs=args.config,
         outputs=args.output,
@@ -156,4 +172,8 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         env_files=args.env_file,
         progress=not args.no_progress,
         cache_dir=args.cache_dir,
+        cache=not args.no_cache,
+        filter_providers=args.filter_providers,
+        delay_ms=args.delay,
+        description=args.description,
     )

@@ -39,6 +39,7 @@ DEFAULTS: dict[str, str] = {
     "results-path": "ci-grade-results/results.json",
     "cache-dir": "",
     "github-token": "",
+    "cache": "on",
 }
 
 _TRUE = {"on", "true", "yes", "1"}
@@ -79,6 +80,7 @@ class ActionInputs:
     results_path: str
     cache_dir: str | None
     github_token: str | None = field(repr=False)
+    cache: bool = True
 
 
 def _number(name: str, text: str, *, low: float = 0.0, high: float | None = None) -> float:
@@ -174,4 +176,5 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         results_path=_path("results-path", get("results-path"), (".json",)),
         cache_dir=optional("cache-dir"),
         github_token=optional("github-token") or (env.get("GITHUB_TOKEN") or "").strip() or None,
+        cache=_switch("cache", get("cache")),
     )

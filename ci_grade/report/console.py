@@ -1,9 +1,6 @@
-"""The terminal: a progress line while running and a one-screen summary at the end."""
+"""The terminal: a one-screen summary at the end of a run (progress while it runs: `progress.py`)."""
 
 from __future__ import annotations
-
-import sys
-from typing import TextIO
 
 from ci_grade import redact
 from ci_grade.results.models import EvalRun, TestResult
@@ -32,30 +29,6 @@ def _where(row: TestResult) -> str:
     if not row.location:
         return ""
     return f" ({row.location.file}" + (f":{row.location.line})" if row.location.line else ")")
-
-
-class Progress:
-    """Reports progress on stderr: a live line on a terminal, a few milestones in CI logs."""
-
-    def __init__(self, stream: TextIO | None = None, enabled: bool = True):
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.tty = self.stream.isatty()
-        self._last_decile = -1
-
-    def __call__(self, row: TestResult, done: int, total: int) -> None:
-        if not self.enabled or total == 0:
-            return
-        if self.tty:
-            end = "\n" if done == total else ""
-            self.stream.write(f"\r  running {done}/{total}{end}")
-            self.stream.flush()
-            return
-        decile = done * 10 // total
-        if decile != self._last_decile and (decile % 2 == 0 or done == total):
-            self._last_decile = decile
-            self.stream.write(f"  {done}/{total} rows done\n")
-            self.stream.flush()
 
 
 def summary(run: EvalRun) -> str:

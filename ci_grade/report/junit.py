@@ -2,27 +2,42 @@
 
 Unlike promptfoo's writer, failures carry the failing assertions with the grader's reasons,
 errors carry their cause, scores are properties of each suite, and the output is in
-system-out. The document validates against the common JUnit 10 schema.
+system-out. Each testcase names the file and line that define the test (relative to the
+repository root, so annotations land on the config line) and its provider latency as `time`;
+its classname is the defining file and the provider (dots replaced), never prompt text, because
+reporters split classnames on dots to guess a file. The document validates against the Jenkins
+JUnit 10 schema plus the `file` and `line` testcase attributes (see tests/fixtures).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 
-from junit_xml import TestCase, TestSuite, to_xml_report_string
-
 from ci_grade import redact
+from ci_grade.report.source_paths import SourcePaths
 from ci_grade.results.models import EvalRun, TestResult
 
 _MAX_TEXT = 4000
 _MAX_NAME = 200
+# Characters XML 1.0 cannot carry (control characters, surrogates, U+FFFE/U+FFFF).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def _clip(text: str, limit: int = _MAX_TEXT) -> str:
     """`text` with secrets masked, then cut to `limit` characters (masking first: no half secrets)."""
-    text = redact.text(text)
+    text = _xml_text(redact.text(text))
     return text if len(text) <= limit else text[: limit - 20] + f"… [{len(text) - limit + 20} more chars]"
+
+
+def _seconds(ms: float) -> str:
+    return f"{max(ms, 0.0) / 1000:.3f}"
 
 
 def suite_name(row: TestResult) -> str:
@@ -37,49 +52,102 @@ def case_name(row: TestResult) -> str:
     return _clip(name, _MAX_NAME)
 
 
-def render_junit(run: EvalRun, regressions: Mapping[str, str] | None = None) -> str:
-    """The run as a JUnit XML document. `regressions` maps test ids to a regression note."""
+def class_name(file: str | None, row: TestResult) -> str:
+    """`<defining file>.<provider>` with the dots inside each part replaced: no prompt text."""
+    parts = [file or "ci-grade", " ".join(row.provider.display.split())]
+    return _clip(".".join(part.replace(".", "_") for part in parts), _MAX_NAME)
+
+
+def render_junit(run: EvalRun, regressions: Mapping[str, str] | None = None, paths: SourcePaths | None = None) -> str:
+    """The run as a JUnit XML document. `regressions` maps test ids to a regression note;
+    `paths` places test files relative to the repository root (default: from the working folder)."""
     regressions = regressions or {}
+    paths = paths or SourcePaths()
+    fallback = paths.of(run.info.config_files[0]) if run.info.config_files else None
     suites: dict[str, list[TestResult]] = defaultdict(list)
     for row in run.results:
         suites[suite_name(row)].append(row)
-    out = []
+    root = ET.Element("testsuites", {"name": _clip(run.info.description or "ci-grade", _MAX_NAME)})
     for name, rows in suites.items():
-        cases = [_case(row, name, regressions.get(row.test_id)) for row in rows]
-        scores = [row.score for row in rows if row.status != "error"]
-        properties = {
-            "mean_score": f"{sum(scores) / len(scores):.4f}" if scores else "n/a",
-            "pass_rate": f"{sum(r.status == 'pass' for r in rows) / len(rows):.4f}",
-        }
-        metric_values: dict[str, list[float]] = defaultdict(list)
-        for row in rows:
-            for metric, value in row.named_scores.items():
-                metric_values[metric].append(value)
-        for metric, values in sorted(metric_values.items()):
-            properties[f"metric:{metric}"] = f"{sum(values) / len(values):.4f}"
-        for row, case in zip(rows, cases, strict=True):
-            properties[f"score:{case.name}"] = f"{row.score:.4f}"
-        out.append(TestSuite(name, cases, properties={redact.text(k): v for k, v in properties.items()}))
-    return str(to_xml_report_string(out, prettyprint=True, encoding="utf-8"))
+        root.append(_suite(name, rows, regressions, paths, fallback))
+    for key in ("tests", "failures", "errors", "skipped"):
+        root.set(key, str(sum(int(suite.get(key) or 0) for suite in root)))
+    root.set("time", _seconds(run.stats.duration_ms))
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _case(row: TestResult, suite: str, regression: str | None) -> TestCase:
-    case = TestCase(
-        name=case_name(row),
-        classname=suite,
-        elapsed_sec=round(row.latency_ms / 1000, 3),
-        stdout=redact.text(_details(row)),
-    )
+def _suite(name: str, rows: list[TestResult], regressions: Mapping[str, str], paths: SourcePaths, fallback: str | None) -> ET.Element:
+    names = _unique_names(rows)
+    statuses = [_status(row, regressions.get(row.test_id)) for row in rows]
+    suite = ET.Element("testsuite", {
+        "name": name,
+        "tests": str(len(rows)),
+        "failures": str(statuses.count("failure")),
+        "errors": str(statuses.count("error")),
+        "skipped": "0",
+        "time": _seconds(sum(row.latency_ms for row in rows)),
+    })
+    properties = ET.SubElement(suite, "properties")
+    for key, value in _properties(rows, names).items():
+        ET.SubElement(properties, "property", {"name": _xml_text(redact.text(key)), "value": value})
+    for row, case_label in zip(rows, names, strict=True):
+        file = paths.of(row.location.file) if row.location else fallback
+        suite.append(_case(row, case_label, file, regressions.get(row.test_id)))
+    return suite
+
+
+def _unique_names(rows: list[TestResult]) -> list[str]:
+    """Case names, with the test id added where two tests of a suite would share one (viewers merge them)."""
+    names = [case_name(row) for row in rows]
+    counts = Counter(names)
+    return [f"{name} [{row.test_id}]" if counts[name] > 1 else name for name, row in zip(names, rows, strict=True)]
+
+
+def _properties(rows: list[TestResult], names: list[str]) -> dict[str, str]:
+    scores = [row.score for row in rows if row.status != "error"]
+    properties = {
+        "mean_score": f"{sum(scores) / len(scores):.4f}" if scores else "n/a",
+        "pass_rate": f"{sum(r.status == 'pass' for r in rows) / len(rows):.4f}",
+    }
+    metric_values: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        for metric, value in row.named_scores.items():
+            metric_values[metric].append(value)
+    for metric, values in sorted(metric_values.items()):
+        properties[f"metric:{metric}"] = f"{sum(values) / len(values):.4f}"
+    for row, name in zip(rows, names, strict=True):
+        properties[f"score:{name}"] = f"{row.score:.4f}"
+    return properties
+
+
+def _status(row: TestResult, regression: str | None) -> str:
     if row.status == "error":
-        case.add_error_info(message=_clip(row.error or row.reason, 500), output=_clip(row.error or row.reason), error_type="error")
-    elif row.status == "fail" or regression:
+        return "error"
+    return "failure" if row.status == "fail" or regression else "pass"
+
+
+def _case(row: TestResult, name: str, file: str | None, regression: str | None) -> ET.Element:
+    """A testcase; its failure or error comes before system-out (some viewers read the first child as the status)."""
+    case = ET.Element("testcase", {"name": name, "classname": class_name(file, row), "time": _seconds(row.latency_ms)})
+    if file:
+        case.set("file", _clip(file, 1000))
+        if row.location and row.location.line:
+            case.set("line", str(row.location.line))
+    status = _status(row, regression)
+    if status == "error":
+        error = ET.SubElement(case, "error", {"type": "error", "message": _clip(row.error or row.reason, 500)})
+        error.text = _clip(row.error or row.reason)
+    elif status == "failure":
         lines = [f"Score: {row.score:.3f}"]
         if regression:
             lines.append(f"Regression: {regression}")
         for assertion in row.failed_assertions():
             lines.append(f"- {assertion.type}: {assertion.reason}")
         message = (f"REGRESSION: {regression}; " if regression else "") + (row.reason if row.status == "fail" else f"score {row.score:.3f}")
-        case.add_failure_info(message=_clip(message, 500), output=_clip("\n".join(lines)), failure_type="regression" if regression else "assertion")
+        failure = ET.SubElement(case, "failure", {"type": "regression" if regression else "assertion", "message": _clip(message, 500)})
+        failure.text = _clip("\n".join(lines))
+    ET.SubElement(case, "system-out").text = _xml_text(redact.text(_details(row)))
     return case
 
 
