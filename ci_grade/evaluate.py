@@ -22,8 +22,9 @@ from ci_grade.grading import registry
 from ci_grade.plan import Plan, PlanOptions, build_plan
 from ci_grade.report import outputs
 from ci_grade.report.console import Progress
-from ci_grade.results.models import EvalRun
+from ci_grade.results.models import EvalRun, ShardInfo
 from ci_grade.run import RunOptions, run_plan
+from ci_grade.shard import Shard
 
 DEFAULT_CONCURRENCY = 16
 
@@ -43,6 +44,8 @@ class EvalOptions:
     progress: bool = True
     cwd: Path | None = None
     cache_dir: str | None = None
+    shard: Shard | None = None
+    retry_errors: str | None = None
 
 
 @dataclass
@@ -51,6 +54,7 @@ class EvalOutcome:
     loaded: LoadedConfig
     env: dict[str, str]
     output_paths: list[str]
+    rerun: int | None = None  # with --retry-errors: the rows run again
 
     @property
     def config_for_output(self) -> dict[str, Any]:
@@ -100,7 +104,12 @@ def _positive(value: Any, name: str) -> int | None:
 
 
 def evaluate(options: EvalOptions) -> EvalOutcome:
+    from ci_grade import rerun
+
+    previous = rerun.Previous.read(options.retry_errors) if options.retry_errors else None
     loaded, env, paths = prepare(options)
+    if (options.shard or (previous and previous.run.info.shard)) and not any(p.lower().endswith(".json") for p in paths):
+        raise UsageError("a shard's results are for `ci-grade merge`: write them to a .json file (-o shard.json)")
     config = loaded.config
     cli_defaults = loaded.command_line_options
     eval_options = config.evaluateOptions
@@ -116,8 +125,12 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             filter_metadata=options.filter_metadata,
             cli_vars=options.vars,
             grader=grader,
+            shard=previous.shard(options.shard) if previous else options.shard,
         ),
     )
+    retry = None
+    if previous is not None:
+        plan, retry = rerun.plan_retry(plan, previous)
     secrets = redact.current()
     secrets.learn_env(env)
     secrets.collect(loaded.raw)
@@ -135,15 +148,21 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
     # sees the config's `env:` and --env-file values as promptfoo's does.
     with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides):
         run = _run_to_completion(plan, run_options)
+    if retry is not None:
+        run = rerun.combine(retry, run)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
     run.info.description = config.description
     run.info.config_files = [str(p) for p in loaded.files]
     run.info.config_hash = loaded.config_hash
+    run.info.config_name = _config_name(loaded.files, env)
+    run.info.plan_hash = plan.fingerprint
+    if plan.shard:
+        run.info.shard = ShardInfo(index=plan.shard.index, count=plan.shard.count, groups=plan.groups, rows=plan.total_rows)
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
     run.warnings = list(loaded.warnings)
-    return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths)
+    return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=retry.rerun if retry else None)
 
 
 def _run_to_completion(plan: Plan, options: RunOptions) -> EvalRun:
@@ -184,9 +203,25 @@ def _cache(folder: str | None, repeat: int) -> ResponseCache | None:
     return ResponseCache(Path(folder))
 
 
+def _config_name(files: list[Path], env: dict[str, str]) -> str:
+    """The config file(s) relative to the workspace, else the repository, else the working folder."""
+    root = Path(env.get("GITHUB_WORKSPACE") or _git(files[0].parent, "rev-parse", "--show-toplevel") or Path.cwd()).resolve()
+    names = []
+    for file in files:
+        try:
+            names.append(file.resolve().relative_to(root).as_posix())
+        except ValueError:
+            names.append(file.as_posix())
+    return " + ".join(names)
+
+
 def _git_commit(folder: Path) -> str | None:
+    return _git(folder, "rev-parse", "HEAD")
+
+
+def _git(folder: Path, *args: str) -> str | None:
     try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=5, check=False)
+        result = subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() or None if result.returncode == 0 else None

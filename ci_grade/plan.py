@@ -3,7 +3,9 @@
 Merges `defaultTest` into each test by promptfoo's rules, crosses scenarios, expands array and
 glob variables, applies filters, loads `file://` variables, and gives every row a stable id
 (from the test's description or variables, the prompt's key and the provider) so a baseline
-from another run matches the same test even when tests are reordered.
+from another run matches the same test even when tests are reordered. With a shard, only the
+shard's groups of rows are kept (see `shard.py`); the plan still records the whole plan's size
+and fingerprint, so shards can be merged and checked for completeness.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import Prompt, ProviderSpec, TestCase, TestOptions
 from ci_grade.config.sources import Location
 from ci_grade.errors import ConfigError, ScriptError
+from ci_grade.shard import Shard, deal
 
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 _STRUCTURED = {".json", ".yaml", ".yml"}
@@ -37,6 +40,7 @@ class PlanOptions:
     filter_metadata: dict[str, str] = field(default_factory=dict)
     cli_vars: dict[str, str] = field(default_factory=dict)
     grader: str | None = None
+    shard: Shard | None = None
 
 
 @dataclass
@@ -59,9 +63,16 @@ class PlannedRow:
 
 @dataclass
 class Plan:
+    """The rows to run; `groups`, `total_rows` and `fingerprint` describe the whole plan, before
+    any shard was taken (a group is one test case x variable combination, all its rows)."""
+
     rows: list[PlannedRow]
     prompts: list[Prompt]
     providers: list[ProviderSpec]
+    groups: int = 0
+    total_rows: int = 0
+    fingerprint: str = ""
+    shard: Shard | None = None
 
 
 @dataclass
@@ -90,6 +101,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
 
     var_loader = _VarLoader(loaded.base_dir)
     cells: list[_Cell] = []
+    group_keys: list[str] = []
     group = 0
     for case in cases:
         pairs = _pairs(case, config.prompts, config.providers)
@@ -101,6 +113,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
             identity = _identity(case.test, identity_vars)
             canonical_vars = _canonical(identity_vars)
             tiebreak = _digest(canonical_vars, _canonical(case.test.model_dump(mode="json", by_alias=True, exclude_none=True)))
+            group_keys.append(_digest(identity, tiebreak, _canonical(variables)))
             for (prompt_index, prompt), (provider_index, provider) in pairs:
                 provider_key = provider.label or provider.id
                 cells.append(
@@ -120,12 +133,15 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                 )
             group += 1
     _assign_ids(cells)
+    kept = _shard_groups(cells, group_keys, options)
     rows: list[PlannedRow] = []
     for repeat_index in range(options.repeat):
-        for cell in cells:
+        for position, cell in enumerate(cells):
+            if kept is not None and cell.group not in kept:
+                continue
             rows.append(
                 PlannedRow(
-                    index=len(rows),
+                    index=repeat_index * len(cells) + position,
                     test_index=repeat_index * group + cell.group,
                     repeat_index=repeat_index,
                     test=cell.test,
@@ -139,7 +155,22 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                     location=cell.case.location,
                 )
             )
-    return Plan(rows=rows, prompts=config.prompts, providers=config.providers)
+    fingerprint = _digest(loaded.config_hash, str(options.repeat), *(f"{c.test_id}:{group_keys[c.group]}" for c in cells))
+    return Plan(
+        rows=rows, prompts=config.prompts, providers=config.providers, groups=group,
+        total_rows=len(cells) * options.repeat, fingerprint=fingerprint, shard=options.shard,
+    )
+
+
+def _shard_groups(cells: list[_Cell], group_keys: list[str], options: PlanOptions) -> set[int] | None:
+    """The groups of the shard in `options` (None: no shard, every group)."""
+    shard = options.shard
+    if shard is None:
+        return None
+    sizes = [0] * len(group_keys)
+    for cell in cells:
+        sizes[cell.group] += options.repeat
+    return {group for group, index in enumerate(deal(group_keys, sizes, shard.count)) if index == shard.index}
 
 
 @dataclass
