@@ -1,4 +1,5 @@
 """JUnit XML for test reporters: one testsuite per prompt x provider, one testcase per test.
+Merged results of several configs get each config's suites, their names led by the config's.
 
 Unlike promptfoo's writer, failures carry the failing assertions with the grader's reasons,
 errors carry their cause, scores are properties of each suite, and the output is in
@@ -25,9 +26,9 @@ def _clip(text: str, limit: int = _MAX_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 20] + f"… [{len(text) - limit + 20} more chars]"
 
 
-def suite_name(row: TestResult) -> str:
+def suite_name(row: TestResult, config: str = "") -> str:
     label = " ".join(row.prompt.label.split())
-    return _clip(f"[{row.provider.display}] {label}", _MAX_NAME)
+    return _clip(f"{config + ': ' if config else ''}[{row.provider.display}] {label}", _MAX_NAME)
 
 
 def case_name(row: TestResult) -> str:
@@ -39,10 +40,19 @@ def case_name(row: TestResult) -> str:
 
 def render_junit(run: EvalRun, regressions: Mapping[str, str] | None = None) -> str:
     """The run as a JUnit XML document. `regressions` maps test ids to a regression note."""
-    regressions = regressions or {}
+    return render_junit_sections([("", run, regressions or {})])
+
+
+def render_junit_sections(sections: list[tuple[str, EvalRun, Mapping[str, str]]]) -> str:
+    """Several configs' runs in one document: (config name, run, regression notes) each."""
+    out = [suite for config, run, regressions in sections for suite in _suites(run, regressions, config)]
+    return str(to_xml_report_string(out, prettyprint=True, encoding="utf-8"))
+
+
+def _suites(run: EvalRun, regressions: Mapping[str, str], config: str) -> list[TestSuite]:
     suites: dict[str, list[TestResult]] = defaultdict(list)
     for row in run.results:
-        suites[suite_name(row)].append(row)
+        suites[suite_name(row, config)].append(row)
     out = []
     for name, rows in suites.items():
         cases = [_case(row, name, regressions.get(row.test_id)) for row in rows]
@@ -60,7 +70,7 @@ def render_junit(run: EvalRun, regressions: Mapping[str, str] | None = None) -> 
         for row, case in zip(rows, cases, strict=True):
             properties[f"score:{case.name}"] = f"{row.score:.4f}"
         out.append(TestSuite(name, cases, properties={redact.text(k): v for k, v in properties.items()}))
-    return str(to_xml_report_string(out, prettyprint=True, encoding="utf-8"))
+    return out
 
 
 def _case(row: TestResult, suite: str, regression: str | None) -> TestCase:
