@@ -108,8 +108,6 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
 
     previous = rerun.Previous.read(options.retry_errors) if options.retry_errors else None
     loaded, env, paths = prepare(options)
-    if (options.shard or (previous and previous.run.info.shard)) and not any(p.lower().endswith(".json") for p in paths):
-        raise UsageError("a shard's results are for `ci-grade merge`: write them to a .json file (-o shard.json)")
     config = loaded.config
     cli_defaults = loaded.command_line_options
     eval_options = config.evaluateOptions

@@ -48,6 +48,8 @@ def main(args: argparse.Namespace) -> int:
         options.shard = parse_shard(args.shard)
         if args.baseline or args.save_baseline:
             raise UsageError("--shard writes a part of the results: give --baseline and --save-baseline to `ci-grade merge`")
+        if not any(path.lower().endswith(".json") for path in args.output):
+            raise UsageError("a shard's results are for `ci-grade merge`: write them to a .json file (-o shard.json)")
     options.retry_errors = args.retry_errors
     baseline = read_baseline(args.baseline, Path.cwd())
     outcome = evaluate(options)
