@@ -113,3 +113,34 @@ def test_an_incomplete_config_fails_the_whole_merge(repo: Path) -> None:
     result = run_cli("merge", "shards/support-1.json", "shards/triage.json", "-o", "report.md", cwd=repo)
     assert result.code == 2 and f"{SECTIONS[0]}: missing shard 2/2 (have 1/2 from shards/support-1.json)" in result.err
     assert not (repo / "report.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "several", "expected"),
+    [
+        ("out/merged.json", False, "out/merged.json"),
+        ("out/merged.json", True, "out/merged-evals-support.json"),
+        ("out/all.junit.xml", True, "out/all-evals-support.junit.xml"),
+        ("out/{config}/results.json", False, "out/evals-support/results.json"),
+        ("git:origin/main:.ci-grade/base.json", True, "git:origin/main:.ci-grade/base-evals-support.json"),
+        ("baseline", True, "baseline-evals-support"),
+    ],
+)
+def test_per_config_paths(path: str, several: bool, expected: str) -> None:
+    from ci_grade.merging import for_config
+    from ci_grade.results.models import EvalRun
+    from ci_grade.results.pooling import Pooled
+
+    assert for_config(path, Pooled("evals/support.yaml", EvalRun(), {}, []), several) == expected
+
+
+def test_config_names_as_file_name_parts() -> None:
+    from ci_grade.results.models import EvalRun
+    from ci_grade.results.pooling import Pooled
+
+    def slug(name: str) -> str:
+        return Pooled(name, EvalRun(), {}, []).slug
+
+    assert slug("evals/support/promptfooconfig.yaml") == "evals-support-promptfooconfig"
+    assert slug("a.yaml + b.yml") == "a-b"
+    assert slug("/abs/path with spaces/x.json") == "abs-path-with-spaces-x"
