@@ -96,3 +96,11 @@ def test_retry_errors_reruns_only_the_errored_rows(workspace: Path, gh: GitHubSe
     assert second.outputs["errors"] == "0" and second.outputs["pass-rate"] == "1.0000"
     assert len(openai_env.requests) == 1 and "two" in json.dumps(openai_env.requests[0].json)
     assert "ran 1 of 3 rows again" in second.result.out
+
+
+def test_a_shard_that_cannot_run_fails_without_a_comment(workspace: Path, gh: GitHubServer) -> None:  # noqa: F811
+    (workspace / "evals" / "promptfooconfig.yaml").write_text("prompts: [\n")
+    run = run_action(workspace, gh, shard="1/2", results_path="shards/1.json")
+    assert run.code == 2 and run.commands("error")[0][0]["title"] == "ci-grade could not run"
+    assert "could not run" in run.summary
+    assert gh.comments.get(7) is None and not gh.calls("POST")  # the merge job reports it, once

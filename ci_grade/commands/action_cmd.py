@@ -311,7 +311,7 @@ def warning_note(problem: str | None) -> str:
 
 def report_failure(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs | None, exc: Exception) -> None:
     """A run that could not complete: an error annotation (at the config line when known), the
-    sticky comment (so it never shows a stale result) and the job summary say why."""
+    sticky comment (so it never shows a stale result; not from a shard job) and the job summary say why."""
     from ci_grade import redact
     from ci_grade.errors import ConfigError
     from ci_grade.github.annotations import workspace_path
@@ -327,7 +327,7 @@ def report_failure(commands: WorkflowCommands, env: Mapping[str, str], event: Ac
     title = inputs.comment_title if inputs else "ci-grade"
     report = f"### {Escaper().inline(title, limit=200)}: could not run\n\n{Escaper().inline(message, limit=4000)}\n"
     problem = None
-    if inputs is not None:
+    if inputs is not None and inputs.shard is None:  # a shard never comments: the merge job will fail too
         marker = marker_for(inputs.comment_title)
         _, problem = publish_comment(commands, event, inputs, f"{report}\n{marker}\n", marker)
         if problem:
