@@ -16,7 +16,7 @@ from ci_grade import __version__
 from ci_grade.errors import CiGradeError, ExitCode, exit_code_of
 
 # Each command module offers `add_parser(subparsers)` and `main(args) -> int`.
-COMMANDS = ("ci_grade.commands.eval_cmd", "ci_grade.commands.compare_cmd", "ci_grade.commands.baseline_cmd", "ci_grade.commands.action_cmd")
+COMMANDS = ("ci_grade.commands.eval_cmd", "ci_grade.commands.compare_cmd", "ci_grade.commands.baseline_cmd", "ci_grade.commands.merge_cmd", "ci_grade.commands.action_cmd")
 
 
 class _Parser(argparse.ArgumentParser):

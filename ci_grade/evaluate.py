@@ -23,8 +23,9 @@ from ci_grade.grading import registry
 from ci_grade.plan import Plan, PlanOptions, build_plan
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
-from ci_grade.results.models import EvalRun, TestResult
+from ci_grade.results.models import EvalRun, ShardInfo, TestResult
 from ci_grade.run import RunOptions, run_plan
+from ci_grade.shard import Shard
 
 DEFAULT_CONCURRENCY = 16
 
@@ -49,6 +50,8 @@ class EvalOptions:
     delay_ms: int | None = None
     description: str | None = None
     only_test_ids: frozenset[str] | None = None
+    shard: Shard | None = None
+    retry_errors: str | None = None
 
 
 @dataclass
@@ -57,6 +60,7 @@ class EvalOutcome:
     loaded: LoadedConfig
     env: dict[str, str]
     output_paths: list[str]
+    rerun: int | None = None  # with --retry-errors: the rows run again
 
     @property
     def config_for_output(self) -> dict[str, Any]:
@@ -106,6 +110,9 @@ def _positive(value: Any, name: str) -> int | None:
 
 
 def evaluate(options: EvalOptions) -> EvalOutcome:
+    from ci_grade import rerun
+
+    previous = rerun.Previous.read(options.retry_errors) if options.retry_errors else None
     loaded, env, paths = prepare(options)
     config = loaded.config
     cli_defaults = loaded.command_line_options
@@ -124,8 +131,12 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             grader=grader,
             filter_providers=options.filter_providers or cli_defaults.get("filterProviders") or cli_defaults.get("filterTargets"),
             only_test_ids=options.only_test_ids,
+            shard=previous.shard(options.shard) if previous else options.shard,
         ),
     )
+    retry = None
+    if previous is not None:
+        plan, retry = rerun.plan_retry(plan, previous)
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False  # promptfoo's switch
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
     secrets = redact.current()
@@ -145,15 +156,21 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
     # sees the config's `env:` and --env-file values as promptfoo's does.
     with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
         run = _run_to_completion(plan, run_options)
+    if retry is not None:
+        run = rerun.combine(retry, run)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
     run.info.description = options.description or config.description
     run.info.config_files = [str(p) for p in loaded.files]
     run.info.config_hash = loaded.config_hash
+    run.info.config_name = _config_name(loaded.files, env)
+    run.info.plan_hash = plan.fingerprint
+    if plan.shard:
+        run.info.shard = ShardInfo(index=plan.shard.index, count=plan.shard.count, groups=plan.groups, rows=plan.total_rows)
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
     run.warnings = list(loaded.warnings)
-    return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths)
+    return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=retry.rerun if retry else None)
 
 
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:
@@ -205,9 +222,25 @@ def _cache(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str], repe
     return ResponseCache(cache_folder(options.cache_dir, env))
 
 
+def _config_name(files: list[Path], env: dict[str, str]) -> str:
+    """The config file(s) relative to the workspace, else the repository, else the working folder."""
+    root = Path(env.get("GITHUB_WORKSPACE") or _git(files[0].parent, "rev-parse", "--show-toplevel") or Path.cwd()).resolve()
+    names = []
+    for file in files:
+        try:
+            names.append(file.resolve().relative_to(root).as_posix())
+        except ValueError:
+            names.append(file.as_posix())
+    return " + ".join(names)
+
+
 def _git_commit(folder: Path) -> str | None:
+    return _git(folder, "rev-parse", "HEAD")
+
+
+def _git(folder: Path, *args: str) -> str | None:
     try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=5, check=False)
+        result = subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() or None if result.returncode == 0 else None

@@ -3,7 +3,9 @@
 Merges `defaultTest` into each test by promptfoo's rules, crosses scenarios, expands array and
 glob variables, applies filters, loads `file://` variables, and gives every row a stable id
 (from the test's description or variables, the prompt's key and the provider) so a baseline
-from another run matches the same test even when tests are reordered.
+from another run matches the same test even when tests are reordered. With a shard, only the
+shard's groups of rows are kept (see `shard.py`); the plan still records the whole plan's size
+and fingerprint, so shards can be merged and checked for completeness.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import Prompt, ProviderSpec, TestCase, TestOptions
 from ci_grade.config.sources import Location
 from ci_grade.errors import ConfigError, ScriptError, UsageError
+from ci_grade.shard import Shard, deal
 
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 _STRUCTURED = {".json", ".yaml", ".yml"}
@@ -41,6 +44,7 @@ class PlanOptions:
     """Keep only these tests (stable ids), e.g. to rerun some of them."""
     grader: str | None = None
     filter_providers: str | None = None
+    shard: Shard | None = None
 
 
 @dataclass
@@ -63,9 +67,16 @@ class PlannedRow:
 
 @dataclass
 class Plan:
+    """The rows to run; `groups`, `total_rows` and `fingerprint` describe the whole plan, before
+    any shard was taken (a group is one test case x variable combination, all its rows)."""
+
     rows: list[PlannedRow]
     prompts: list[Prompt]
     providers: list[ProviderSpec]
+    groups: int = 0
+    total_rows: int = 0
+    fingerprint: str = ""
+    shard: Shard | None = None
 
 
 @dataclass
@@ -95,6 +106,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
 
     var_loader = _VarLoader(loaded.base_dir)
     cells: list[_Cell] = []
+    group_keys: list[str] = []
     group = 0
     for case in cases:
         pairs = [pair for pair in _pairs(case, config.prompts, config.providers) if wanted(pair[1][1])]
@@ -106,6 +118,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
             identity = _identity(case.test, identity_vars)
             canonical_vars = _canonical(identity_vars)
             tiebreak = _digest(canonical_vars, _canonical(case.test.model_dump(mode="json", by_alias=True, exclude_none=True)))
+            group_keys.append(_digest(identity, tiebreak, _canonical(variables)))
             for (prompt_index, prompt), (provider_index, provider) in pairs:
                 provider_key = provider.label or provider.id
                 cells.append(
@@ -125,14 +138,17 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                 )
             group += 1
     _assign_ids(cells)
-    if options.only_test_ids is not None:
-        cells = [cell for cell in cells if cell.test_id in options.only_test_ids]
+    kept = _shard_groups(cells, group_keys, options)
     rows: list[PlannedRow] = []
     for repeat_index in range(options.repeat):
-        for cell in cells:
+        for position, cell in enumerate(cells):
+            if kept is not None and cell.group not in kept:
+                continue
+            if options.only_test_ids is not None and cell.test_id not in options.only_test_ids:
+                continue
             rows.append(
                 PlannedRow(
-                    index=len(rows),
+                    index=repeat_index * len(cells) + position,
                     test_index=repeat_index * group + cell.group,
                     repeat_index=repeat_index,
                     test=cell.test,
@@ -146,7 +162,22 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                     location=cell.case.location,
                 )
             )
-    return Plan(rows=rows, prompts=config.prompts, providers=config.providers)
+    fingerprint = _digest(loaded.config_hash, str(options.repeat), *(f"{c.test_id}:{group_keys[c.group]}" for c in cells))
+    return Plan(
+        rows=rows, prompts=config.prompts, providers=config.providers, groups=group,
+        total_rows=len(cells) * options.repeat, fingerprint=fingerprint, shard=options.shard,
+    )
+
+
+def _shard_groups(cells: list[_Cell], group_keys: list[str], options: PlanOptions) -> set[int] | None:
+    """The groups of the shard in `options` (None: no shard, every group)."""
+    shard = options.shard
+    if shard is None:
+        return None
+    sizes = [0] * len(group_keys)
+    for cell in cells:
+        sizes[cell.group] += options.repeat
+    return {group for group, index in enumerate(deal(group_keys, sizes, shard.count)) if index == shard.index}
 
 
 @dataclass

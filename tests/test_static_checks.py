@@ -106,24 +106,45 @@ def test_readme_shows_the_checked_docs_workflows() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     docs = DOCS.read_text(encoding="utf-8")
     workflows = [b for b in re.findall(r"```yaml\n(.*?)```", docs, re.S) if b.startswith("name:")]
-    assert len(workflows) == 2
-    for workflow in workflows:
+    assert len(workflows) == 4  # pull requests, the baseline, shards, a monorepo
+    for workflow in workflows[:2]:
         assert f"```yaml\n{workflow}```" in readme
 
 
 def test_docs_workflows_pass_every_check(tmp_path: Path) -> None:
-    pull_request, baseline = _docs_workflows(tmp_path)
+    pull_request, baseline, sharded, monorepo = _docs_workflows(tmp_path)
     pr = yaml.safe_load(pull_request.read_text())
     assert list(pr[True]) == ["pull_request"]  # YAML 1.1 reads the key `on` as True
     assert pr["jobs"]["evals"]["permissions"] == {"contents": "read", "pull-requests": "write"}
     main = yaml.safe_load(baseline.read_text())
     assert main[True] == {"push": {"branches": ["main"]}}
     assert "pull_request_target" not in pull_request.read_text() + baseline.read_text()
-    assert_clean(run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", pull_request, baseline))
-    assert_clean(run("actionlint", "-no-color", pull_request, baseline, cwd=tmp_path))
+    assert_clean(run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", pull_request, baseline, sharded, monorepo))
+    assert_clean(run("actionlint", "-no-color", pull_request, baseline, sharded, monorepo, cwd=tmp_path))
     config = tmp_path / "zizmor.yml"
     config.write_text(DOCS_ZIZMOR_CONFIG, encoding="utf-8")
     assert_clean(run("zizmor", "--offline", "--persona", "pedantic", "--config", config, ".github/workflows/", cwd=tmp_path))
+
+
+def test_docs_shard_workflows_merge_every_shard_with_least_permissions(tmp_path: Path) -> None:
+    _, _, sharded, monorepo = _docs_workflows(tmp_path)
+    for path in (sharded, monorepo):
+        workflow = yaml.safe_load(path.read_text())
+        assert list(workflow[True]) == ["pull_request"] and workflow["permissions"] == {}
+        shard, merge = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
+        assert shard["permissions"] == {"contents": "read"} and shard["strategy"]["fail-fast"] is False
+        assert merge["permissions"] == {"pull-requests": "write"}
+        assert merge["needs"] == "shard" and merge["if"] == "${{ !cancelled() }}"  # a skipped merge would count as passing
+        steps = {step.get("uses", "").split("@")[0]: step for step in shard["steps"] + merge["steps"]}
+        upload = next(s for s in shard["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+        download = steps["actions/download-artifact"]["with"]
+        assert upload["with"]["name"].startswith("ci-grade-shard-") and download["pattern"] == "ci-grade-shard-*"
+        assert download["merge-multiple"] is True
+        evaluate = next(s for s in shard["steps"] if s.get("uses", "").startswith("org/ci-grade@"))
+        gate = next(s for s in merge["steps"] if s.get("uses", "").startswith("org/ci-grade@"))
+        assert evaluate["with"]["shard"].endswith(("/4", "/2")) and evaluate["with"]["results-path"] == upload["with"]["path"]
+        assert gate["with"]["merge"] == f"{download['path']}/*.json"
+    assert "{config}" in yaml.safe_load(monorepo.read_text())["jobs"]["merge"]["steps"][-1]["with"]["baseline"]
 
 
 @pytest.fixture

@@ -4,6 +4,10 @@ Reads the inputs from `INPUT_*` variables, runs the eval, compares it with the b
 the results JSON and JUnit, posts one sticky PR comment (pull-request events), writes the job
 summary (always), outputs and annotations, and exits per the gate. GitHub problems (a read-only
 token on fork PRs, API errors) are warnings: they never change the gate's verdict.
+
+With `shard`, it runs one shard and writes its results, nothing else: failing tests do not fail
+the step (the merge decides). With `merge`, it runs no eval: it merges the shards' results (one
+section per config) and publishes and gates them as above.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from ci_grade.evaluate import EvalOptions, EvalOutcome
     from ci_grade.gate.models import Comparison, GatePolicy
     from ci_grade.github.event import ActionEvent
     from ci_grade.github.inputs import ActionInputs
     from ci_grade.github.workflow_commands import WorkflowCommands
-    from ci_grade.results.models import EvalRun
+    from ci_grade.report.sections import Section
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("action", help="run as the GitHub Action (inputs from INPUT_* variables)", description=__doc__)
@@ -62,7 +67,7 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
     from ci_grade.errors import ExitCode, UsageError
     from ci_grade.gate.models import GatePolicy
     from ci_grade.github.comment import marker_for
-    from ci_grade.report.markdown import render_markdown
+    from ci_grade.report.sections import render_report
 
     workdir = (event.workspace / inputs.working_directory).resolve()
     if not workdir.is_dir():
@@ -83,63 +88,82 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         alpha=inputs.alpha,
         cluster_key=inputs.cluster_key,
     )
-    graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace)
+    if inputs.shard:
+        return run_shard(commands, env, inputs, workdir, event.workspace)
+    if inputs.merge:
+        graded = merge_and_compare(commands, inputs, policy, workdir, event.workspace)
+    else:
+        graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace)
     marker = marker_for(inputs.comment_title)
-    report = render_markdown(graded.run, graded.comparison, title=inputs.comment_title, marker=marker)
+    report = render_report(graded.sections, title=inputs.comment_title, marker=marker)
     comment_url, comment_problem = publish_comment(commands, event, inputs, report, marker)
     warnings = [comment_problem] if comment_problem else []
-    if inputs.baseline and not graded.comparison.has_baseline:
-        warnings.append(f"baseline {inputs.baseline} not found: judged by thresholds only")
-    warnings += [*graded.comparison.warnings, *graded.run.warnings]
+    warnings += graded.warnings
+    for section in graded.sections:
+        warnings += [*section.comparison.warnings, *section.run.warnings]
     emit_annotations(commands, graded, warnings, workdir, event.workspace)
     if env.get("GITHUB_STEP_SUMMARY"):
         from ci_grade.github.env_files import SUMMARY_LIMIT_BYTES, append_summary
 
         # The summary allows 1 MiB where a comment allows 65,536 characters: render it at its own size.
         note = warning_note(comment_problem)
-        summary = render_markdown(graded.run, graded.comparison, title=inputs.comment_title, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()))
+        summary = render_report(graded.sections, title=inputs.comment_title, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()))
         append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary + note)
     if env.get("GITHUB_OUTPUT"):
         from ci_grade.github.env_files import write_outputs
 
         values = step_outputs(graded, event.workspace, comment_url)
         write_outputs(Path(env["GITHUB_OUTPUT"]), values)
-    return ExitCode.GATE_FAILED if graded.comparison.gate_failed else ExitCode.OK
+    return ExitCode.GATE_FAILED if graded.gate_failed else ExitCode.OK
 
 
 class Graded(NamedTuple):
-    """A finished evaluation, compared, with the files written for it."""
+    """Finished results (one section per config), compared, with the files written for them."""
 
-    run: EvalRun
-    comparison: Comparison
-    results_path: Path
+    sections: list[Section]
+    results_paths: list[Path]
     junit_path: Path
+    warnings: list[str]
+
+    @property
+    def gate_failed(self) -> bool:
+        return any(s.comparison.gate_failed for s in self.sections)
+
+
+def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path) -> tuple[EvalOutcome, EvalOptions, Path | None]:
+    """Run the eval (or its shard, or its retry) in the working directory, inside a log group."""
+    from ci_grade.errors import ConfigError
+    from ci_grade.evaluate import EvalOptions, evaluate
+
+    cache = (workdir / inputs.cache_dir).resolve() if inputs.cache_dir else None
+    try:
+        options = EvalOptions(
+            configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
+            cache_dir=str(cache) if cache else None, cache=inputs.cache, shard=inputs.shard, retry_errors=inputs.retry_errors,
+        )
+        with commands.group("ci-grade: evaluate"), commands.commands_stopped():
+            outcome = evaluate(options)
+    except ConfigError as exc:
+        if exc.file:  # keep the message as written, but make the path usable outside this folder
+            exc.file = str(Path(exc.file).resolve())
+        raise
+    if outcome.rerun is not None:
+        commands.line(f"ci-grade: ran {outcome.rerun} of {len(outcome.run.results)} rows again (errored in {inputs.retry_errors}), kept the others")
+    return outcome, options, cache
 
 
 def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path) -> Graded:
     """Run the eval in the working directory, compare with the baseline, write the results files."""
     from ci_grade import redact
     from ci_grade.commands.shared import judge
-    from ci_grade.errors import ConfigError
-    from ci_grade.evaluate import EvalOptions, evaluate
     from ci_grade.gate.store import load_baselines
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
+    from ci_grade.report.sections import Section
 
-    cache = (workdir / inputs.cache_dir).resolve() if inputs.cache_dir else None
     with contextlib.chdir(workdir):
-        try:
-            baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
-            options = EvalOptions(
-                configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
-                cache_dir=str(cache) if cache else None, cache=inputs.cache,
-            )
-            with commands.group("ci-grade: evaluate"), commands.commands_stopped():
-                outcome = evaluate(options)
-        except ConfigError as exc:
-            if exc.file:  # keep the message as written, but make the path usable outside this folder
-                exc.file = str(Path(exc.file).resolve())
-            raise
+        baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
+        outcome, options, cache = _evaluate(commands, inputs, workdir)
         with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
             comparison = judge(outcome, options, baseline, policy, inputs.confirm)
         run = outcome.run
@@ -149,7 +173,60 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
         with commands.commands_stopped():
             print(console.summary(run))
             print(redact.text(f"verdict: {comparison.verdict}: {comparison.reason}"), flush=True)
-        return Graded(run, comparison, Path(inputs.results_path).resolve(), Path(inputs.junit_path).resolve())
+        warnings = [f"baseline {inputs.baseline} not found: judged by thresholds only"] if inputs.baseline and baseline is None else []
+        section = Section(run.info.config_name, run, comparison)
+        return Graded([section], [Path(inputs.results_path).resolve()], Path(inputs.junit_path).resolve(), warnings)
+
+
+def merge_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path) -> Graded:
+    """Merge the shards' results (no eval), compare each config with its baseline, write the files."""
+    from ci_grade import merging, redact
+    from ci_grade.github.ownership import hand_over
+    from ci_grade.report import console
+
+    with contextlib.chdir(workdir):
+        merged = merging.merge(inputs.merge, workdir, inputs.baseline, policy)
+        written = merging.write_outputs([inputs.results_path, inputs.junit_path], merged, inputs.comment_title)
+        hand_over(written, workspace)
+        with commands.commands_stopped():
+            for part, section in zip(merged.pooled, merged.sections, strict=True):
+                print(f"{part.name}: merged {', '.join(part.paths)}")
+                print(console.summary(part.run))
+                print(redact.text(f"verdict: {section.comparison.verdict}: {section.comparison.reason}"), flush=True)
+        results = [Path(merging.for_config(inputs.results_path, part, merged.several)).resolve() for part in merged.pooled]
+        return Graded(merged.sections, results, Path(inputs.junit_path).resolve(), merged.warnings)
+
+
+def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: ActionInputs, workdir: Path, workspace: Path) -> int:
+    """One shard: write its results and JUnit, a line in the summary, two outputs; exit 0 whatever
+    its tests did (the merge job gives the verdict)."""
+    from ci_grade.errors import ExitCode
+    from ci_grade.github.annotations import workspace_path
+    from ci_grade.github.ownership import hand_over
+    from ci_grade.report import console, outputs
+
+    with contextlib.chdir(workdir):
+        outcome, _, cache = _evaluate(commands, inputs, workdir)
+        run = outcome.run
+        paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
+        written = outputs.write_outputs(paths, run, outcome.config_for_output)
+        hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
+        with commands.commands_stopped():
+            print(console.summary(run), flush=True)
+    stats, shard = run.stats, inputs.shard
+    line = f"shard {shard}: {stats.total} rows, {stats.successes} passed, {stats.failures} failed, {stats.errors} errors; the merge job gives the verdict"
+    commands.line(f"ci-grade: {line}")
+    if env.get("GITHUB_STEP_SUMMARY"):
+        from ci_grade.github.env_files import append_summary
+        from ci_grade.report.markdown_escape import Escaper
+
+        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), f"### {Escaper().inline(inputs.comment_title, limit=200)}: {line}\n")
+    if env.get("GITHUB_OUTPUT"):
+        from ci_grade.github.env_files import write_outputs
+
+        files = {"results-path": inputs.results_path, "junit-path": inputs.junit_path}
+        write_outputs(Path(env["GITHUB_OUTPUT"]), {name: workspace_path(path, workdir, workspace) or path for name, path in files.items()})
+    return ExitCode.OK
 
 
 def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: ActionInputs, report: str, marker: str) -> tuple[str, str | None]:
@@ -184,8 +261,8 @@ def emit_annotations(commands: WorkflowCommands, graded: Graded, warnings: list[
 
     for text in warnings:
         commands.warning(text, title="ci-grade")
-    items = findings(graded.run, graded.comparison.regression_notes(), workdir, workspace)
-    annotate(commands, items, "error" if graded.comparison.gate_failed else "warning")
+    items = [item for s in graded.sections for item in findings(s.run, s.comparison.regression_notes(), workdir, workspace)]
+    annotate(commands, sorted(items, key=lambda item: item.rank), "error" if graded.gate_failed else "warning")
 
 
 def _number(value: float | None) -> str:
@@ -199,24 +276,37 @@ def step_outputs(graded: Graded, workspace: Path, comment_url: str) -> dict[str,
     def shown(path: Path) -> str:
         return workspace_path(str(path), workspace, workspace) or str(path)
 
-    c = graded.comparison
-    scores = [t.head_score for t in c.tests if t.change != "removed" and t.head_score is not None]
+    from ci_grade.report.sections import verdict
+
+    comparisons = [s.comparison for s in graded.sections]
+    tests = [t for c in comparisons for t in c.tests if t.change != "removed" and t.head_score is not None]
+    passed, total = sum(c.pass_rate_head.passed for c in comparisons), sum(c.pass_rate_head.total for c in comparisons)
+    p_values = [p for c in comparisons if (p := c.mean_score.p_adjusted if c.mean_score.p_adjusted is not None else c.mean_score.p_value) is not None]
     return {
-        "passed": "false" if c.gate_failed else "true",
-        "verdict": c.verdict,
-        "pass-rate": _number(c.pass_rate_head.value),
-        "score": _number(sum(scores) / len(scores) if scores else None),
-        "score-delta": _number(c.mean_score.delta),
-        "p-value": _number(c.mean_score.p_adjusted if c.mean_score.p_adjusted is not None else c.mean_score.p_value),
-        "regressions": str(len(c.regressions)),
-        "failures": str(len(c.failures)),
-        "known-failures": str(len(c.known_failures)),
-        "not-significant": str(len(c.flaky_flips)),
-        "errors": str(c.error_rows),
-        "results-path": shown(graded.results_path),
+        "passed": "false" if graded.gate_failed else "true",
+        "verdict": verdict(graded.sections),
+        "pass-rate": _number(passed / total if total else 0.0),
+        "score": _number(sum(t.head_score or 0.0 for t in tests) / len(tests) if tests else None),
+        "score-delta": _number(_pooled_delta(comparisons)),
+        "p-value": _number(min(p_values) if p_values else None),
+        "regressions": str(sum(len(c.regressions) for c in comparisons)),
+        "failures": str(sum(len(c.failures) for c in comparisons)),
+        "known-failures": str(sum(len(c.known_failures) for c in comparisons)),
+        "not-significant": str(sum(len(c.flaky_flips) for c in comparisons)),
+        "errors": str(sum(c.error_rows for c in comparisons)),
+        "results-path": "\n".join(shown(path) for path in graded.results_paths),
         "junit-path": shown(graded.junit_path),
         "comment-url": comment_url,
     }
+
+
+def _pooled_delta(comparisons: list[Comparison]) -> float | None:
+    """The mean score's change over the tests scored in both runs, pooled over configs."""
+    deltas = [(c.mean_score.delta, c.mean_score.tests) for c in comparisons if c.mean_score.delta is not None]
+    if len(deltas) == 1:
+        return deltas[0][0]
+    weight = sum(n for _, n in deltas)
+    return sum(d * n for d, n in deltas) / weight if weight else None
 
 
 def warning_note(problem: str | None) -> str:
@@ -228,7 +318,7 @@ def warning_note(problem: str | None) -> str:
 
 def report_failure(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs | None, exc: Exception) -> None:
     """A run that could not complete: an error annotation (at the config line when known), the
-    sticky comment (so it never shows a stale result) and the job summary say why."""
+    sticky comment (so it never shows a stale result; not from a shard job) and the job summary say why."""
     from ci_grade import redact
     from ci_grade.errors import ConfigError
     from ci_grade.github.annotations import workspace_path
@@ -244,7 +334,7 @@ def report_failure(commands: WorkflowCommands, env: Mapping[str, str], event: Ac
     title = inputs.comment_title if inputs else "ci-grade"
     report = f"### {Escaper().inline(title, limit=200)}: could not run\n\n{Escaper().inline(message, limit=4000)}\n"
     problem = None
-    if inputs is not None:
+    if inputs is not None and inputs.shard is None:  # a shard never comments: the merge job will fail too
         marker = marker_for(inputs.comment_title)
         _, problem = publish_comment(commands, event, inputs, f"{report}\n{marker}\n", marker)
         if problem:

@@ -6,7 +6,10 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ci_grade.evaluate import EvalOutcome
 
 
 def add_parser(subparsers: Any) -> None:
@@ -17,6 +20,9 @@ def add_parser(subparsers: Any) -> None:
     add_gate_arguments(parser)
     parser.add_argument("--save-baseline", metavar="PATH", help="also save this run as a baseline file")
     parser.add_argument("--confirm", type=int, default=0, metavar="N", help="rerun each newly failing sampled test N more times and judge it on those fresh runs (confirmed or flaky)")
+    scale = parser.add_argument_group("shards and retries")
+    scale.add_argument("--shard", metavar="K/N", help="run only shard K of N (a balanced part of the plan, whole tests); write its results, no gate: `ci-grade merge` decides")
+    scale.add_argument("--retry-errors", metavar="RESULTS", help="re-run only the rows that errored in RESULTS (an earlier results JSON of this config) and write complete results")
     parser.set_defaults(handler=main)
 
 
@@ -50,14 +56,27 @@ def main(args: argparse.Namespace) -> int:
     from ci_grade.report.outputs import write_reports
 
     policy = gate_policy(args)
+    options = eval_options(args)
+    if args.shard:
+        from ci_grade.shard import parse_shard
+
+        options.shard = parse_shard(args.shard)
+        if args.baseline or args.save_baseline:
+            raise UsageError("--shard writes a part of the results: give --baseline and --save-baseline to `ci-grade merge`")
+        if not any(path.lower().endswith(".json") for path in args.output):
+            raise UsageError("a shard's results are for `ci-grade merge`: write them to a .json file (-o shard.json)")
+    options.retry_errors = args.retry_errors
     baseline = read_baseline(args.baseline, Path.cwd())
     if args.confirm < 0:
         raise UsageError("--confirm must be 0 or more")
-    options = eval_options(args)
     with _log_group("ci-grade: evaluate"):
         outcome = evaluate(options)
     for warning in outcome.run.warnings:
         sys.stderr.write(f"warning: {redact.text(warning)}\n")
+    if outcome.rerun is not None:
+        sys.stderr.write(f"retry: ran {outcome.rerun} of {len(outcome.run.results)} rows again, kept the others from {args.retry_errors}\n")
+    if outcome.run.info.shard:
+        return _shard_done(outcome)
     comparison = judge(outcome, options, baseline, policy, args.confirm)
     if args.baseline:
         written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output)
@@ -71,3 +90,19 @@ def main(args: argparse.Namespace) -> int:
     for path in written:
         print(f"  wrote {path}")
     return ExitCode.GATE_FAILED if comparison.gate_failed else ExitCode.OK
+
+
+def _shard_done(outcome: EvalOutcome) -> int:
+    """A shard writes its results and exits 0 whatever its tests did: the merge gives the verdict."""
+    from ci_grade.errors import ExitCode
+    from ci_grade.report import console, outputs
+
+    run = outcome.run
+    shard = run.info.shard
+    assert shard is not None
+    written = outputs.write_outputs(outcome.output_paths, run, outcome.config_for_output)
+    print(console.summary(run))
+    print(f"shard {shard.index}/{shard.count}: {len(run.results)} of {shard.rows} rows; merge the shards with `ci-grade merge` for the verdict")
+    for path in written:
+        print(f"  wrote {path}")
+    return ExitCode.OK

@@ -28,6 +28,11 @@ class Finding:
     lines: list[str] = field(default_factory=list)
 
     @property
+    def rank(self) -> int:
+        """Regressions first, then errors, then failures."""
+        return _RANK[self.kind]
+
+    @property
     def title(self) -> str:
         label = {"regression": "regression", "error": "error", "failure": "failed"}[self.kind]
         return f"ci-grade {label}: {self.name}"[:200]

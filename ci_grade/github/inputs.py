@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ci_grade.errors import UsageError
+from ci_grade.shard import Shard, parse_shard
 
 FailOn = Literal["failures", "regressions", "never"]
 
@@ -38,6 +39,9 @@ DEFAULTS: dict[str, str] = {
     "junit-path": "ci-grade-results/results.junit.xml",
     "results-path": "ci-grade-results/results.json",
     "cache-dir": "",
+    "shard": "",
+    "merge": "",
+    "retry-errors": "",
     "github-token": "",
     "cache": "on",
 }
@@ -79,6 +83,9 @@ class ActionInputs:
     junit_path: str
     results_path: str
     cache_dir: str | None
+    shard: Shard | None
+    merge: list[str]
+    retry_errors: str | None
     github_token: str | None = field(repr=False)
     cache: bool = True
 
@@ -155,6 +162,10 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
     title = " ".join(get("comment-title").split())
     if not title:
         raise UsageError("input `comment-title` must not be empty")
+    shard = parse_shard(text, "input `shard`") if (text := get("shard")) else None
+    merge = split_list(get("merge"))
+    if merge and (shard or get("retry-errors")):
+        raise UsageError("input `merge` merges shard results: it cannot be combined with `shard` or `retry-errors`")
     return ActionInputs(
         config=configs,
         baseline=optional("baseline"),
@@ -175,6 +186,9 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         junit_path=_path("junit-path", get("junit-path"), (".xml",)),
         results_path=_path("results-path", get("results-path"), (".json",)),
         cache_dir=optional("cache-dir"),
+        shard=shard,
+        merge=merge,
+        retry_errors=optional("retry-errors"),
         github_token=optional("github-token") or (env.get("GITHUB_TOKEN") or "").strip() or None,
         cache=_switch("cache", get("cache")),
     )

@@ -40,9 +40,9 @@ def _seconds(ms: float) -> str:
     return f"{max(ms, 0.0) / 1000:.3f}"
 
 
-def suite_name(row: TestResult) -> str:
+def suite_name(row: TestResult, config: str = "") -> str:
     label = " ".join(row.prompt.label.split())
-    return _clip(f"[{row.provider.display}] {label}", _MAX_NAME)
+    return _clip(f"{config + ': ' if config else ''}[{row.provider.display}] {label}", _MAX_NAME)
 
 
 def case_name(row: TestResult) -> str:
@@ -61,18 +61,27 @@ def class_name(file: str | None, row: TestResult) -> str:
 def render_junit(run: EvalRun, regressions: Mapping[str, str] | None = None, paths: SourcePaths | None = None) -> str:
     """The run as a JUnit XML document. `regressions` maps test ids to a regression note;
     `paths` places test files relative to the repository root (default: from the working folder)."""
-    regressions = regressions or {}
+    return render_junit_sections([("", run, regressions or {})], paths, name=run.info.description or "ci-grade", duration_ms=run.stats.duration_ms)
+
+
+def render_junit_sections(
+    sections: list[tuple[str, EvalRun, Mapping[str, str]]], paths: SourcePaths | None = None, *, name: str = "ci-grade", duration_ms: float | None = None,
+) -> str:
+    """Several configs' runs in one document: (config name, run, regression notes) each; a
+    config's name prefixes its suites."""
     paths = paths or SourcePaths()
-    fallback = paths.of(run.info.config_files[0]) if run.info.config_files else None
-    suites: dict[str, list[TestResult]] = defaultdict(list)
-    for row in run.results:
-        suites[suite_name(row)].append(row)
-    root = ET.Element("testsuites", {"name": _clip(run.info.description or "ci-grade", _MAX_NAME)})
-    for name, rows in suites.items():
-        root.append(_suite(name, rows, regressions, paths, fallback))
+    root = ET.Element("testsuites", {"name": _clip(name, _MAX_NAME)})
+    for config, run, regressions in sections:
+        fallback = paths.of(run.info.config_files[0]) if run.info.config_files else None
+        suites: dict[str, list[TestResult]] = defaultdict(list)
+        for row in run.results:
+            suites[suite_name(row, config)].append(row)
+        for suite, rows in suites.items():
+            root.append(_suite(suite, rows, regressions, paths, fallback))
     for key in ("tests", "failures", "errors", "skipped"):
         root.set(key, str(sum(int(suite.get(key) or 0) for suite in root)))
-    root.set("time", _seconds(run.stats.duration_ms))
+    total_ms = duration_ms if duration_ms is not None else max((run.stats.duration_ms for _, run, _ in sections), default=0.0)
+    root.set("time", _seconds(total_ms))
     ET.indent(root, space="  ")
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

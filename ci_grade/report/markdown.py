@@ -27,7 +27,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 EXPANDED = 10
 MAX_METRIC_ROWS = 50
 _DETAILS_OVERHEAD = 80
-_VERDICTS = {"passed": "✅ **Passed**", "regressed": "📉 **Regressed**", "failed": "❌ **Failed**"}
+VERDICTS = {"passed": "✅ **Passed**", "regressed": "📉 **Regressed**", "failed": "❌ **Failed**"}
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
@@ -249,7 +249,7 @@ def render_markdown(
     context = {
         "title": title,
         "c": comparison,
-        "verdict": Md(_VERDICTS[comparison.verdict]),
+        "verdict": Md(VERDICTS[comparison.verdict]),
         "base_commit": (comparison.base_info.commit or "")[:12] if comparison.base_info else "",
         "metrics": rows[:MAX_METRIC_ROWS],
         "rate": c_rate(comparison),
@@ -299,7 +299,7 @@ def _fit(sections: list[_Section], render: Callable[[], str], budget: _Budget, c
 def _minimal(c: Comparison, escaper: Escaper, budget: _Budget, tail: str) -> str:
     """The verdict alone, when not even the section headings fit."""
     note = "\n\n_The full report does not fit here; see the job summary or the results file._\n"
-    head = f"{_VERDICTS[c.verdict]}: "
+    head = f"{VERDICTS[c.verdict]}: "
     room = budget.limit - budget.size(head + note + tail)
     limit = 800
     reason = str(escaper.inline(c.reason, limit))
@@ -308,7 +308,7 @@ def _minimal(c: Comparison, escaper: Escaper, budget: _Budget, tail: str) -> str
         reason = str(escaper.inline(c.reason, limit))
     if budget.size(reason) <= room:
         return head + reason + note + tail
-    text = _VERDICTS[c.verdict]
+    text = VERDICTS[c.verdict]
     while text and budget.size(text) > budget.limit:
         text = text[:-1]
     return text

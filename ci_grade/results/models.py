@@ -152,14 +152,31 @@ class Stats(_Model):
         return self.successes / self.total if self.total else 0.0
 
 
+class ShardInfo(_Model):
+    """The part of a plan a results file holds (`eval --shard K/N`), and the whole plan's size."""
+
+    index: int
+    count: int
+    groups: int
+    rows: int
+
+
 class RunInfo(_Model):
-    """Provenance: what produced these results (stored in baselines too)."""
+    """Provenance: what produced these results (stored in baselines too).
+
+    `plan_hash` fingerprints the whole plan (the config, filters, repeats and every test's
+    variables), the same on any machine and for every shard of one plan; `config_name` is the
+    config file(s) relative to the repository, the section name when configs are merged.
+    """
 
     ci_grade_version: str = ""
     created_at: str = ""
     description: str | None = None
     config_files: list[str] = Field(default_factory=list)
     config_hash: str = ""
+    config_name: str = ""
+    plan_hash: str = ""
+    shard: ShardInfo | None = None
     commit: str | None = None
     graders: list[str] = Field(default_factory=list)
     grader_templates: dict[str, str] = Field(default_factory=dict)

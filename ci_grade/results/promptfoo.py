@@ -320,7 +320,11 @@ def _derived_id(description: str | None, variables: dict[str, Any], prompt_label
 
 def read_results(path: str) -> EvalRun:
     """A results JSON (ci-grade's or promptfoo's) as an EvalRun; exit 2 when unreadable."""
+    return read_results_and_config(path)[0]
 
+
+def read_results_and_config(path: str) -> tuple[EvalRun, dict[str, Any]]:
+    """A results JSON as an EvalRun, and the config recorded in it ({} when none)."""
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"results file {path} does not exist")
@@ -330,7 +334,9 @@ def read_results(path: str) -> EvalRun:
         raise ConfigError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read results: {exc}", file=path) from None
+    data = data if isinstance(data, dict) else {}
     try:
-        return from_promptfoo(data if isinstance(data, dict) else {})
+        config = data.get("config")
+        return from_promptfoo(data), config if isinstance(config, dict) else {}
     except (ValueError, TypeError, ValidationError) as exc:
         raise ConfigError(f"not a results file: {str(exc).splitlines()[0]}", file=path) from None
