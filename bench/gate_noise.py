@@ -78,7 +78,7 @@ def ci_grade(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Completed
 
 def eval_run(folder: Path, env: dict[str, str], key: str) -> Path:
     out = folder / f"{key}.json"
-    result = ci_grade("eval", "--no-progress", "-o", str(out), cwd=folder, env={**env, "BENCH_RUN": key})
+    result = ci_grade("eval", "--no-progress", "--no-cache", "-o", str(out), cwd=folder, env={**env, "BENCH_RUN": key})
     if result.returncode not in (0, 1):
         raise SystemExit(f"eval {key} failed ({result.returncode}): {result.stderr[-2000:]}")
     rows = json.loads(out.read_text())["results"]["results"]
