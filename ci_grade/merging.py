@@ -104,14 +104,14 @@ def write_outputs(paths: list[str], merged: Merged, title: str) -> list[Path]:
         elif kind in (".junit.xml", ".xml"):
             runs = [s.run for s in merged.sections]
             text = render_junit_sections(
-                [(s.name if merged.several else "", s.run, s.comparison.regression_notes()) for s in merged.sections],
+                [(s.name if merged.several else "", s.run, s.comparison.gate_notes()) for s in merged.sections],
                 name=(runs[0].info.description if len(runs) == 1 else None) or "ci-grade",
                 duration_ms=max(run.stats.duration_ms for run in runs),
             )
         else:
             for part, section in zip(merged.pooled, merged.sections, strict=True):
                 target = Path(for_config(path, part, merged.several))
-                write_atomic(target, outputs.render(target, part.run, part.config, section.comparison.regression_notes()))
+                write_atomic(target, outputs.render(target, part.run, part.config, section.comparison.gate_notes()))
                 written.append(target)
             continue
         write_atomic(Path(path), text)

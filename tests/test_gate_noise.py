@@ -105,6 +105,11 @@ def test_two_runs_of_the_same_model_show_no_significant_change(suite: tuple[Path
     assert data["verdict"] == "passed" and "no significant change" in data["reason"]
     assert f"{flips_down} sampled tests newly failing, not significant" in data["reason"]
     assert "verdict: PASSED (gate passed)" in out
+    junit = run_cli("compare", "b.json", "--baseline", "a.json", "-o", "b.junit.xml", cwd=folder)
+    assert junit.code == 0
+    xml = (folder / "b.junit.xml").read_text()  # the JUnit file says the same: these failures do not gate
+    assert xml.count('type="not-significant"') == flips_down and 'type="regression"' not in xml
+    assert xml.count('type="known-failure"') == sum(1 for t in data["tests"] if t["base_status"] == t["head_status"] == "fail")
 
 
 def test_a_real_drop_fails_the_gate(suite: tuple[Path, SamplingModel]) -> None:

@@ -6,6 +6,7 @@ import io
 import re
 from pathlib import Path
 
+from ci_grade.gate.models import GateNote
 from ci_grade.github.annotations import Finding, annotate, findings, workspace_path
 from ci_grade.github.workflow_commands import WorkflowCommands, escape_data, escape_property, format_command
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef
@@ -91,7 +92,7 @@ def test_findings_group_rows_per_test_definition_and_rank_regressions_first(tmp_
         _row("d", "pass", 20, file="c.yaml"),
         _row("e", "fail", 3, file="/elsewhere/outside.yaml"),
     ])
-    items = findings(run, {"c": "score 0.90 -> 0.70 (-0.20)"}, cwd, workspace)
+    items = findings(run, {"c": GateNote(kind="regression", text="score 0.90 -> 0.70 (-0.20)")}, cwd, workspace)
     assert [(f.kind, f.file, f.line) for f in items] == [
         ("regression", "evals/cases.yaml", 14),
         ("error", "evals/c.yaml", 9),

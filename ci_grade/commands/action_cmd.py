@@ -168,7 +168,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
             comparison = judge(outcome, options, baseline, policy, inputs.confirm)
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
-        written = outputs.write_outputs(paths, run, outcome.config_for_output, regressions=comparison.regression_notes())
+        written = outputs.write_outputs(paths, run, outcome.config_for_output, regressions=comparison.gate_notes())
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
             print(console.summary(run))
@@ -261,7 +261,7 @@ def emit_annotations(commands: WorkflowCommands, graded: Graded, warnings: list[
 
     for text in warnings:
         commands.warning(text, title="ci-grade")
-    items = [item for s in graded.sections for item in findings(s.run, s.comparison.regression_notes(), workdir, workspace)]
+    items = [item for s in graded.sections for item in findings(s.run, s.comparison.gate_notes(), workdir, workspace)]
     annotate(commands, sorted(items, key=lambda item: item.rank), "error" if graded.gate_failed else "warning")
 
 

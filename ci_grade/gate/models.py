@@ -49,6 +49,17 @@ class AssertionDelta(BaseModel):
         return None if self.base is None or self.head is None else self.head - self.base
 
 
+class GateNote(BaseModel):
+    """What the gate made of one test, for the JUnit file and annotations."""
+
+    kind: Literal["regression", "known failure", "not significant"]
+    text: str
+
+    @property
+    def gating(self) -> bool:
+        return self.kind == "regression"
+
+
 class Confirmation(BaseModel):
     """Fresh reruns of a newly failing sampled test (`--confirm N`)."""
 
@@ -261,5 +272,16 @@ class Comparison(BaseModel):
         return [t for t in self.tests if t.change == kind]
 
     def regression_notes(self) -> dict[str, str]:
-        """test_id -> short note, for JUnit failure messages."""
+        """test_id -> a short note on each regression."""
         return {t.test_id: t.note() for t in self.regressions}
+
+    def gate_notes(self) -> dict[str, GateNote]:
+        """test_id -> what the gate made of a regressed or failing test, for JUnit and annotations."""
+        notes = {t.test_id: GateNote(kind="regression", text=t.note()) for t in self.regressions}
+        if self.has_baseline and self.policy.fail_on == "regressions":
+            for t in self.known_failures:
+                notes.setdefault(t.test_id, GateNote(kind="known failure", text="failing in the baseline too; does not fail the gate"))
+            for t in self.flaky_flips:
+                evidence = f", p={t.p_value:.2g}" if t.p_value is not None else ", no repeats to judge it by"
+                notes.setdefault(t.test_id, GateNote(kind="not significant", text=f"newly failing, not significant (sampled{evidence}); does not fail the gate"))
+        return notes

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_grade import redact
+from ci_grade.gate.models import GateNote
 from ci_grade.github.workflow_commands import Level, WorkflowCommands
 from ci_grade.results.models import EvalRun, TestResult
 
@@ -51,21 +52,23 @@ def workspace_path(file: str, cwd: Path, workspace: Path) -> str | None:
         return None
 
 
-def _row_line(row: TestResult, note: str | None) -> str:
+def _row_line(row: TestResult, gate_note: GateNote | None) -> str:
     """One row's line of an annotation, secrets masked (before the message is cut to size)."""
     where = f"[{redact.text(row.provider.display)}] {' '.join(redact.text(row.prompt.label).split())[:60]}"
     if row.status == "error":
         return redact.text(f"{where}: error: {row.error or row.reason}")
+    note = gate_note.text if gate_note else ""
     if row.status == "fail":
         return redact.text(f"{where}: {row.reason}" + (f" ({note})" if note else ""))
     return redact.text(f"{where}: {note}")
 
 
-def findings(run: EvalRun, notes: Mapping[str, str], cwd: Path, workspace: Path) -> list[Finding]:
+def findings(run: EvalRun, notes: Mapping[str, GateNote], cwd: Path, workspace: Path) -> list[Finding]:
     """What to annotate, most important first."""
     found: dict[tuple[str | None, int | None, str], Finding] = {}
     for row in run.results:
-        note = notes.get(row.test_id)
+        gate_note = notes.get(row.test_id)
+        note = gate_note if gate_note is not None and gate_note.gating else None
         if row.status == "pass" and not note:
             continue
         kind = "regression" if note else ("error" if row.status == "error" else "failure")
@@ -75,7 +78,7 @@ def findings(run: EvalRun, notes: Mapping[str, str], cwd: Path, workspace: Path)
         finding = found.setdefault(key, Finding(kind, " ".join(redact.text(row.name).split()), file, line))
         if _RANK[kind] < _RANK[finding.kind]:
             finding.kind = kind
-        finding.lines.append(_row_line(row, note))
+        finding.lines.append(_row_line(row, gate_note))
     return sorted(found.values(), key=lambda f: _RANK[f.kind])
 
 

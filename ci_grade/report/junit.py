@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 
 from ci_grade import redact
+from ci_grade.gate.models import GateNote
 from ci_grade.report.source_paths import SourcePaths
 from ci_grade.results.models import EvalRun, TestResult
 
@@ -58,14 +59,14 @@ def class_name(file: str | None, row: TestResult) -> str:
     return _clip(".".join(part.replace(".", "_") for part in parts), _MAX_NAME)
 
 
-def render_junit(run: EvalRun, regressions: Mapping[str, str] | None = None, paths: SourcePaths | None = None) -> str:
+def render_junit(run: EvalRun, regressions: Mapping[str, GateNote] | None = None, paths: SourcePaths | None = None) -> str:
     """The run as a JUnit XML document. `regressions` maps test ids to a regression note;
     `paths` places test files relative to the repository root (default: from the working folder)."""
     return render_junit_sections([("", run, regressions or {})], paths, name=run.info.description or "ci-grade", duration_ms=run.stats.duration_ms)
 
 
 def render_junit_sections(
-    sections: list[tuple[str, EvalRun, Mapping[str, str]]], paths: SourcePaths | None = None, *, name: str = "ci-grade", duration_ms: float | None = None,
+    sections: list[tuple[str, EvalRun, Mapping[str, GateNote]]], paths: SourcePaths | None = None, *, name: str = "ci-grade", duration_ms: float | None = None,
 ) -> str:
     """Several configs' runs in one document: (config name, run, regression notes) each; a
     config's name prefixes its suites."""
@@ -86,7 +87,7 @@ def render_junit_sections(
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _suite(name: str, rows: list[TestResult], regressions: Mapping[str, str], paths: SourcePaths, fallback: str | None) -> ET.Element:
+def _suite(name: str, rows: list[TestResult], regressions: Mapping[str, GateNote], paths: SourcePaths, fallback: str | None) -> ET.Element:
     names = _unique_names(rows)
     statuses = [_status(row, regressions.get(row.test_id)) for row in rows]
     suite = ET.Element("testsuite", {
@@ -130,13 +131,13 @@ def _properties(rows: list[TestResult], names: list[str]) -> dict[str, str]:
     return properties
 
 
-def _status(row: TestResult, regression: str | None) -> str:
+def _status(row: TestResult, note: GateNote | None) -> str:
     if row.status == "error":
         return "error"
-    return "failure" if row.status == "fail" or regression else "pass"
+    return "failure" if row.status == "fail" or (note is not None and note.gating) else "pass"
 
 
-def _case(row: TestResult, name: str, file: str | None, regression: str | None) -> ET.Element:
+def _case(row: TestResult, name: str, file: str | None, regression: GateNote | None) -> ET.Element:
     """A testcase; its failure or error comes before system-out (some viewers read the first child as the status)."""
     case = ET.Element("testcase", {"name": name, "classname": class_name(file, row), "time": _seconds(row.latency_ms)})
     if file:
@@ -150,11 +151,13 @@ def _case(row: TestResult, name: str, file: str | None, regression: str | None) 
     elif status == "failure":
         lines = [f"Score: {row.score:.3f}"]
         if regression:
-            lines.append(f"Regression: {regression}")
+            lines.append(f"{regression.kind.capitalize()}: {regression.text}")
         for assertion in row.failed_assertions():
             lines.append(f"- {assertion.type}: {assertion.reason}")
-        message = (f"REGRESSION: {regression}; " if regression else "") + (row.reason if row.status == "fail" else f"score {row.score:.3f}")
-        failure = ET.SubElement(case, "failure", {"type": "regression" if regression else "assertion", "message": _clip(message, 500)})
+        prefix = f"{regression.kind.upper()}: {regression.text}; " if regression else ""
+        message = prefix + (row.reason if row.status == "fail" else f"score {row.score:.3f}")
+        kind = regression.kind.replace(" ", "-") if regression else "assertion"
+        failure = ET.SubElement(case, "failure", {"type": kind, "message": _clip(message, 500)})
         failure.text = _clip("\n".join(lines))
     ET.SubElement(case, "system-out").text = _xml_text(redact.text(_details(row)))
     return case

@@ -13,7 +13,7 @@ from typing import Any
 from ci_grade import redact
 from ci_grade.atomic import write_atomic
 from ci_grade.errors import InfrastructureError, UsageError
-from ci_grade.gate.models import Comparison
+from ci_grade.gate.models import Comparison, GateNote
 from ci_grade.report.junit import render_junit
 from ci_grade.results.models import EvalRun
 from ci_grade.results.promptfoo import row_to_promptfoo, to_promptfoo
@@ -46,7 +46,7 @@ def check_outputs(paths: list[str]) -> None:
             raise InfrastructureError(f"cannot write {path}: {folder} is not writable")
 
 
-def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, str] | None = None) -> str:
+def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None) -> str:
     """The run in the format `path`'s extension names, secrets masked."""
     kind = output_kind(path)
     redactor = redact.current()
@@ -64,7 +64,7 @@ def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regres
     return renderers[kind]()
 
 
-def write_outputs(paths: list[str], run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, str] | None = None) -> list[Path]:
+def write_outputs(paths: list[str], run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None) -> list[Path]:
     """Write every path it can; if any failed, raise once naming them all (after trying the rest)."""
     written, failed = [], []
     for path in paths:
@@ -86,7 +86,7 @@ def write_reports(paths: list[str], run: EvalRun, comparison: Comparison, title:
     from ci_grade.report.markdown import render_markdown
 
     written = []
-    notes = comparison.regression_notes()
+    notes = comparison.gate_notes()
     for path in paths:
         target = Path(path)
         if target.name.lower().endswith(".md"):
