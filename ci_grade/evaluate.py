@@ -19,7 +19,7 @@ from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
 from ci_grade.grading import registry
-from ci_grade.plan import Plan, PlanOptions, build_plan
+from ci_grade.plan import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
 from ci_grade.report import outputs
 from ci_grade.report.console import Progress
 from ci_grade.results.models import EvalRun
@@ -116,6 +116,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             filter_metadata=options.filter_metadata,
             cli_vars=options.vars,
             grader=grader,
+            max_rows=_positive(env.get("CI_GRADE_MAX_ROWS"), "CI_GRADE_MAX_ROWS") or DEFAULT_MAX_ROWS,
         ),
     )
     secrets = redact.current()
