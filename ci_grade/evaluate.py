@@ -69,11 +69,24 @@ def build_env(options: EvalOptions, loaded: LoadedConfig | None = None) -> dict[
     return env
 
 
+def learn_secrets(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str]) -> None:
+    """Teach the sinks' redactor every secret the run can see, before anything is printed or
+    called: secret-looking variables, every value of `--env-file` files and the `env:` block
+    (rules in `redact`), and credentials written in provider config."""
+    secrets = redact.current()
+    secrets.learn_env(env)
+    for path in options.env_files:
+        secrets.learn_values(parse_env_file(Path(path)))
+    secrets.learn_values(loaded.config.env_overrides())
+    secrets.collect(loaded.raw, env)
+
+
 def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[str]]:
     """Load and validate everything that can be checked before running (exit 2 material)."""
     loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd)
-    loaded.warnings += preflight.check(loaded)
     env = build_env(options, loaded)
+    learn_secrets(options, loaded, env)
+    loaded.warnings += preflight.check(loaded)
     cli_defaults = loaded.command_line_options
     paths = list(options.outputs)
     if not paths:
@@ -119,9 +132,6 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             max_rows=_positive(env.get("CI_GRADE_MAX_ROWS"), "CI_GRADE_MAX_ROWS") or DEFAULT_MAX_ROWS,
         ),
     )
-    secrets = redact.current()
-    secrets.learn_env(env)
-    secrets.collect(loaded.raw)
     run_options = RunOptions(
         env=env,
         base_dir=loaded.base_dir,

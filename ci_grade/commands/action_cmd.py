@@ -42,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
     inputs = None
     try:
         inputs = read_inputs(env)
-        redact.current().add([inputs.github_token or ""])
+        redact.current().add(inputs.secrets())
         return run_action(commands, env, event, inputs)
     except CiGradeError as exc:
         report_failure(commands, env, event, inputs, exc)
@@ -50,11 +50,16 @@ def main(args: argparse.Namespace) -> int:
 
 
 def mask_secrets(commands: WorkflowCommands, env: Mapping[str, str]) -> None:
-    """`::add-mask::` every secret-looking variable (tokens, provider keys) before anything is printed."""
-    from ci_grade.redact import is_secret_name
+    """`::add-mask::` every secret the run knows or learns (secret-looking variables and secret
+    inputs now; the config's `env:` values, `--env-file` values and provider credentials as
+    they are learned), each before anything could print it."""
+    from ci_grade import redact
+    from ci_grade.github.inputs import SECRET_INPUTS, raw_input
 
-    for value in sorted({v.strip() for k, v in env.items() if is_secret_name(k) and len(v.strip()) >= 6}):
-        commands.add_mask(value)
+    redactor = redact.current()
+    redactor.learn_env(env)
+    redactor.add(raw_input(env, name) for name in SECRET_INPUTS)
+    redactor.listen(commands.add_mask)
 
 
 def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs) -> int:

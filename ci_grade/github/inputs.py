@@ -38,6 +38,9 @@ DEFAULTS: dict[str, str] = {
     "github-token": "",
 }
 
+SECRET_INPUTS = ("github-token",)
+"""Inputs that hold secrets: masked in the log and in everything ci-grade writes."""
+
 _TRUE = {"on", "true", "yes", "1"}
 _FALSE = {"off", "false", "no", "0"}
 
@@ -73,6 +76,10 @@ class ActionInputs:
     results_path: str
     cache_dir: str | None
     github_token: str | None = field(repr=False)
+
+    def secrets(self) -> list[str]:
+        """The values of the secret inputs (and of GITHUB_TOKEN when it stands in for `github-token`)."""
+        return [self.github_token] if self.github_token else []
 
 
 def _number(name: str, text: str, *, low: float = 0.0, high: float | None = None) -> float:
