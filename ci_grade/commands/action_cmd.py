@@ -170,13 +170,22 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
     if not event.repository:
         return "", "GITHUB_REPOSITORY is not set: the PR comment was skipped; the report is in the job summary"
     try:
-        posted = upsert_comment(api_url=event.api_url, token=inputs.github_token, repository=event.repository, number=number, marker=marker, body=report)
+        posted = upsert_comment(
+            api_url=event.api_url, token=inputs.github_token, repository=event.repository, number=number, marker=marker, body=report,
+            author=inputs.comment_author,
+        )
     except GitHubError as exc:
         hint = ""
         if exc.forbidden:
             hint = " (pull requests from forks get a read-only token; the workflow needs `permissions: pull-requests: write`)"
         return "", f"could not post the PR comment: {exc}{hint}; the report is in the job summary"
     commands.line(f"ci-grade: {'created' if posted.created else 'updated'} the PR comment {posted.url}")
+    if posted.author:
+        commands.warning(
+            f"the PR comment is written as {posted.author}: set the input comment-author: {posted.author} so later runs "
+            "update it instead of posting a comment and deleting it again",
+            title="ci-grade",
+        )
     return posted.url, None
 
 

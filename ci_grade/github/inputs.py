@@ -31,6 +31,7 @@ DEFAULTS: dict[str, str] = {
     "repeat": "",
     "comment": "on",
     "comment-title": "ci-grade",
+    "comment-author": "",
     "working-directory": ".",
     "junit-path": "ci-grade-results/results.junit.xml",
     "results-path": "ci-grade-results/results.json",
@@ -71,6 +72,7 @@ class ActionInputs:
     repeat: int | None
     comment: bool
     comment_title: str
+    comment_author: str | None
     working_directory: str
     junit_path: str
     results_path: str
@@ -160,6 +162,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         repeat=_whole("repeat", text, low=1) if (text := get("repeat")) else None,
         comment=_switch("comment", get("comment")),
         comment_title=title,
+        comment_author=optional("comment-author"),
         working_directory=get("working-directory"),
         junit_path=_path("junit-path", get("junit-path"), (".xml",)),
         results_path=_path("results-path", get("results-path"), (".json",)),
