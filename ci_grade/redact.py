@@ -6,7 +6,7 @@ appear in text, so a model that echoes a key, or an error message that quotes on
 masked. Known secret values are learned from:
 
 - the process environment: variables whose names look secret (`*TOKEN*`, `*API_KEY*`, `*SECRET*`,
-  `*PASSWORD*`, and a `KEY`, `PASS`, `PWD`, `AUTH`, `PAT` or `DSN` word: `HF_KEY`, `DB_PASS`);
+  `*PASSWORD*`, and a `KEY`, `PASS`, `AUTH`, `PAT` or `DSN` word: `HF_KEY`, `DB_PASS`);
 - the config's `env:` block and `--env-file` files: every value, whatever its name, unless it is
   common (below) and its name does not look secret;
 - provider and grader `config` (headers included): values under auth-like keys (`apiKey`,
@@ -38,7 +38,7 @@ from typing import Any
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|passw(or)?d|authorization|credential|private[_-]?key|cookie|signature)", re.I)
-_SECRET_ENV_WORD = re.compile(r"(?:^|_)(?:KEY|PASS|PASSPHRASE|PWD|AUTH|PAT|DSN)(?:_|$)", re.I)
+_SECRET_ENV_WORD = re.compile(r"(?:^|_)(?:KEY|PASS|PASSPHRASE|AUTH|PAT|DSN)(?:_|$)", re.I)
 _AUTH_KEY = re.compile(r"(key|pass|auth|cookie|token|secret|credential|signature)", re.I)
 _NAMES_A_VARIABLE = re.compile(r"env[_-]?var$|envar$", re.I)
 _ENV_REFERENCE = re.compile(r"""env\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*['"]([^'"]+)['"]\s*\])""")

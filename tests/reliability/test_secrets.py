@@ -213,7 +213,7 @@ def test_which_env_values_are_learned(values: dict[str, str], learned: set[str])
 
 def test_secret_names_and_common_values() -> None:
     assert all(is_secret_env_name(n) for n in ("HF_KEY", "DB_PASS", "GH_PAT", "SENTRY_DSN", "OPENAI_API_KEY", "MY_TOKEN", "KEY"))
-    assert not any(is_secret_env_name(n) for n in ("MONKEY", "KEYBOARD", "PASSAGE", "TEAM", "HOME"))
+    assert not any(is_secret_env_name(n) for n in ("MONKEY", "KEYBOARD", "PASSAGE", "TEAM", "HOME", "PWD", "OLDPWD", "PATH", "XAUTHORITY"))
     assert all(is_common_value(v) for v in ("42", "-1.5e3", "TRUE", "off", "platform", "eu west"))
     assert not any(is_common_value(v) for v in ("Platform", "hunter2", "a-b", "gpt-4o"))
 
