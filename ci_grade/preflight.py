@@ -2,9 +2,10 @@
 
 A problem here is a ConfigError (exit 2) naming the file, key path and line; nothing has been
 spent yet. What ci-grade can run but only partly (unknown keys, ignored features) is a warning.
-Checked: assertion types; assertion values whose kind can never fit, for types that declare it
-(`ValueSpec.at_load`, e.g. `regex: 5`) and `file://` values, scripts included, that are not there; grader and test provider references that are not a string, an `{id: ...}` mapping
-or (graders) a mapping by kind; provider ids, prompt filters and prompt templates.
+Checked: assertion types; `file://` assertion values and scripts that are not there; values of a
+kind a type never takes, for types that declare it (`ValueSpec.at_load`, e.g. `regex: 5`); grader
+and test provider references that are not an id, an `{id: ...}` mapping or (graders) a mapping
+by kind; provider ids, prompt filters and prompt templates.
 """
 
 from __future__ import annotations
@@ -77,11 +78,12 @@ def check(loaded: LoadedConfig) -> list[str]:
 
 def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str) -> None:
     raw_test = raw if isinstance(raw, dict) else {}
-    raw_options = raw_test.get("options")
+    sources = loaded.sources
     if test.options.provider is not None:
-        _check_provider_ref(test.options.provider, loaded.sources.location(raw_options, "provider"), f"{path}.options.provider", grader=True)
+        loc = sources.location(raw_test.get("options"), "provider") or sources.location(raw_test, "options")
+        _check_provider_ref(test.options.provider, loc, f"{path}.options.provider", grader=True)
     if test.provider is not None:
-        _check_provider_ref(test.provider, loaded.sources.location(raw_test, "provider"), f"{path}.provider", grader=False)
+        _check_provider_ref(test.provider, sources.location(raw_test, "provider"), f"{path}.provider", grader=False)
     _check_assertions(test.assert_ or [], loaded, raw_test.get("assert"), f"{path}.assert")
 
 
@@ -113,8 +115,7 @@ def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: L
     if isinstance(value, str) and value.startswith("file://"):
         path = files.resolve(files.split_function(value)[0], loaded.base_dir)
         if not path.is_file():
-            problem = "a symlink loop" if path.is_symlink() else "file not found"
-            raise ConfigError.at(f"{problem}: {files.display_path(path, follow=False)}", loc, where)
+            raise ConfigError.at(files.not_a_file(path), loc, where)
         return
     if spec is None or spec.value is None or not spec.value.at_load or value is None or isinstance(value, str):
         return  # text is rendered first: its kind is only known at run time

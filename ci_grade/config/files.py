@@ -52,8 +52,7 @@ def expand_glob(ref: str, base: Path, referenced_from: Location | None, what: st
             raise missing_file_error(f"no files match {display_path(path)}", referenced_from, what)
         return matches
     if not path.is_file():
-        problem = "a symlink loop" if _is_loop(path) else "file not found"
-        raise missing_file_error(f"{problem}: {display_path(path, follow=False)}", referenced_from, what)
+        raise missing_file_error(not_a_file(path), referenced_from, what)
     return [path]
 
 
@@ -104,12 +103,14 @@ def _is_folder(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _is_loop(path: Path) -> bool:
+def not_a_file(path: Path) -> str:
+    """Why `path` cannot be read as a file: a symlink loop, or not found."""
     try:
         path.stat()
     except OSError as exc:
-        return exc.errno == errno.ELOOP
-    return False
+        if exc.errno == errno.ELOOP:
+            return f"a symlink loop: {display_path(path, follow=False)}"
+    return f"file not found: {display_path(path, follow=False)}"
 
 
 def missing_file_error(message: str, referenced_from: Location | None, what: str) -> ConfigError:
