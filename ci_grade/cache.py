@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade import redact
-from ci_grade.redact import is_secret_name
+from ci_grade.redact import is_auth_key, is_secret_name
 
 DEFAULT_TTL_SECONDS = 14 * 24 * 3600
 _PROMPTFOO_TRUE = ("1", "true", "yes", "yup", "yeppers")  # promptfoo's getEnvBool
@@ -42,9 +42,10 @@ def cache_enabled_by(env: Mapping[str, str]) -> bool:
 
 
 def _public(value: Any) -> Any:
-    """`value` without secret-named fields (keys never enter cache keys)."""
+    """`value` without credentials (keys never enter cache keys); settings such as `max_tokens`,
+    whose names only look secret, stay in (a number is never a credential)."""
     if isinstance(value, dict):
-        return {k: _public(v) for k, v in value.items() if not is_secret_name(str(k))}
+        return {k: _public(v) for k, v in value.items() if not (isinstance(v, str) and (is_secret_name(str(k)) or is_auth_key(str(k))))}
     if isinstance(value, list):
         return [_public(v) for v in value]
     return value

@@ -20,7 +20,7 @@ from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
 from ci_grade.grading import registry
-from ci_grade.plan import Plan, PlanOptions, build_plan
+from ci_grade.plan import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
@@ -79,11 +79,24 @@ def build_env(options: EvalOptions, loaded: LoadedConfig | None = None) -> dict[
     return env
 
 
+def learn_secrets(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str]) -> None:
+    """Teach the sinks' redactor every secret the run can see, before anything is printed or
+    called: secret-looking variables, every value of `--env-file` files and the `env:` block
+    (rules in `redact`), and credentials written in provider config."""
+    secrets = redact.current()
+    secrets.learn_env(env)
+    for path in options.env_files:
+        secrets.learn_values(parse_env_file(Path(path)))
+    secrets.learn_values(loaded.config.env_overrides())
+    secrets.collect(loaded.raw, env)
+
+
 def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[str]]:
     """Load and validate everything that can be checked before running (exit 2 material)."""
     loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd)
-    loaded.warnings += preflight.check(loaded)
     env = build_env(options, loaded)
+    learn_secrets(options, loaded, env)
+    loaded.warnings += preflight.check(loaded)
     cli_defaults = loaded.command_line_options
     paths = list(options.outputs)
     if not paths:
@@ -132,6 +145,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             filter_providers=options.filter_providers or cli_defaults.get("filterProviders") or cli_defaults.get("filterTargets"),
             only_test_ids=options.only_test_ids,
             shard=previous.shard(options.shard) if previous else options.shard,
+            max_rows=_positive(env.get("CI_GRADE_MAX_ROWS"), "CI_GRADE_MAX_ROWS") or DEFAULT_MAX_ROWS,
         ),
     )
     retry = None
@@ -139,9 +153,6 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         plan, retry = rerun.plan_retry(plan, previous)
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False  # promptfoo's switch
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
-    secrets = redact.current()
-    secrets.learn_env(env)
-    secrets.collect(loaded.raw)
     run_options = RunOptions(
         env=env,
         base_dir=loaded.base_dir,

@@ -15,6 +15,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 import mimetypes
 import re
 from collections.abc import Callable
@@ -31,11 +32,14 @@ from ci_grade.shard import Shard, deal
 
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 _STRUCTURED = {".json", ".yaml", ".yml"}
+DEFAULT_MAX_ROWS = 100_000
+"""Rows (tests x variable combinations x prompts x providers x repeats) one eval may plan (CI_GRADE_MAX_ROWS)."""
 
 
 @dataclass
 class PlanOptions:
     repeat: int = 1
+    max_rows: int = DEFAULT_MAX_ROWS
     filter_pattern: str | None = None
     filter_first_n: int | None = None
     filter_metadata: dict[str, str] = field(default_factory=dict)
@@ -108,9 +112,14 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     cells: list[_Cell] = []
     group_keys: list[str] = []
     group = 0
+    planned = 0
     for case in cases:
         pairs = [pair for pair in _pairs(case, config.prompts, config.providers) if wanted(pair[1][1])]
-        for identity_vars in _var_combinations(case, loaded.base_dir):
+        keys, choices = _var_choices(case, loaded.base_dir)
+        planned += math.prod(len(c) for c in choices) * len(pairs)
+        _check_size(planned, options, loaded, case)
+        for combo in itertools.product(*choices):
+            identity_vars = dict(zip(keys, combo, strict=True))
             variables = nunjucks.resolve_references(var_loader.resolve(identity_vars, case))
             if case.test.options.transformVars:
                 variables = _transform_vars(case, variables)
@@ -340,12 +349,34 @@ def _metadata_matches(metadata: dict[str, Any], key: str, expected: str) -> bool
     return value is not None and str(value) == expected
 
 
-def _var_combinations(case: _Case, base_dir: Path) -> list[dict[str, Any]]:
-    """promptfoo's expansion: string arrays and file globs fan out into a cartesian product."""
+def _check_size(planned: int, options: PlanOptions, loaded: LoadedConfig, case: _Case) -> None:
+    """Refuse, before anything is built, an eval of more rows than `options.max_rows` (pointing at
+    the repeats that multiply it, or else at the test whose variables fan out past it)."""
+    rows = planned * options.repeat
+    if rows <= options.max_rows:
+        return
+    if options.repeat > 1 and loaded.config.evaluateOptions.repeat == options.repeat:
+        loc, where = loaded.sources.location(loaded.raw.get("evaluateOptions"), "repeat"), "evaluateOptions.repeat"
+    elif options.repeat > 1:
+        loc, where = Location(files.display_path(loaded.files[0])), "repeat"
+    else:
+        loc, where = case.location, case.path
+    repeats = f" x {options.repeat:,} repeats" if options.repeat > 1 else ""
+    advice = "lower the repeats" if options.repeat > 1 else "use fewer variable values"
+    raise ConfigError.at(
+        f"this eval would run at least {rows:,} rows ({planned:,} combination{'s' if planned > 1 else ''} of test, variables, prompt and provider{repeats}), "
+        f"more than the limit of {options.max_rows:,}; {advice} or split the eval (CI_GRADE_MAX_ROWS sets the limit)",
+        loc,
+        where,
+    )
+
+
+def _var_choices(case: _Case, base_dir: Path) -> tuple[list[str], list[list[Any]]]:
+    """promptfoo's expansion: string arrays and file globs fan out into a cartesian product of these choices."""
     test = case.test
     variables = test.vars or {}
     if test.options.disableVarExpansion:
-        return [dict(variables)]
+        return list(variables), [[value] for value in variables.values()]
     choices: list[list[Any]] = []
     for key, value in variables.items():
         if isinstance(value, str) and value.startswith("file://") and files.is_glob(value):
@@ -355,8 +386,7 @@ def _var_combinations(case: _Case, base_dir: Path) -> list[dict[str, Any]]:
             choices.append(list(value))
         else:
             choices.append([value])
-    keys = list(variables)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*choices)]
+    return list(variables), choices
 
 
 def _relative(path: Path, base_dir: Path) -> str:

@@ -2,6 +2,10 @@
 
 A problem here is a ConfigError (exit 2) naming the file, key path and line; nothing has been
 spent yet. What ci-grade can run but only partly (unknown keys, ignored features) is a warning.
+Checked: assertion types; `file://` assertion values and scripts that are not there; values of a
+kind a type never takes, for types that declare it (`ValueSpec.at_load`, e.g. `regex: 5`); grader
+and test provider references that are not an id, an `{id: ...}` mapping or (graders) a mapping
+by kind; provider ids, prompt filters and prompt templates.
 """
 
 from __future__ import annotations
@@ -10,12 +14,13 @@ from typing import Any
 
 from ci_grade.config import files, nunjucks
 from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
-from ci_grade.config.errors import suggest
+from ci_grade.config.errors import describe, suggest
 from ci_grade.config.loader import LoadedConfig
-from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config
+from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, TestCase
 from ci_grade.config.sources import Location, SourceMap
-from ci_grade.errors import ConfigError, TemplateError
+from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
+from ci_grade.grading.graders import is_kind_map
 from ci_grade.providers.registry import is_known as provider_is_known
 
 
@@ -58,20 +63,28 @@ def check(loaded: LoadedConfig) -> list[str]:
             raise ConfigError.at(str(exc), loc, f"prompts[{index}]") from None
     raw_tests = _list(loaded.raw.get("tests"))
     for index, test in enumerate(loaded.config.tests):
-        raw = _item(raw_tests, index)
-        _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"tests[{index}].assert")
+        _check_test(test, _item(raw_tests, index), loaded, f"tests[{index}]")
     if loaded.config.defaultTest is not None:
-        raw_default = loaded.raw.get("defaultTest")
-        _check_assertions(loaded.config.defaultTest.assert_ or [], loaded, raw_default.get("assert") if isinstance(raw_default, dict) else None, "defaultTest.assert")
+        _check_test(loaded.config.defaultTest, loaded.raw.get("defaultTest"), loaded, "defaultTest")
     raw_scenarios = _list(loaded.raw.get("scenarios"))
     for s_index, scenario in enumerate(loaded.config.scenarios or []):
         raw_scenario = _item(raw_scenarios, s_index) or {}
         for kind, tests in (("config", scenario.config), ("tests", scenario.tests)):
             raw_list = _list(raw_scenario.get(kind)) if isinstance(raw_scenario, dict) else []
             for t_index, test in enumerate(tests):
-                raw = _item(raw_list, t_index)
-                _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"scenarios[{s_index}].{kind}[{t_index}].assert")
+                _check_test(test, _item(raw_list, t_index), loaded, f"scenarios[{s_index}].{kind}[{t_index}]")
     return _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources)
+
+
+def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str) -> None:
+    raw_test = raw if isinstance(raw, dict) else {}
+    sources = loaded.sources
+    if test.options.provider is not None:
+        loc = sources.location(raw_test.get("options"), "provider") or sources.location(raw_test, "options")
+        _check_provider_ref(test.options.provider, loc, f"{path}.options.provider", grader=True)
+    if test.provider is not None:
+        _check_provider_ref(test.provider, sources.location(raw_test, "provider"), f"{path}.provider", grader=False)
+    _check_assertions(test.assert_ or [], loaded, raw_test.get("assert"), f"{path}.assert")
 
 
 def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_list: Any, path: str) -> None:
@@ -86,11 +99,45 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
             _check_assertions(item.assert_, loaded, raw_item.get("assert") if isinstance(raw_item, dict) else None, f"{path}[{i}].assert")
             continue
         base = item.base_type
-        if base in known:
-            continue
-        if base in PROMPTFOO_ASSERTION_TYPES:
-            raise ConfigError.at(f"assertion type {item.type!r} is not yet supported by ci-grade", loc, where)
-        raise ConfigError.at(f"unknown assertion type {item.type!r}{suggest(base, known)}", loc, where)
+        if base not in known:
+            if base in PROMPTFOO_ASSERTION_TYPES:
+                raise ConfigError.at(f"assertion type {item.type!r} is not yet supported by ci-grade", loc, where)
+            raise ConfigError.at(f"unknown assertion type {item.type!r}{suggest(base, known)}", loc, where)
+        value_loc = loaded.sources.location(raw_item, "value") if raw_item is not None else loc
+        _check_value(item, registry.get(base), loaded, value_loc, f"{path}[{i}].value")
+        if item.provider is not None:
+            _check_provider_ref(item.provider, loaded.sources.location(raw_item, "provider") if raw_item is not None else loc, f"{path}[{i}].provider", grader=True)
+
+
+def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
+    """A `file://` value (or script) that is not there; a value of a kind the type never takes."""
+    value = item.value
+    if isinstance(value, str) and value.startswith("file://"):
+        path = files.resolve(files.split_function(value)[0], loaded.base_dir)
+        if not path.is_file():
+            raise ConfigError.at(files.not_a_file(path), loc, where)
+        return
+    if spec is None or spec.value is None or not spec.value.at_load or value is None or isinstance(value, str):
+        return  # text is rendered first: its kind is only known at run time
+    try:
+        spec.value.check(value, item.type, item.base_type)
+    except GraderError as exc:
+        raise ConfigError.at(f"{exc}, got {describe(value)}", loc, where) from None
+
+
+def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: bool) -> None:
+    """A provider reference: an id, an `{id: ...}` mapping, or (graders) a mapping by kind of call."""
+    if grader and is_kind_map(ref):
+        for kind, inner in ref.items():
+            if inner is not None:
+                _check_provider_ref(inner, loc, f"{where}.{kind}", grader=False)
+        return
+    if isinstance(ref, str) and ref.strip():
+        return
+    if isinstance(ref, dict) and isinstance(ref.get("id"), str) and ref["id"].strip():
+        return
+    shapes = "a provider id, an {id: ...} mapping or a mapping by kind ({text: ..., embedding: ...})" if grader else "a provider id or an {id: ...} mapping"
+    raise ConfigError.at(f"expected {shapes}, got {describe(ref)}", loc, where)
 
 
 def _list(value: Any) -> list[Any]:

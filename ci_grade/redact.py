@@ -1,14 +1,29 @@
 """Keep secrets out of everything ci-grade writes: logs, results files, reports, caches, PR comments.
 
 Two layers: values of secret-looking keys (`apiKey`, `Authorization`, `token`, ...) are replaced
-wherever they appear in structured data, and the values of secret-looking environment variables
-(and any key found in the config) are replaced wherever they appear in text, so a model that
-echoes a key, or an error message that quotes one, is still masked.
+wherever they appear in structured data, and known secret values are replaced wherever they
+appear in text, so a model that echoes a key, or an error message that quotes one, is still
+masked. Known secret values are learned from:
+
+- the process environment: variables whose names look secret (`*TOKEN*`, `*API_KEY*`, `*SECRET*`,
+  `*PASSWORD*`, and a `KEY`, `PASS`, `AUTH`, `PAT` or `DSN` word: `HF_KEY`, `DB_PASS`);
+- the config's `env:` block and `--env-file` files: every value, whatever its name, unless it is
+  common (below) and its name does not look secret;
+- provider and grader `config` (headers included): values under auth-like keys (`apiKey`,
+  `Authorization`, `X-Custom-Auth`, `*key*`, `*token*`, `*secret*`, `*pass*`, `*auth*`, cookies),
+  the word after `Bearer`/`Basic`/`token`, and the variables such values read (`{{ env.X }}`,
+  `apiKeyEnvar: X`);
+- secret action inputs (`github-token`).
+
+A value shorter than 6 characters is never treated as a secret (it would mask ordinary words
+everywhere). A common value (a number; true/false/yes/no/on/off/null/none; plain lowercase words
+such as `platform` or `from config`) is not treated as a secret unless its name looks secret.
 
 Redaction happens at the sinks: every writer (result files, reports, the baseline store, the
 response cache, the terminal, the GitHub client) masks what it is about to write with
 `current()`, the redactor of the command being run (`use` installs it), before any truncation,
-so a secret is never cut in half. Stages before the sinks never see a redactor.
+so a secret is never cut in half. Stages before the sinks never see a redactor; they only teach
+it new secrets. Listeners (`listen`) hear of every secret learned, e.g. to `::add-mask::` it.
 """
 
 from __future__ import annotations
@@ -17,17 +32,39 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|passw(or)?d|authorization|credential|private[_-]?key|cookie|signature)", re.I)
+_SECRET_ENV_WORD = re.compile(r"(?:^|_)(?:KEY|PASS|PASSPHRASE|AUTH|PAT|DSN)(?:_|$)", re.I)
+_AUTH_KEY = re.compile(r"(key|pass|auth|cookie|token|secret|credential|signature)", re.I)
+_NAMES_A_VARIABLE = re.compile(r"env[_-]?var$|envar$", re.I)
+_ENV_REFERENCE = re.compile(r"""env\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*['"]([^'"]+)['"]\s*\])""")
+_SCHEME = re.compile(r"^(?:bearer|basic|token|bot|apikey)\s+(\S+)$", re.I)
+_COMMON = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|(?i:true|false|yes|no|on|off|null|none)|[a-z]+(?: [a-z]+)*")
 _MIN_SECRET_LENGTH = 6
 
 
 def is_secret_name(name: str) -> bool:
+    """Whether a field or variable name says its value is secret (`apiKey`, `GITHUB_TOKEN`)."""
     return bool(_SECRET_NAME.search(name))
+
+
+def is_secret_env_name(name: str) -> bool:
+    """Whether an environment variable's name looks secret (`OPENAI_API_KEY`, and `HF_KEY`, `DB_PASS`)."""
+    return is_secret_name(name) or bool(_SECRET_ENV_WORD.search(name))
+
+
+def is_auth_key(name: str) -> bool:
+    """Whether a key in provider config (or its headers) holds a credential (`apiKey`, `X-Custom-Auth`)."""
+    return bool(_AUTH_KEY.search(name)) and not _NAMES_A_VARIABLE.search(name)
+
+
+def is_common_value(value: str) -> bool:
+    """A number, a yes/no word or plain lowercase words: not a secret unless its name says so."""
+    return bool(_COMMON.fullmatch(value.strip()))
 
 
 class Redactor:
@@ -36,42 +73,73 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = ()):
         self._secrets: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._listeners: list[Callable[[str], None]] = []
         self.add(secrets)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> Redactor:
-        env = os.environ if env is None else env
-        return cls([v for k, v in env.items() if is_secret_name(k) and v] + list(extra))
+        redactor = cls(extra)
+        redactor.learn_env(os.environ if env is None else env)
+        return redactor
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """Call `listener` with every secret spelling known now and learned from now on."""
+        for secret in sorted(self._secrets):
+            listener(secret)
+        self._listeners.append(listener)
 
     def learn_env(self, env: Mapping[str, str]) -> None:
         """Learn the values of secret-looking variables in `env`."""
-        self.add(v for k, v in env.items() if is_secret_name(k) and v)
+        self.add(v for k, v in env.items() if is_secret_env_name(k) and v)
+
+    def learn_values(self, values: Mapping[str, str]) -> None:
+        """Learn every value of an `env:` block or env file, whatever its name, but common ones."""
+        self.add(v for k, v in values.items() if isinstance(v, str) and (is_secret_env_name(k) or not is_common_value(v)))
 
     def add(self, secrets: Iterable[str]) -> None:
-        """Learn secret values (and their JSON-escaped spelling, as they appear in JSON files)."""
-        values = [s for s in secrets if isinstance(s, str) and len(s.strip()) >= _MIN_SECRET_LENGTH]
-        new = set(values) | {json.dumps(s, ensure_ascii=False)[1:-1] for s in values}
-        if new - self._secrets:
-            self._secrets |= new
-            ordered = sorted(self._secrets, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+        """Learn secret values, in every spelling they are written in: as is, JSON-escaped (JSON
+        files) and with doubled quotes (CSV cells)."""
+        values = [s.strip() for s in secrets if isinstance(s, str) and len(s.strip()) >= _MIN_SECRET_LENGTH]
+        new = {spelling for s in values for spelling in (s, json.dumps(s, ensure_ascii=False)[1:-1], s.replace('"', '""'))}
+        new -= self._secrets
+        if not new:
+            return
+        self._secrets |= new
+        ordered = sorted(self._secrets, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+        for listener in self._listeners:
+            for secret in sorted(new):
+                listener(secret)
 
-    def collect(self, data: Any) -> None:
-        """Learn literal secrets from secret-named fields in `data` (e.g. config.apiKey)."""
+    def collect(self, data: Any, env: Mapping[str, str] | None = None) -> None:
+        """Learn secrets written in a config: values of secret-named fields anywhere (`apiKey`), of
+        auth-like keys under any `config` or `headers`, and the `env` variables those values read."""
+        env = env or {}
         found: list[str] = []
 
-        def walk(node: Any) -> None:
+        def credential(value: str) -> None:
+            references = [a or b for a, b in _ENV_REFERENCE.findall(value)] if "{{" in value or "{%" in value else []
+            found.extend(env.get(name, "") for name in references)
+            if not references:
+                found.append(value)
+                scheme = _SCHEME.match(value.strip())
+                found.extend([scheme.group(1)] if scheme else [])
+
+        def walk(node: Any, in_config: bool) -> None:
             if isinstance(node, dict):
                 for key, value in node.items():
-                    if isinstance(value, str) and is_secret_name(str(key)):
-                        found.append(value)
+                    name = str(key)
+                    if isinstance(value, str) and _NAMES_A_VARIABLE.search(name):
+                        found.append(env.get(value, "") if _AUTH_KEY.search(name) else "")  # apiKeyEnvar: NAME
+                    elif isinstance(value, str) and (is_secret_name(name) or (in_config and is_auth_key(name))):
+                        credential(value)
                     else:
-                        walk(value)
+                        walk(value, in_config or name in ("config", "headers"))
             elif isinstance(node, list):
                 for item in node:
-                    walk(item)
+                    walk(item, in_config)
 
-        walk(data)
+        walk(data, False)
         self.add(found)
 
     def text(self, value: str) -> str:

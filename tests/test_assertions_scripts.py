@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.assertion_runs import evaluate, first, grade_outputs
-from tests.conftest import write
+from tests.conftest import run_cli, write
 
 MULTILINE_JS = """\
 const words = output.split(' ');
@@ -56,7 +56,6 @@ def test_javascript_inline_and_file_code(tmp_path: Path) -> None:
             "syntax error": ("x", {"type": "javascript", "value": "output.includes("}),
             "returns nothing": ("x", {"type": "javascript", "value": "const n = output.length;\nif (n > 100) { return true; }"}),
             "returns a string": ("x", {"type": "javascript", "value": "'looks fine'"}),
-            "missing file": ("x", {"type": "javascript", "value": "file://nope.js"}),
             "missing function": ("x", {"type": "javascript", "value": "file://checks.js:nothing"}),
             "not-javascript error stays error": ("x", {"type": "not-javascript", "value": "undefinedFunction()"}),
         },
@@ -68,7 +67,7 @@ def test_javascript_inline_and_file_code(tmp_path: Path) -> None:
         "number without threshold, positive": "pass", "object below threshold": "fail", "object fail": "fail",
         "context vars and prompt": "pass", "not-javascript": "pass", "not-javascript number": "fail", "thrown error": "error",
         "type error": "error", "syntax error": "error", "returns nothing": "error", "returns a string": "error",
-        "missing file": "error", "missing function": "error", "not-javascript error stays error": "error",
+        "missing function": "error", "not-javascript error stays error": "error",
     }  # fmt: skip
     assert {k: v.status for k, v in r.items()} == expected
     assert r["file function returning object"].score == 0.8
@@ -84,8 +83,38 @@ def test_javascript_inline_and_file_code(tmp_path: Path) -> None:
     assert "TypeError" in r["type error"].reason
     assert "SyntaxError" in r["syntax error"].reason
     assert "got nothing" in r["returns nothing"].reason
-    assert "file not found" in r["missing file"].reason
     assert "has no function nothing" in r["missing function"].reason
+
+
+VANISHING = """
+import os
+
+
+def call_api(prompt, options, context):
+    os.remove(prompt)
+    return {"output": "x"}
+"""
+
+
+@pytest.mark.parametrize("kind", ["javascript", "python"])
+def test_a_missing_script_file_is_a_config_error_and_one_gone_at_run_time_an_error_row(tmp_path: Path, kind: str) -> None:
+    suffix = "js" if kind == "javascript" else "py"
+    write(tmp_path / "promptfooconfig.yaml", f"""
+        prompts: ['x']
+        providers: [echo]
+        tests:
+          - assert:
+              - type: {kind}
+                value: file://nope.{suffix}
+        """)
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and not (tmp_path / "out.json").exists()
+    assert result.err == f"ci-grade: error: promptfooconfig.yaml:6 tests[0].assert[0].value: file not found: nope.{suffix}\n"
+    write(tmp_path / f"check.{suffix}", "module.exports = () => true;\n" if kind == "javascript" else "def get_assert(output, context):\n    return True\n")
+    write(tmp_path / "vanish.py", VANISHING)
+    rows = evaluate(tmp_path, {"prompts": [f"check.{suffix}"], "providers": ["file://vanish.py"], "tests": [{"assert": [{"type": kind, "value": f"file://check.{suffix}"}]}]})
+    missing = first(rows[0])
+    assert missing.status == "error" and "file not found" in missing.reason
 
 
 def test_python_inline_and_file_code(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.assertion_runs import evaluate, first, grade_outputs
-from tests.conftest import write
+from tests.conftest import run_cli, write
 
 
 def test_equals_text_json_and_file_values(tmp_path: Path) -> None:
@@ -26,19 +26,44 @@ def test_equals_text_json_and_file_values(tmp_path: Path) -> None:
             "not-equals": ("Hello", {"type": "not-equals", "value": "Bye"}),
             "not-equals fails": ("Hello", {"type": "not-equals", "value": "Hello"}),
             "empty output": ("", {"type": "equals", "value": "x"}),
-            "missing file": ("x", {"type": "equals", "value": "file://nope.json"}),
         },
         defaultTest={"vars": {"who": "Ada"}},
     )
     passing = {"text equal", "templated value", "number value", "json object equal despite spacing", "file json equal", "object output", "not-equals"}
     for name, result in r.items():
-        if name == "missing file":
-            continue
         assert result.status == ("pass" if name in passing else "fail"), (name, result)
         assert result.score == (1.0 if name in passing else 0.0)
     assert r["text differs"].reason == "Expected output to equal 'Hello world'"
     assert r["not-equals fails"].reason == "Expected output to not equal 'Hello'"
-    assert r["missing file"].status == "error" and "value file not found" in r["missing file"].reason
+
+
+# A provider that deletes the file it is told to, as a file can vanish while an eval runs.
+VANISHING = """
+import os
+
+
+def call_api(prompt, options, context):
+    os.remove(prompt)
+    return {"output": "x"}
+"""
+
+
+def test_a_missing_value_file_is_a_config_error_and_one_gone_at_run_time_an_error_row(tmp_path: Path) -> None:
+    write(tmp_path / "promptfooconfig.yaml", """
+        prompts: ['{{f}}']
+        providers: [echo]
+        tests:
+          - vars: {f: x}
+            assert: [{type: equals, value: file://nope.json}]
+        """)
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and not (tmp_path / "out.json").exists()
+    assert result.err == "ci-grade: error: promptfooconfig.yaml:5 tests[0].assert[0].value: file not found: nope.json\n"
+    write(tmp_path / "expected.json", '"x"')
+    write(tmp_path / "vanish.py", VANISHING)
+    rows = evaluate(tmp_path, {"prompts": ["expected.json"], "providers": ["file://vanish.py"], "tests": [{"assert": [{"type": "equals", "value": "file://expected.json"}]}]})
+    missing = first(rows[0])
+    assert missing.status == "error" and "value file not found" in missing.reason
 
 
 def test_contains_family(tmp_path: Path) -> None:

@@ -79,3 +79,17 @@ def test_expired_entries_are_refetched(tmp_path: Path, openai_env: LLMServer, mo
     monkeypatch.setenv("CI_GRADE_CACHE_TTL", "0")
     assert _eval(tmp_path) == 0
     assert len(openai_env.requests_to("/v1/chat/completions")) == 4
+
+
+def test_settings_are_part_of_the_key_and_credentials_are_not(tmp_path: Path, openai_env: LLMServer) -> None:
+    """`max_tokens` only looks secret: changing it misses the cache; a rotated key still hits."""
+    openai_env.on_chat("France", "Paris").on_chat("Spain", "Madrid")
+    config = CONFIG.replace("providers: [openai:chat:gpt-4.1-mini]", "providers: [{id: openai:chat:gpt-4.1-mini, config: {max_tokens: 50, apiKey: sk-first-key-000}}]")
+    write(tmp_path / "promptfooconfig.yaml", config)
+    assert _eval(tmp_path) == 0
+    write(tmp_path / "promptfooconfig.yaml", config.replace("sk-first-key-000", "sk-second-key-11"))
+    assert _eval(tmp_path) == 0
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 2
+    write(tmp_path / "promptfooconfig.yaml", config.replace("max_tokens: 50", "max_tokens: 60"))
+    assert _eval(tmp_path) == 0
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 4

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import GraderError
 from ci_grade.grading.graders import GraderResolver, has_web_search
 from ci_grade.providers.registry import ProviderPool
+from tests.conftest import run_cli, write
 from tests.model_graded_helpers import grader_calls, run_eval, status
 from tests.servers import anthropic_server, ollama_server
 from tests.servers.llm_server import LLMServer
@@ -127,7 +129,6 @@ tests:
 @pytest.mark.parametrize(
     ("provider", "message"),
     [
-        ("[openai:chat:a, openai:chat:b]", "invalid grader provider"),
         ("nosuch:provider", "unknown provider 'nosuch:provider'"),
         ("openai:embedding:text-embedding-3-small", "cannot serve text calls"),
     ],
@@ -150,6 +151,24 @@ tests:
     assert result.rows[0]["failureReason"] == 2
     assert result.rows[0]["gradingResult"]["componentResults"][1]["pass"] is True
     assert grader_calls(openai_env) == []
+
+
+def test_a_grader_that_is_not_a_provider_reference_is_refused(tmp_path: Path, openai_env: LLMServer) -> None:
+    """At load (exit 2, before any call) for a config; by the resolver for anything that gets past."""
+    write(tmp_path / "promptfooconfig.yaml", """
+        prompts: ['{{out}}']
+        providers: [echo]
+        tests:
+          - vars: {out: x}
+            assert:
+              - {type: llm-rubric, value: is x, provider: [openai:chat:a, openai:chat:b]}
+        """)
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "tests[0].assert[0].provider: expected a provider id" in result.err
+    assert openai_env.requests == [] and not (tmp_path / "out.json").exists()
+    resolver = GraderResolver(ProviderPool({}), {})
+    with pytest.raises(GraderError, match="invalid grader provider"):
+        resolver.resolve("text", ["openai:chat:a", "openai:chat:b"], "llm-rubric")
 
 
 MODEL_GRADED = """

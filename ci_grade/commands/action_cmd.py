@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
     inputs = None
     try:
         inputs = read_inputs(env)
-        redact.current().add([inputs.github_token or ""])
+        redact.current().add(inputs.secrets())
         return run_action(commands, env, event, inputs)
     except CiGradeError as exc:
         report_failure(commands, env, event, inputs, exc)
@@ -55,11 +55,16 @@ def main(args: argparse.Namespace) -> int:
 
 
 def mask_secrets(commands: WorkflowCommands, env: Mapping[str, str]) -> None:
-    """`::add-mask::` every secret-looking variable (tokens, provider keys) before anything is printed."""
-    from ci_grade.redact import is_secret_name
+    """`::add-mask::` every secret the run knows or learns (secret-looking variables and secret
+    inputs now; the config's `env:` values, `--env-file` values and provider credentials as
+    they are learned), each before anything could print it."""
+    from ci_grade import redact
+    from ci_grade.github.inputs import SECRET_INPUTS, raw_input
 
-    for value in sorted({v.strip() for k, v in env.items() if is_secret_name(k) and len(v.strip()) >= 6}):
-        commands.add_mask(value)
+    redactor = redact.current()
+    redactor.learn_env(env)
+    redactor.add(raw_input(env, name) for name in SECRET_INPUTS)
+    redactor.listen(commands.add_mask)
 
 
 def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs) -> int:
@@ -245,13 +250,22 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
     if not event.repository:
         return "", "GITHUB_REPOSITORY is not set: the PR comment was skipped; the report is in the job summary"
     try:
-        posted = upsert_comment(api_url=event.api_url, token=inputs.github_token, repository=event.repository, number=number, marker=marker, body=report)
+        posted = upsert_comment(
+            api_url=event.api_url, token=inputs.github_token, repository=event.repository, number=number, marker=marker, body=report,
+            author=inputs.comment_author,
+        )
     except GitHubError as exc:
         hint = ""
         if exc.forbidden:
             hint = " (pull requests from forks get a read-only token; the workflow needs `permissions: pull-requests: write`)"
         return "", f"could not post the PR comment: {exc}{hint}; the report is in the job summary"
     commands.line(f"ci-grade: {'created' if posted.created else 'updated'} the PR comment {posted.url}")
+    if posted.author:
+        commands.warning(
+            f"the PR comment is written as {posted.author}: set the input comment-author: {posted.author} so later runs "
+            "update it instead of posting a comment and deleting it again",
+            title="ci-grade",
+        )
     return posted.url, None
 
 

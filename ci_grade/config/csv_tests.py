@@ -143,16 +143,41 @@ def _config_cell(key: str, value: str, file: str, line: int) -> tuple[str, float
 
 
 def read_csv_tests(text: str, file: str, vocabulary: AssertionVocabulary) -> list[tuple[dict[str, Any], int]]:
-    """All rows of a CSV test file, each with its line number."""
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    """All rows of a CSV test file, each with its line number.
+
+    Quotes are read leniently (a stray quote inside a cell is kept, as promptfoo's relaxed
+    parsing does), but a quote that is never closed, or a file without a header or rows, is an
+    error: either would silently swallow or drop tests.
+    """
+    text = text.lstrip("\ufeff")
+    opened = _unterminated_quote(text)
+    if opened is not None:
+        raise ConfigError("invalid CSV: a quoted cell is never closed (a missing \")", file=file, line=opened)
+    reader = csv.DictReader(io.StringIO(text))
     rows: list[tuple[dict[str, Any], int]] = []
     try:
         if reader.fieldnames is None:
-            return rows
+            raise ConfigError("the CSV file is empty: it needs a header row and one row per test", file=file, line=1)
         previous = reader.line_num
         for row in reader:
             rows.append((test_from_row(row, vocabulary, file, previous + 1), previous + 1))
             previous = reader.line_num
     except csv.Error as exc:
         raise ConfigError(f"invalid CSV: {exc}", file=file, line=reader.line_num) from exc
+    if not rows:
+        raise ConfigError("the CSV file has a header but no rows: no tests", file=file, line=1)
     return rows
+
+
+def _unterminated_quote(text: str) -> int | None:
+    """The line where a record with an unclosed quoted cell starts, if there is one."""
+    reader = csv.reader(io.StringIO(text), strict=True)
+    while True:
+        start = reader.line_num + 1
+        try:
+            next(reader)
+        except StopIteration:
+            return None
+        except csv.Error as exc:  # the csv module tells its errors apart only by message
+            if "unexpected end of data" in str(exc):
+                return start

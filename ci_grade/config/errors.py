@@ -54,8 +54,10 @@ def _message(error: ErrorDetails) -> str:
         return "is required"
     if kind == "scalar_type":
         return "expected a string, number or boolean" + got
-    if kind in ("float_parsing", "float_type", "finite_number"):
+    if kind in ("float_parsing", "float_type"):
         return "expected a number" + got
+    if kind == "finite_number":
+        return "expected a finite number" + got
     if kind in ("int_parsing", "int_type", "int_from_float"):
         return "expected a whole number" + got
     if kind == "string_type":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +45,72 @@ def expand_glob(ref: str, base: Path, referenced_from: Location | None, what: st
     """The files `ref` names (a path or a glob), sorted; an error naming the referrer if none."""
     path = resolve(ref, base)
     if is_glob(str(path)):
+        if "**" in str(path):
+            _check_walkable(_fixed_prefix(path), referenced_from, what)
         matches = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
         if not matches:
             raise missing_file_error(f"no files match {display_path(path)}", referenced_from, what)
         return matches
     if not path.is_file():
-        raise missing_file_error(f"file not found: {display_path(path)}", referenced_from, what)
+        raise missing_file_error(not_a_file(path), referenced_from, what)
     return [path]
+
+
+MAX_GLOB_FOLDERS = 100_000
+
+
+def _fixed_prefix(pattern: Path) -> Path:
+    """The folder a glob starts from: its parts before the first wildcard."""
+    parts: list[str] = []
+    for part in pattern.parts:
+        if is_glob(part):
+            break
+        parts.append(part)
+    return Path(*parts)
+
+
+def _check_walkable(root: Path, referenced_from: Location | None, what: str) -> None:
+    """Refuse a `**` glob over a tree with a symlink loop (the glob would never end) or absurdly many folders.
+
+    Folders are followed as `**` follows them (symlinks too, hidden folders not); a symlink to a
+    folder on its own path (or above the glob's start) is a loop. Folders reached twice by different routes are fine.
+    """
+    seen = 0
+    real_root = Path(os.path.realpath(root))
+    stack: list[tuple[Path, tuple[str, ...]]] = [(root, tuple(str(p) for p in (real_root, *real_root.parents)))]
+    while stack:
+        folder, chain = stack.pop()
+        seen += 1
+        if seen > MAX_GLOB_FOLDERS:
+            raise missing_file_error(f"a ** glob under {display_path(root)} walks more than {MAX_GLOB_FOLDERS} folders; narrow it", referenced_from, what)
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or not _is_folder(entry):
+                continue
+            real = os.path.realpath(entry.path)
+            if real in chain:
+                raise missing_file_error(f"a symlink loop: {display_path(Path(entry.path), follow=False)} leads back to {display_path(Path(real))}", referenced_from, what)
+            stack.append((Path(entry.path), (*chain, real)))
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def not_a_file(path: Path) -> str:
+    """Why `path` cannot be read as a file: a symlink loop, or not found."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"a symlink loop: {display_path(path, follow=False)}"
+    return f"file not found: {display_path(path, follow=False)}"
 
 
 def missing_file_error(message: str, referenced_from: Location | None, what: str) -> ConfigError:
@@ -59,11 +120,13 @@ def missing_file_error(message: str, referenced_from: Location | None, what: str
     return ConfigError(message, file=referenced_from.file, line=referenced_from.line, path=what)
 
 
-def display_path(path: Path) -> str:
-    """A path relative to the working directory when it is inside it."""
+def display_path(path: Path, *, follow: bool = True) -> str:
+    """A path relative to the working directory when it is inside it; `follow=False` shows a
+    symlink itself rather than where it leads."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+        full = path.resolve() if follow else Path(os.path.abspath(path))
+        return str(full.relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError, RuntimeError):  # outside the folder; a symlink loop
         return str(path)
 
 
@@ -79,23 +142,61 @@ def read_text(path: Path, referenced_from: Location | None = None, what: str = "
 
 
 def parse_structured(text: str, path: Path, sources: SourceMap | None) -> Any:
-    """YAML or JSON text -> data, registering source lines; a syntax error names file and line."""
+    """YAML or JSON text -> data, registering source lines; a syntax error names file and line.
+
+    A `.json` file must be strict JSON (no trailing commas, comments or NaN): YAML would read
+    some broken JSON without complaint, so YAML is only used to find the lines of valid JSON.
+    """
     shown = display_path(path)
+    if path.suffix.lower() == ".json":
+        return _parse_json(text, shown, sources)
     try:
         if sources is not None:
             return yaml12.load_with_sources(text, shown, sources)
         return yaml12.loads(text)
     except yaml.MarkedYAMLError as exc:
-        if path.suffix == ".json":
-            try:
-                return json.loads(text)
-            except json.JSONDecodeError as jexc:
-                raise ConfigError(f"invalid JSON: {jexc.msg}", file=shown, line=jexc.lineno) from jexc
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
         raise ConfigError(f"invalid YAML: {problem}", file=shown, line=mark.line + 1 if mark else None) from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", file=shown) from exc
+
+
+_MISMATCH = object()
+
+
+def _parse_json(text: str, shown: str, sources: SourceMap | None) -> Any:
+    data = strict_json(text, shown, 1)
+    if sources is None:
+        return data
+    try:
+        with_lines = yaml12.load_with_sources(text, shown, sources)
+    except yaml.YAMLError:
+        with_lines = _MISMATCH
+    if with_lines == data:
+        return with_lines
+    _register_json(data, shown, None, sources)  # valid JSON that YAML reads differently: no lines
+    return data
+
+
+def strict_json(text: str, shown: str, first_line: int) -> Any:
+    """JSON as the standard has it (`NaN` and `Infinity` are not numbers); errors name file and line."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg}", file=shown, line=first_line + exc.lineno - 1) from exc
+    except _NotANumber as exc:
+        found = re.search(rf"(?<=[\[:,])\s*-?{exc.args[0]}\b", text)
+        line = first_line + text.count("\n", 0, found.end()) if found else None
+        raise ConfigError(f"invalid JSON: {exc.args[0]} is not a JSON number", file=shown, line=line) from None
+
+
+class _NotANumber(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotANumber(name.lstrip("-"))
 
 
 def load_structured(path: Path, sources: SourceMap | None, referenced_from: Location | None = None, what: str = "file") -> Any:
@@ -109,16 +210,13 @@ def load_jsonl(path: Path, sources: SourceMap, referenced_from: Location | None,
     for number, line in enumerate(read_text(path, referenced_from, what).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"invalid JSON: {exc.msg}", file=shown, line=number) from exc
+        value = strict_json(line, shown, number)
         _register_json(value, shown, number, sources)
         rows.append((value, number))
     return rows
 
 
-def _register_json(value: Any, file: str, line: int, sources: SourceMap) -> None:
+def _register_json(value: Any, file: str, line: int | None, sources: SourceMap) -> None:
     if isinstance(value, dict):
         sources.register(value, file, line, {k: line for k in value})
         for v in value.values():

@@ -30,6 +30,8 @@ DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfo
 _NOT_DEREFERENCED = {"tools", "functions", "response_format"}
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
 _IGNORED_KEYS = ("nunjucksFilters", "derivedMetrics", "extensions", "tracing")
+TEST_KEYS = ("assert", "vars", "options", "metadata", "provider", "providerOutput", "threshold")
+"""A test has one of these (promptfoo's rule): a tests file holding one mapping without any is not a test."""
 
 
 @dataclass
@@ -291,6 +293,9 @@ class _Loader(SourceReader):
                 loaded = [test for test, _line in files.load_jsonl(file, self.sources, referenced_from, path)]
             elif suffix in files.STRUCTURED_SUFFIXES:
                 data = files.load_structured(file, self.sources, referenced_from, path)
+                if isinstance(data, dict) and not any(k in data for k in TEST_KEYS):
+                    keys = ", ".join(map(str, list(data)[:5])) or "none"
+                    raise ConfigError(f"expected a list of tests or one test (with one of {', '.join(TEST_KEYS)}); this mapping has keys {keys}", file=shown, line=1, path=path)
                 loaded = [data] if isinstance(data, dict) else data
                 if not isinstance(loaded, list):
                     raise ConfigError(f"expected a list of tests, got {describe(data)}", file=shown, line=1)

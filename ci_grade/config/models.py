@@ -6,9 +6,12 @@ about them once. Field names keep promptfoo's camelCase so error paths match wha
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Score = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+"""A threshold or weight: a finite number as written (not `true`, not `.nan`, not text), as promptfoo's schema has it."""
 
 
 class _Model(BaseModel):
@@ -23,8 +26,8 @@ class Assertion(_Model):
 
     type: str
     value: Any = None
-    threshold: float | None = None
-    weight: float | None = None
+    threshold: Score | None = None
+    weight: Score | None = None
     metric: str | None = None
     provider: Any = None
     rubricPrompt: Any = None
@@ -78,7 +81,7 @@ class TestCase(_Model):
     prompts: list[str] | None = None
     assert_: list[Assertion] | None = Field(default=None, alias="assert")
     options: TestOptions = Field(default_factory=TestOptions)
-    threshold: float | None = None
+    threshold: Score | None = None
     metadata: dict[str, Any] | None = None
     providerOutput: Any = None
     assertScoringFunction: str | None = None

@@ -1,9 +1,19 @@
 """The sticky pull-request comment, through PyGithub: one per PR per title, updated in place.
 
-Our comment is the first one that carries the title's hidden marker AND was written by the
-token's own account. `GET /user` names that account for a personal token; the Actions
-`GITHUB_TOKEN` (an app installation token) may not call it (403) and writes as
-`github-actions[bot]`, which is then assumed. Look-alike comments by anyone else are ignored.
+Our comments are the ones that carry the title's hidden marker AND were written by our own
+identity; look-alike comments by anyone else are never touched. Our identity is, in order: the
+`comment-author` input when set; the login `GET /user` names (personal and fine-grained tokens);
+else `github-actions[bot]`, the author of the Actions `GITHUB_TOKEN`'s comments (an installation
+token may not call `GET /user`). A comment we create tells who we really are, so a GitHub App's
+token (which writes as `<app>[bot]`) converges too, at the cost of creating and deleting a comment
+per run while its earlier comment is unknown: set `comment-author: <app>[bot]` to avoid that.
+
+Runs for the same PR and title may post at the same moment (workflows should serialise them with
+`concurrency:`, but a re-run or a second workflow may not). Every run converges: when it finds
+comments of ours it updates the oldest and deletes the rest; when it creates one it lists again,
+keeps the oldest of ours (updating it with its report) and deletes the rest, its own included.
+The oldest is never deleted, so exactly one comment remains. Deleting a comment another run has
+just deleted is not an error.
 """
 
 from __future__ import annotations
@@ -46,13 +56,15 @@ class PostedComment:
     id: int
     url: str
     created: bool
+    author: str | None = None
+    """The login GitHub wrote our comment as, when it is not the one we assumed (set `comment-author` to it)."""
 
 
 def connect(api_url: str, token: str) -> Github:
     """A PyGithub client for `api_url` (github.com, GitHub Enterprise Server or a stand-in).
 
-    Only idempotent requests (GET, PATCH) are retried: retrying a POST after a 5xx could post
-    a second comment. Pacing between requests is off: this client makes a handful of them.
+    Only idempotent requests (GET, PATCH, DELETE) are retried: retrying a POST after a 5xx could
+    post a second comment. Pacing between requests is off: this client makes a handful of them.
     """
     import logging
 
@@ -63,7 +75,7 @@ def connect(api_url: str, token: str) -> Github:
     retry = GithubRetry(
         total=3,
         backoff_factor=float(os.environ.get("CI_GRADE_RETRY_BASE_SECONDS", "0.5")),
-        allowed_methods=frozenset({"GET", "PATCH"}),
+        allowed_methods=frozenset({"GET", "PATCH", "DELETE"}),
         max_rate_limit_wait=60,
     )
     return Github(
@@ -79,7 +91,7 @@ def connect(api_url: str, token: str) -> Github:
 
 
 def own_login(client: Github) -> str:
-    """The login our comments are written by."""
+    """The login our comments are written by, as far as the token tells."""
     from github import GithubException
 
     try:
@@ -90,17 +102,18 @@ def own_login(client: Github) -> str:
         raise
 
 
-def find_comment(issue: Issue, marker: str, author: str) -> IssueComment | None:
-    """Our earlier comment on `issue`, searching every page of its comments."""
+def own_comments(issue: Issue, marker: str, author: str) -> list[IssueComment]:
+    """Our comments with `marker` on `issue`, oldest first, searching every page."""
+    found = []
     for comment in issue.get_comments():
         login = comment.user.login if comment.user else ""
         if login.lower() == author.lower() and marker in (comment.body or ""):
-            return comment
-    return None
+            found.append(comment)
+    return sorted(found, key=lambda c: c.id)
 
 
-def upsert_comment(*, api_url: str, token: str, repository: str, number: int, marker: str, body: str) -> PostedComment:
-    """Update our comment on PR `number` or create it; never a second one."""
+def upsert_comment(*, api_url: str, token: str, repository: str, number: int, marker: str, body: str, author: str | None = None) -> PostedComment:
+    """Update our comment on PR `number` or create it; leave exactly one, even when runs race."""
     import requests
     from github import GithubException
 
@@ -108,12 +121,7 @@ def upsert_comment(*, api_url: str, token: str, repository: str, number: int, ma
     try:
         client = connect(api_url, token)
         issue = client.get_repo(repository).get_issue(number)
-        existing = find_comment(issue, marker, own_login(client))
-        if existing is not None:
-            existing.edit(text)
-            return PostedComment(existing.id, existing.html_url, created=False)
-        created = issue.create_comment(text)
-        return PostedComment(created.id, created.html_url, created=True)
+        return _converge(issue, marker, text, author or own_login(client))
     except GithubException as exc:
         message = exc.message or (exc.data.get("message") if isinstance(exc.data, dict) else None) or "request failed"
         raise GitHubError(f"GitHub answered {exc.status}: {message}", exc.status) from None
@@ -121,3 +129,41 @@ def upsert_comment(*, api_url: str, token: str, repository: str, number: int, ma
         raise GitHubError(f"cannot reach GitHub at {api_url}: {type(exc).__name__}") from None
     except Exception as exc:  # e.g. a malformed API reply: still GitHub's side, never the gate's
         raise GitHubError(f"unexpected reply from GitHub: {type(exc).__name__}: {exc}") from None
+
+
+def _converge(issue: Issue, marker: str, text: str, author: str) -> PostedComment:
+    ours = own_comments(issue, marker, author)
+    if ours and _edited(ours[0], text):
+        _delete(ours[1:])
+        return PostedComment(ours[0].id, ours[0].html_url, created=False)
+    mine = issue.create_comment(text)
+    actual = mine.user.login if mine.user else author  # who GitHub says we are
+    ours = own_comments(issue, marker, actual)
+    keep = ours[0] if ours and ours[0].id != mine.id and _edited(ours[0], text) else mine
+    _delete([c for c in ours if c.id != keep.id])
+    return PostedComment(keep.id, keep.html_url, created=keep.id == mine.id, author=actual if actual.lower() != author.lower() else None)
+
+
+def _edited(comment: IssueComment, text: str) -> bool:
+    """Edit `comment`; False when it is gone or not ours to edit (an identity assumed wrongly)."""
+    from github import GithubException
+
+    try:
+        comment.edit(text)
+    except GithubException as exc:
+        if exc.status in (403, 404):
+            return False
+        raise
+    return True
+
+
+def _delete(comments: list[IssueComment]) -> None:
+    """Delete `comments`; one already deleted (by a racing run) is fine."""
+    from github import GithubException
+
+    for comment in comments:
+        try:
+            comment.delete()
+        except GithubException as exc:
+            if exc.status != 404:
+                raise

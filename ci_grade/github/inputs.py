@@ -35,6 +35,7 @@ DEFAULTS: dict[str, str] = {
     "repeat": "",
     "comment": "on",
     "comment-title": "ci-grade",
+    "comment-author": "",
     "working-directory": ".",
     "junit-path": "ci-grade-results/results.junit.xml",
     "results-path": "ci-grade-results/results.json",
@@ -45,6 +46,9 @@ DEFAULTS: dict[str, str] = {
     "github-token": "",
     "cache": "on",
 }
+
+SECRET_INPUTS = ("github-token",)
+"""Inputs that hold secrets: masked in the log and in everything ci-grade writes."""
 
 _TRUE = {"on", "true", "yes", "1"}
 _FALSE = {"off", "false", "no", "0"}
@@ -79,6 +83,7 @@ class ActionInputs:
     repeat: int | None
     comment: bool
     comment_title: str
+    comment_author: str | None
     working_directory: str
     junit_path: str
     results_path: str
@@ -88,6 +93,10 @@ class ActionInputs:
     retry_errors: str | None
     github_token: str | None = field(repr=False)
     cache: bool = True
+
+    def secrets(self) -> list[str]:
+        """The values of the secret inputs (and of GITHUB_TOKEN when it stands in for `github-token`)."""
+        return [self.github_token] if self.github_token else []
 
 
 def _number(name: str, text: str, *, low: float = 0.0, high: float | None = None) -> float:
@@ -182,6 +191,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         repeat=_whole("repeat", text, low=1) if (text := get("repeat")) else None,
         comment=_switch("comment", get("comment")),
         comment_title=title,
+        comment_author=optional("comment-author"),
         working_directory=get("working-directory"),
         junit_path=_path("junit-path", get("junit-path"), (".xml",)),
         results_path=_path("results-path", get("results-path"), (".json",)),

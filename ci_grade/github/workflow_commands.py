@@ -43,6 +43,7 @@ class WorkflowCommands:
         self._stream = stream
         self.limit = limit
         self.emitted: Counter[str] = Counter()
+        self._stopped_by: str | None = None
 
     @property
     def stream(self) -> TextIO:
@@ -60,10 +61,18 @@ class WorkflowCommands:
         self.line(format_command(name, message, **properties))
 
     def add_mask(self, value: str) -> None:
-        """Ask the runner to mask `value` (each line separately, as the runner masks per line)."""
-        for part in {value, *value.splitlines()}:
-            if part.strip():
-                self.command("add-mask", part)
+        """Ask the runner to mask `value` (each line separately, as the runner masks per line).
+        While commands are stopped, they are resumed for it: the runner must act on it."""
+        parts = sorted(part for part in {value, *value.splitlines()} if part.strip())
+        if not parts:
+            return
+        token = self._stopped_by
+        if token is not None:
+            self.line(f"::{token}::")
+        for part in parts:
+            self.command("add-mask", part)
+        if token is not None:
+            self._stop()
 
     def remaining(self, level: Level) -> int:
         return max(0, self.limit - self.emitted[level])
@@ -93,11 +102,15 @@ class WorkflowCommands:
     @contextmanager
     def commands_stopped(self) -> Iterator[None]:
         """Disable command processing while untrusted text is printed (resumed with a random token)."""
-        token = secrets.token_hex(16)
         sys.stderr.flush()
-        self.command("stop-commands", token)
+        self._stop()
         try:
             yield
         finally:
             sys.stderr.flush()
-            self.line(f"::{token}::")
+            self.line(f"::{self._stopped_by}::")
+            self._stopped_by = None
+
+    def _stop(self) -> None:
+        self._stopped_by = secrets.token_hex(16)
+        self.command("stop-commands", self._stopped_by)

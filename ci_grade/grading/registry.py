@@ -73,13 +73,16 @@ class ValueSpec:
     `message` may use `{type}` (as written, e.g. `not-contains`) and `{base}` (without `not-`).
     A value is missing when it is absent or empty text (blank text too, unless `blank` allows it);
     a required value is also missing as an empty list. With `kinds`, a value of another kind is
-    refused with the same message.
+    refused with the same message: at run time, as an ERROR row (promptfoo's behaviour), or with
+    `at_load` already when the config is loaded, before any call, for a value that is not text
+    (text is rendered first, so only its rendering has a final kind).
     """
 
     message: str
     kinds: tuple[Kind, ...] = ()
     required: bool = True
     blank: bool = False
+    at_load: bool = False
 
     def check(self, value: Any, type_name: str, base: str) -> None:
         """Raise GraderError when `value` does not fit."""

@@ -10,7 +10,7 @@ from typing import Any
 from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError, ScriptError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.registry import MAPPING, SCALAR, ValueSpec, assertion
+from ci_grade.grading.registry import MAPPING, SCALAR, STRING, ValueSpec, assertion
 from ci_grade.scripting import js
 
 
@@ -106,7 +106,7 @@ async def starts_with(ctx: AssertionContext) -> Grade:
     return ctx.check(ctx.output_text.startswith(prefix), f"start with {prefix!r}")
 
 
-@assertion("regex", handles_inverse=True, value=NEEDS_VALUE)
+@assertion("regex", handles_inverse=True, value=ValueSpec("{type} needs a value: a regular expression as text", STRING, blank=True, at_load=True))
 async def regex(ctx: AssertionContext) -> Grade:
     """JavaScript `new RegExp(value).test(output)`, run in V8 so the syntax and semantics are exact."""
     pattern = _text(ctx.value)

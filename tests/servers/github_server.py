@@ -1,12 +1,17 @@
 """A GitHub REST stand-in on loopback: the endpoints PyGithub calls for the sticky PR comment.
 
 Serves `GET /repos/{o}/{r}`, `GET /repos/{o}/{r}/issues/{n}` (and `/pulls/{n}`), `GET`/`POST
-/repos/{o}/{r}/issues/{n}/comments` (paginated with `Link` headers like GitHub), `PATCH
-/repos/{o}/{r}/issues/comments/{id}` and `GET /user`. Every request must carry the expected
+/repos/{o}/{r}/issues/{n}/comments` (paginated with `Link` headers like GitHub), `PATCH` and
+`DELETE /repos/{o}/{r}/issues/comments/{id}` and `GET /user`. Every request must carry a known
 token; requests are recorded; faults (status + message, a number of times) can be injected.
+It is safe under concurrent clients (one lock over its state), and `hold_listings(n)` makes the
+first `n` comment listings wait for one another, so `n` racing clients all see the same thread
+(before any of them has posted).
 
-`user_login=None` behaves like the Actions `GITHUB_TOKEN`: `GET /user` is refused (403) and
-comments are written by `github-actions[bot]`. A login behaves like a personal token.
+Identities: `user_login=None` makes `token` behave like the Actions `GITHUB_TOKEN`: `GET /user`
+is refused (403) and comments are written by `github-actions[bot]`; a login behaves like a
+personal token. `add_token` adds more: other users, or a GitHub App's installation token (`GET
+/user` refused, comments by `<app>[bot]`). Only a comment's author may edit or delete it.
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ class GitHubServer:
     _faults: list[_Fault] = field(default_factory=list)
     _next_id: int = 1000
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _tokens: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    _barrier: threading.Barrier | None = None
+    _held: int = 0
 
     def __enter__(self) -> GitHubServer:
         server = self
@@ -69,6 +77,9 @@ class GitHubServer:
 
             def do_PATCH(self) -> None:
                 server._handle(self, "PATCH")
+
+            def do_DELETE(self) -> None:
+                server._handle(self, "DELETE")
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -87,6 +98,16 @@ class GitHubServer:
     @property
     def author(self) -> str:
         return self.user_login or BOT_LOGIN
+
+    def add_token(self, token: str, login: str, *, app: bool = False) -> None:
+        """Accept `token` as `login`: a user (reads `GET /user`) or, with `app`, an installation token."""
+        self._tokens[token] = (login, not app)
+
+    def hold_listings(self, count: int, timeout: float = 30.0) -> None:
+        """Make the next `count` comment listings wait until all `count` have arrived; each is
+        answered with the thread as it was when it arrived."""
+        self._barrier = threading.Barrier(count, timeout=timeout)
+        self._held = count
 
     def add_comment(self, number: int, body: str, login: str) -> dict[str, Any]:
         """Seed a comment written by `login`."""
@@ -113,8 +134,8 @@ class GitHubServer:
             "issue_url": f"{self.api_url}/repos/{owner_repo}/issues/{number}",
             "body": body,
             "user": {"login": login, "id": sum(map(ord, login)), "type": "Bot" if login.endswith("[bot]") else "User"},
-            "created_at": "2026-11-21T10:00:00Z",
-            "updated_at": "2026-11-21T10:00:00Z",
+            "created_at": _timestamp(cid),
+            "updated_at": _timestamp(cid),
             "author_association": "NONE",
         }
         self.comments.setdefault(number, []).append(comment)
@@ -134,19 +155,32 @@ class GitHubServer:
         with self._lock:
             self.requests.append(request)
             status, payload, headers = self._route(request)
-        data = json.dumps(payload).encode()
+            held = self._barrier is not None and self._held > 0 and method == "GET" and parts.path.endswith("/comments")
+            self._held -= held
+        if held and self._barrier is not None:
+            self._barrier.wait()  # answered as the thread was when it asked, sent once all have asked
+        data = b"" if status == 204 else json.dumps(payload).encode()
         handler.send_response(status)
-        handler.send_header("Content-Type", "application/json; charset=utf-8")
+        if status != 204:
+            handler.send_header("Content-Type", "application/json; charset=utf-8")
         handler.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():
             handler.send_header(key, value)
         handler.end_headers()
         handler.wfile.write(data)
 
+    def identity(self, token: str) -> tuple[str, bool] | None:
+        """(login, whether `GET /user` answers) for a token, or None for an unknown one."""
+        if token == self.token:
+            return self.author, self.user_login is not None
+        return self._tokens.get(token)
+
     def _route(self, request: Request) -> tuple[int, Any, dict[str, str]]:
         scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() not in ("token", "bearer") or credential != self.token:
+        identity = self.identity(credential) if scheme.lower() in ("token", "bearer") else None
+        if identity is None:
             return 401, {"message": "Bad credentials"}, {}
+        login, reads_user = identity
         for fault in self._faults:
             if fault.method == request.method and fault.pattern.search(request.path) and fault.times != 0:
                 if fault.times is not None:
@@ -155,9 +189,9 @@ class GitHubServer:
         repo = re.escape(self.repository)
         path = request.path
         if request.method == "GET" and path == "/user":
-            if self.user_login is None:
+            if not reads_user:
                 return 403, {"message": "Resource not accessible by integration"}, {}
-            return 200, {"login": self.user_login, "id": 1, "type": "User"}, {}
+            return 200, {"login": login, "id": 1, "type": "User"}, {}
         if request.method == "GET" and re.fullmatch(f"/repos/{repo}", path):
             return 200, self._repo_json(), {}
         if request.method == "GET" and (m := re.fullmatch(f"/repos/{repo}/(?:issues|pulls)/(\\d+)", path)):
@@ -172,17 +206,26 @@ class GitHubServer:
                     return 422, {"message": "Invalid request: body is required"}, {}
                 if len(text) > 65536:
                     return 422, {"message": "Body is too long (maximum is 65536 characters)"}, {}
-                return 201, self._new_comment(number, text, self.author), {}
-        if request.method == "PATCH" and (m := re.fullmatch(f"/repos/{repo}/issues/comments/(\\d+)", path)):
-            for comment in (c for thread in self.comments.values() for c in thread):
-                if comment["id"] == int(m[1]):
-                    text = (request.json or {}).get("body")
-                    if not isinstance(text, str) or len(text) > 65536:
-                        return 422, {"message": "Invalid comment body"}, {}
-                    comment["body"] = text
-                    comment["updated_at"] = "2026-11-21T11:00:00Z"
-                    return 200, comment, {}
+                return 201, self._new_comment(number, text, login), {}
+        if request.method in ("PATCH", "DELETE") and (m := re.fullmatch(f"/repos/{repo}/issues/comments/(\\d+)", path)):
+            for thread in self.comments.values():
+                for comment in thread:
+                    if comment["id"] == int(m[1]):
+                        return self._change(request, thread, comment, login)
         return 404, {"message": "Not Found"}, {}
+
+    def _change(self, request: Request, thread: list[dict[str, Any]], comment: dict[str, Any], login: str) -> tuple[int, Any, dict[str, str]]:
+        if comment["user"]["login"] != login:
+            return 403, {"message": "Must have admin rights to Repository."}, {}
+        if request.method == "DELETE":
+            thread.remove(comment)
+            return 204, None, {}
+        text = (request.json or {}).get("body")
+        if not isinstance(text, str) or len(text) > 65536:
+            return 422, {"message": "Invalid comment body"}, {}
+        comment["body"] = text
+        comment["updated_at"] = "2026-11-21T11:00:00Z"
+        return 200, comment, {}
 
     def _page(self, number: int, request: Request) -> tuple[int, Any, dict[str, str]]:
         thread = self.comments.get(number, [])
@@ -226,3 +269,9 @@ class GitHubServer:
             "pull_request": {"url": f"{self.api_url}/repos/{self.repository}/pulls/{number}"},
             "user": {"login": "contributor", "id": 3, "type": "User"},
         }
+
+
+def _timestamp(comment_id: int) -> str:
+    """A creation time that grows with the id, as GitHub's do."""
+    seconds = comment_id - 1000
+    return f"2026-11-21T{10 + seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}Z"
