@@ -6,6 +6,7 @@ spent yet. What ci-grade can run but only partly (unknown keys, ignored features
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ci_grade.config import files, nunjucks
@@ -56,13 +57,14 @@ def check(loaded: LoadedConfig) -> list[str]:
         except TemplateError as exc:
             loc = sources.location(_item(raw_prompts, index))
             raise ConfigError.at(str(exc), loc, f"prompts[{index}]") from None
+    warnings: list[str] = []
     raw_tests = _list(loaded.raw.get("tests"))
     for index, test in enumerate(loaded.config.tests):
         raw = _item(raw_tests, index)
-        _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"tests[{index}].assert")
+        _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"tests[{index}].assert", warnings)
     if loaded.config.defaultTest is not None:
         raw_default = loaded.raw.get("defaultTest")
-        _check_assertions(loaded.config.defaultTest.assert_ or [], loaded, raw_default.get("assert") if isinstance(raw_default, dict) else None, "defaultTest.assert")
+        _check_assertions(loaded.config.defaultTest.assert_ or [], loaded, raw_default.get("assert") if isinstance(raw_default, dict) else None, "defaultTest.assert", warnings)
     raw_scenarios = _list(loaded.raw.get("scenarios"))
     for s_index, scenario in enumerate(loaded.config.scenarios or []):
         raw_scenario = _item(raw_scenarios, s_index) or {}
@@ -70,11 +72,11 @@ def check(loaded: LoadedConfig) -> list[str]:
             raw_list = _list(raw_scenario.get(kind)) if isinstance(raw_scenario, dict) else []
             for t_index, test in enumerate(tests):
                 raw = _item(raw_list, t_index)
-                _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"scenarios[{s_index}].{kind}[{t_index}].assert")
-    return _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources)
+                _check_assertions(test.assert_ or [], loaded, raw.get("assert") if isinstance(raw, dict) else None, f"scenarios[{s_index}].{kind}[{t_index}].assert", warnings)
+    return warnings + _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources)
 
 
-def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_list: Any, path: str) -> None:
+def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_list: Any, path: str, warnings: list[str]) -> None:
     known = registry.names()
     for i, item in enumerate(assertions):
         raw_item = raw_list[i] if isinstance(raw_list, list) and i < len(raw_list) else None
@@ -83,14 +85,31 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
         if item.type == "assert-set":
             if not item.assert_:
                 raise ConfigError.at("assert-set needs a non-empty assert: list", loc, where)
-            _check_assertions(item.assert_, loaded, raw_item.get("assert") if isinstance(raw_item, dict) else None, f"{path}[{i}].assert")
+            _check_assertions(item.assert_, loaded, raw_item.get("assert") if isinstance(raw_item, dict) else None, f"{path}[{i}].assert", warnings)
             continue
         base = item.base_type
+        if base == "regex":
+            value_loc = loaded.sources.location(raw_item, "value") if raw_item is not None else loc
+            warnings.extend(_regex_warning(item.value, value_loc, f"{path}[{i}].value"))
         if base in known:
             continue
         if base in PROMPTFOO_ASSERTION_TYPES:
             raise ConfigError.at(f"assertion type {item.type!r} is not yet supported by ci-grade", loc, where)
         raise ConfigError.at(f"unknown assertion type {item.type!r}{suggest(base, known)}", loc, where)
+
+
+def _regex_warning(pattern: Any, loc: Location | None, where: str) -> list[str]:
+    """A static regex value JavaScript rejects: graded as a failure, so say so before the run."""
+    if not isinstance(pattern, str) or not pattern or "{{" in pattern or "{%" in pattern or pattern.startswith("file://"):
+        return []
+    from ci_grade.scripting.js import regex_error
+
+    problem = regex_error(pattern)
+    if problem is None:
+        return []
+    hint = "; JavaScript has no inline flags such as (?i)" if re.search(r"\(\?[a-zA-Z]+[:)]", pattern) else ""
+    place = f"{loc} {where}" if loc else where
+    return [f"{place}: regex {pattern!r} is not a valid JavaScript regular expression ({problem}){hint}; every row will fail this assertion"]
 
 
 def _list(value: Any) -> list[Any]:

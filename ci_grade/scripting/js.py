@@ -177,6 +177,25 @@ async def arun_inline(code: str, params: tuple[str, ...], args: list[Any]) -> tu
     return await rt.acall(rt.define(params, inline_body(code)), args)
 
 
+_REGEX_TEST = """
+var re;
+try { re = new RegExp(pattern); } catch (e) { return { invalid: String(e && e.message || e) }; }
+return { matched: re.test(text) };
+"""
+
+
+async def regex_test(pattern: str, text: str) -> bool | str:
+    """`new RegExp(pattern).test(text)`; for a pattern JavaScript rejects, V8's message."""
+    _, result = await arun_inline(_REGEX_TEST, ("pattern", "text"), [pattern, text])
+    return str(result["invalid"]) if "invalid" in result else bool(result["matched"])
+
+
+def regex_error(pattern: str) -> str | None:
+    """Why JavaScript rejects `pattern` (V8's message), or None when it compiles."""
+    _, result = run_inline(_REGEX_TEST, ("pattern", "text"), [pattern, ""])
+    return str(result["invalid"]) if "invalid" in result else None
+
+
 def call_js_file_function(path: Path, function: str | None, args: list[Any]) -> Any:
     """Call `function` (or the default export) of a JavaScript file with JSON arguments."""
     rt = runtime()
