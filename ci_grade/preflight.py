@@ -17,14 +17,17 @@ from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, TemplateError
 from ci_grade.grading import registry
+from ci_grade.providers import unavailable
 from ci_grade.providers.registry import is_known as provider_is_known
 
 
 def check(loaded: LoadedConfig) -> list[str]:
     """Fail early, with file and line, on assertion types, provider ids, prompt filters and prompt
-    templates ci-grade cannot run; returns warnings (unknown keys, ignored features)."""
+    templates ci-grade cannot run; returns warnings (unknown keys, invalid static regexes, file
+    providers that cannot run here and will be ERROR rows)."""
     registry.load_all()
     sources = loaded.sources
+    warnings: list[str] = []
     raw_providers = _list(loaded.raw.get("providers"))
     for spec_index, spec in enumerate(loaded.config.providers):
         raw = _item(raw_providers, spec_index)
@@ -39,11 +42,8 @@ def check(loaded: LoadedConfig) -> list[str]:
                 f"providers[{spec_index}]",
             )
         if spec.id.startswith("file://") and not files.split_function(spec.id)[0].endswith(".py"):
-            raise ConfigError.at(
-                f"provider {spec.id!r}: only Python file providers (file://x.py[:fn]) are supported by ci-grade",
-                loc,
-                f"providers[{spec_index}]",
-            )
+            why = unavailable.reason(files.split_function(spec.id)[0])
+            warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
         if spec.prompts is not None and not any(p.allowed_by(spec.prompts) for p in loaded.config.prompts):
             raise ConfigError.at(
                 f"prompts {spec.prompts} match no prompt (prompts are {[p.label for p in loaded.config.prompts]})",
@@ -57,7 +57,6 @@ def check(loaded: LoadedConfig) -> list[str]:
         except TemplateError as exc:
             loc = sources.location(_item(raw_prompts, index))
             raise ConfigError.at(str(exc), loc, f"prompts[{index}]") from None
-    warnings: list[str] = []
     raw_tests = _list(loaded.raw.get("tests"))
     for index, test in enumerate(loaded.config.tests):
         raw = _item(raw_tests, index)

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
+import jinja2.meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ci_grade.errors import TemplateError
@@ -140,6 +141,20 @@ def check(template: str) -> None:
     for text in texts:
         if "{" in text:
             _compile(text, ())
+
+
+def references(template: str) -> set[str]:
+    """The variables `template` reads (a chat-message JSON prompt's strings included); a template
+    that does not parse reads nothing."""
+    parsed = _json_prompt(template)
+    names: set[str] = set()
+    for text in _strings(parsed) if parsed is not None else [template]:
+        if "{" in text:
+            try:
+                names |= jinja2.meta.find_undeclared_variables(_environment(()).parse(text))
+            except jinja2.TemplateSyntaxError:
+                continue
+    return names
 
 
 def render(template: str, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> str:

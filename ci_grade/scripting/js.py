@@ -31,10 +31,18 @@ _BOOTSTRAP = """
 var process = { env: %s };
 function __cigrade_call(name, argsJson) {
   var result = globalThis[name].apply(null, JSON.parse(argsJson));
+  if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+    globalThis.__cigrade_pending = null;
+    result.then(
+      function (v) { globalThis.__cigrade_pending = v === undefined ? '{}' : JSON.stringify({ v: v }); },
+      function (e) { globalThis.__cigrade_pending = JSON.stringify({ rejected: String(e && e.message || e) }); });
+    return '{"pending": true}';
+  }
   if (result === undefined) return '{}';
   return JSON.stringify({ v: result === undefined ? null : result });
 }
 """
+_SETTLED = "globalThis.__cigrade_pending"
 
 
 class JsRuntime:
@@ -101,13 +109,27 @@ class JsRuntime:
         return name
 
     def call(self, name: str, args: list[Any]) -> tuple[bool, Any]:
-        """Call a defined function; returns (returned_something, value). Undefined -> (False, None)."""
-        return _decode(self._eval(_call_source(name, args)))
+        """Call a defined function; returns (returned_something, value). Undefined -> (False, None).
+
+        A returned promise is awaited: it settles in V8's microtask queue (there are no timers or I/O)."""
+        source = _call_source(name, args)
+        return _decode(self._submit(lambda: self._call_here(source)).result())
 
     async def acall(self, name: str, args: list[Any]) -> tuple[bool, Any]:
         """`call` without blocking the event loop."""
         source = _call_source(name, args)
-        return _decode(await asyncio.wrap_future(self._submit(lambda: self._eval_here(source))))
+        return _decode(await asyncio.wrap_future(self._submit(lambda: self._call_here(source))))
+
+    def _call_here(self, source: str) -> Any:
+        raw = self._eval_here(source)
+        if raw != '{"pending": true}':
+            return raw
+        settled = self._eval_here(_SETTLED)  # microtasks ran when the first evaluation returned
+        if settled is None:
+            raise ScriptError("returned a promise that never settled (no timers or I/O are available)")
+        if isinstance(settled, str) and settled.startswith('{"rejected":'):
+            raise ScriptError(f"promise rejected: {json.loads(settled)['rejected']}")
+        return settled
 
     def _eval(self, source: str) -> Any:
         return self._submit(lambda: self._eval_here(source)).result()
@@ -199,14 +221,22 @@ def regex_error(pattern: str) -> str | None:
 def call_js_file_function(path: Path, function: str | None, args: list[Any]) -> Any:
     """Call `function` (or the default export) of a JavaScript file with JSON arguments."""
     rt = runtime()
+    _, value = rt.call(_file_function(rt, path, function), [args])
+    return value
+
+
+async def acall_js_file_function(path: Path, function: str | None, args: list[Any]) -> Any:
+    """`call_js_file_function` without blocking the event loop."""
+    rt = runtime()
+    _, value = await rt.acall(_file_function(rt, path, function), [args])
+    return value
+
+
+def _file_function(rt: JsRuntime, path: Path, function: str | None) -> str:
     module = rt.define_module(path.read_text(encoding="utf-8"), str(path))
     target = f"{module}[{json.dumps(function)}]" if function else f"({module}.default || {module})"
     missing = json.dumps(f"{path.name} has no function {function or 'default'}")
-    name = rt.define(
-        (), f"var f = {target}; if (typeof f !== 'function') throw new Error({missing}); return f.apply(null, arguments[0]);"
-    )
-    _, value = rt.call(name, [args])
-    return value
+    return rt.define((), f"var f = {target}; if (typeof f !== 'function') throw new Error({missing}); return f.apply(null, arguments[0]);")
 
 
 def _commonjs(source: str) -> str:
