@@ -12,7 +12,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -97,6 +97,20 @@ class _Environment(ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
 
+class _UserFilters:
+    """promptfoo's `nunjucksFilters` of the config being run (each config load replaces them)."""
+
+    filters: dict[str, Callable[..., Any]] = {}
+    version = 0
+
+
+def use_filters(filters: Mapping[str, Callable[..., Any]]) -> None:
+    """Make `filters` available to every template rendered from now on (in place of earlier ones)."""
+    if dict(filters) != _UserFilters.filters:
+        _UserFilters.filters = dict(filters)
+        _UserFilters.version += 1
+
+
 def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     env = _Environment(
         autoescape=False,
@@ -109,23 +123,24 @@ def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     env.filters["load"] = _load
     env.filters["json"] = _dump
     env.globals["env"] = _EnvView(dict(extra_env))
+    env.filters.update(_UserFilters.filters)
     return env
 
 
 @lru_cache(maxsize=8)
-def _environment(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
+def _environment(extra_env: tuple[tuple[str, str], ...], filters_version: int = 0) -> jinja2.Environment:
     return _make_env(extra_env)
 
 
-_TEMPLATE_CACHE: dict[tuple[str, tuple[tuple[str, str], ...]], jinja2.Template] = {}
+_TEMPLATE_CACHE: dict[tuple[str, tuple[tuple[str, str], ...], int], jinja2.Template] = {}
 
 
 def _compile(template: str, key: tuple[tuple[str, str], ...]) -> jinja2.Template:
-    cache_key = (template, key)
+    cache_key = (template, key, _UserFilters.version)
     compiled = _TEMPLATE_CACHE.get(cache_key)
     if compiled is None:
         try:
-            compiled = _environment(key).from_string(template)
+            compiled = _environment(key, _UserFilters.version).from_string(template)
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(f"template syntax error on line {exc.lineno}: {exc.message}") from exc
         if len(_TEMPLATE_CACHE) > 4096:
@@ -151,7 +166,7 @@ def references(template: str) -> set[str]:
     for text in _strings(parsed) if parsed is not None else [template]:
         if "{" in text:
             try:
-                names |= jinja2.meta.find_undeclared_variables(_environment(()).parse(text))
+                names |= jinja2.meta.find_undeclared_variables(_environment((), _UserFilters.version).parse(text))
             except jinja2.TemplateSyntaxError:
                 continue
     return names

@@ -232,11 +232,23 @@ async def acall_js_file_function(path: Path, function: str | None, args: list[An
     return value
 
 
-def _file_function(rt: JsRuntime, path: Path, function: str | None) -> str:
+def check_js_file_function(path: Path, function: str | None) -> None:
+    """Evaluate a JavaScript file and check that it exports `function` (or a default function)."""
+    rt = runtime()
+    rt.call(_file_function(rt, path, function, call=False), [])
+
+
+def _file_function(rt: JsRuntime, path: Path, function: str | None, *, call: bool = True) -> str:
     module = rt.define_module(path.read_text(encoding="utf-8"), str(path))
     target = f"{module}[{json.dumps(function)}]" if function else f"({module}.default || {module})"
     missing = json.dumps(f"{path.name} has no function {function or 'default'}")
-    return rt.define((), f"var f = {target}; if (typeof f !== 'function') throw new Error({missing}); return f.apply(null, arguments[0]);")
+    then = f"return f.apply(null, arguments[0].map(function (a) {{ return {_IS_UNDEFINED} ? undefined : a; }}));" if call else "return true;"
+    return rt.define((), f"var f = {target}; if (typeof f !== 'function') throw new Error({missing}); {then}")
+
+
+UNDEFINED: dict[str, Any] = {"__cigrade_undefined__": True}
+"""An argument to `call_js_file_function` that arrives as JavaScript's `undefined`."""
+_IS_UNDEFINED = "(a !== null && typeof a === 'object' && a.__cigrade_undefined__ === true)"
 
 
 def _commonjs(source: str) -> str:
