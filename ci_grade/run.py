@@ -143,6 +143,7 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
     result.score = graded.score
     result.reason = graded.reason
     result.named_scores = graded.named_scores
+    result.named_score_weights = graded.named_score_weights
     result.assertions = graded.assertions
     result.grading_token_usage = graded.token_usage
     result.grading_cost = graded.cost

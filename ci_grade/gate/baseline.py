@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, Field
 
 from ci_grade.results.models import EvalRun, RunInfo, Status, TestResult
+from ci_grade.results.named_metrics import run_totals
 
 BASELINE_VERSION = 1
 
@@ -54,6 +55,8 @@ class BaselineTest(BaseModel):
     assertions: list[BaselineAssertion] = Field(default_factory=list)
     named_scores: dict[str, float] = Field(default_factory=dict)
     named_spreads: dict[str, float] = Field(default_factory=dict)
+    named_weights: dict[str, float] = Field(default_factory=dict)
+    """The weight behind each named score (mean over repeats), so a run's metric counts per assertion."""
 
     @property
     def scored(self) -> int:
@@ -127,9 +130,12 @@ def fold_test(rows: list[TestResult]) -> BaselineTest:
     scored = [r for r in rows if r.status != "error"]
     score, spread = _mean_and_spread([r.score for r in scored])
     named: dict[str, list[float]] = defaultdict(list)
+    weights: dict[str, list[float]] = defaultdict(list)
     for row in scored:
         for metric, value in row.named_scores.items():
             named[metric].append(value)
+        for metric, total in run_totals([row]).items():
+            weights[metric].append(total.weight)
     folded = {metric: _mean_and_spread(values) for metric, values in named.items()}
     passes = sum(r.status == "pass" for r in scored)
     passed = bool(scored) and passes * 2 > len(scored)
@@ -150,6 +156,7 @@ def fold_test(rows: list[TestResult]) -> BaselineTest:
         assertions=_fold_assertions(scored),
         named_scores={m: v[0] for m, v in folded.items()},
         named_spreads={m: v[1] for m, v in folded.items()},
+        named_weights={m: math.fsum(w) / len(w) for m, w in weights.items()},
     )
 
 
