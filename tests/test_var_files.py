@@ -182,3 +182,27 @@ def test_javascript_file_provider_rows_are_errors_and_the_rest_of_the_config_run
         "promptfooconfig.yaml:4 providers[1]: provider 'file://provider.js': JavaScript file providers cannot run in ci-grade "
         "(only Python file providers can); serve it over http: or port it to Python; its rows will be ERRORs"
     ]
+
+
+def test_variables_are_rendered_as_templates_before_the_prompt(tmp_path: Path) -> None:
+    write(tmp_path / "letter.txt", "Dear {{ name | upper }},{% if vip %} welcome back{% endif %}\n")
+    _, data = run(
+        tmp_path,
+        """
+        prompts: ['{{ letter }} | {{ greeting }} | {{ unknown }} | {{ partial }}']
+        providers: [echo]
+        tests:
+          - vars:
+              name: ada
+              vip: true
+              letter: file://letter.txt
+              greeting: 'Hi {{ name }}!'
+              unknown: 'left as written: {{ nobody | upper }}'
+              partial: 'an unclosed {{ tag'
+        """,
+    )
+    (row,) = rows_of(data)
+    assert row["response"]["output"] == "Dear ADA, welcome back | Hi ada! | left as written: {{ nobody | upper }} | an unclosed {{ tag"
+    # The rendering is for the prompt only; the row's variables keep the file's text (simple {{ name }} references are filled).
+    assert row["vars"]["letter"] == "Dear {{ name | upper }},{% if vip %} welcome back{% endif %}"
+    assert row["vars"]["greeting"] == "Hi ada!"

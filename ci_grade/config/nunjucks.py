@@ -197,11 +197,36 @@ def render_value(value: Any, variables: dict[str, Any], env_overrides: dict[str,
 
 
 def render_prompt(template: str, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> str:
-    """Render a prompt; a prompt that parses as JSON is rendered string by string and re-serialised."""
+    """Render a prompt; a prompt that parses as JSON is rendered string by string and re-serialised.
+
+    As in promptfoo, a text prompt sees its string variables rendered as templates first (with the
+    variables), except those that read a variable that is not defined."""
     parsed = _json_prompt(template)
     if parsed is not None:
         return json.dumps(render_value(parsed, variables, env_overrides), ensure_ascii=False, indent=2)
-    return render(template, variables, env_overrides)
+    return render(template, _rendered_vars(variables, env_overrides), env_overrides)
+
+
+_PARTIAL_TAG = re.compile(r"({%[^%]*$|{{[^}]*$|{#[^#]*$)", re.M)
+
+
+def _rendered_vars(variables: dict[str, Any], env_overrides: dict[str, str] | None) -> dict[str, Any]:
+    out = dict(variables)
+    for name, value in variables.items():
+        if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
+            continue
+        if _PARTIAL_TAG.search(value) and not ("{% raw %}" in value and "{% endraw %}" in value):
+            continue  # promptfoo wraps a variable with an unclosed tag in {% raw %}: it prints as written
+        try:
+            names = jinja2.meta.find_undeclared_variables(_environment((), _UserFilters.version).parse(value))
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"variable {name!r}: template syntax error on line {exc.lineno}: {exc.message}") from None
+        if all(n == "env" or n in variables for n in names):
+            try:
+                out[name] = render(value, variables, env_overrides)
+            except TemplateError as exc:
+                raise TemplateError(f"variable {name!r}: {exc}") from None
+    return out
 
 
 def _json_prompt(template: str) -> list[Any] | dict[str, Any] | None:
