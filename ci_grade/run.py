@@ -72,6 +72,7 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
             if options.delay_ms:
                 await asyncio.sleep(options.delay_ms / 1000)
             row = await _run_row_with_timeout(planned, pool, run_context, options.timeout_ms, conversations)
+            conversations.store(planned, row.result.output)
         done += 1
         if options.progress:
             options.progress(row.result, done, total)

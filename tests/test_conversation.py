@@ -131,3 +131,37 @@ def test_chat_prompts_providers_conversation_ids_scenarios_and_repeats_keep_sepa
     assert [m["content"] for m in messages] == ["Hi", "reply to Hi", "Third", "reply to Third", "Fourth"]
     first_turn = fourth["vars"]["_conversation"][0]
     assert first_turn["prompt"] == [{"role": "user", "content": "Hi"}] and first_turn["output"] == "reply to Hi"
+
+
+STORE = """
+prompts: ['{{ message }}']
+providers:
+  - id: file://slow.py
+tests:
+  - vars: {message: 'Before: {{ name }}'}
+  - vars: {message: Ada}
+    options: {storeOutputAs: name, transform: 'output + "!"'}
+  - vars: {message: 'Nice to meet you, {{name}}'}
+  - vars: {message: 'Still {{ name | upper }}'}
+"""
+
+SLOW = '''
+import asyncio
+
+
+async def call_api(prompt, options, context):
+    if prompt == "Ada":
+        await asyncio.sleep(0.2)  # a slow turn: the rows after it must still wait for it
+    return {"output": prompt}
+'''
+
+
+def test_store_output_as_feeds_later_rows_which_wait_for_it(tmp_path: Path) -> None:
+    write(tmp_path / "slow.py", SLOW)
+    rows = run(tmp_path, STORE, "--repeat", "2")
+    for repeat in (0, 1):
+        outputs = [r["response"]["output"] for r in rows if r["repeatIndex"] == repeat]
+        assert outputs == ["Before: {{ name }}", "Ada!", "Nice to meet you, Ada!", "Still ADA!"]
+    third = [r for r in rows if r["testIdx"] % 4 == 2]
+    assert all(r["vars"] == {"message": "Nice to meet you, Ada!", "name": "Ada!"} for r in third)
+    assert all("name" not in r["vars"] for r in rows if r["testIdx"] % 4 == 0)
