@@ -111,7 +111,7 @@ def test_python_and_javascript_var_loaders_run_per_row_and_failures_are_error_ro
         providers: [echo]
         tests:
           - description: loaded
-            vars: {topic: tea, first: file://vars.py:listing, ctx: file://vars.py, summary: 'see {{first}}'}
+            vars: {topic: tea, first: file://vars.py:listing, ctx: file://vars.py, summary: 'see {{first}}', keep: "kept\\n\\n"}
           - description: javascript
             vars: {topic: jam, first: x, ctx: file://vars.js, summary: file://vars.js:later}
           - description: loader error
@@ -134,6 +134,7 @@ def test_python_and_javascript_var_loaders_run_per_row_and_failures_are_error_ro
     assert loaded["response"]["output"] == "Q about tea: ctx for tea in [Q about <topic>: <ctx> | <summary>] after A, B | see A, B"
     assert loaded["vars"]["ctx"] == "ctx for tea in [Q about <topic>: <ctx> | <summary>] after A, B"
     assert loaded["success"] is True
+    assert loaded["vars"]["keep"] == "kept\n"  # one newline stripped, once
     assert rows["javascript"]["response"]["output"] == "Q about jam: CTX from jam | async summary"
     errors = {
         "loader error": "var 'ctx' (file://vars.py:broken): database is down",
