@@ -10,7 +10,7 @@ one after another in config order; every other row stays concurrent. `options.di
 
 A test with `options.storeOutputAs: name` stores its final output (after transforms) as the
 variable `name` of every row after it in config order (in the same repeat), which therefore waits
-for it.
+for it. Rows of tests with `options.runSerially` run one at a time, in config order.
 """
 
 from __future__ import annotations
@@ -50,11 +50,16 @@ class Conversations:
         self._stored: dict[int, dict[str, Any]] = {}
         last: dict[Key, int] = {}
         last_store: dict[int, int] = {}
+        last_serial: int | None = None
         uses: dict[str, bool] = {}
         for row in rows:
             before = [last_store[row.repeat_index]] if row.repeat_index in last_store else []
             if row.test.options.storeOutputAs:
                 last_store[row.repeat_index] = row.index
+            if row.test.options.runSerially:
+                if last_serial is not None:
+                    before.append(last_serial)
+                last_serial = row.index
             template = template_of(row)
             if template not in uses:
                 uses[template] = VARIABLE in nunjucks.references(template)

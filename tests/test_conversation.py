@@ -165,3 +165,28 @@ def test_store_output_as_feeds_later_rows_which_wait_for_it(tmp_path: Path) -> N
     third = [r for r in rows if r["testIdx"] % 4 == 2]
     assert all(r["vars"] == {"message": "Nice to meet you, Ada!", "name": "Ada!"} for r in third)
     assert all("name" not in r["vars"] for r in rows if r["testIdx"] % 4 == 0)
+
+
+SERIAL = '''
+import asyncio
+
+running = []
+overlaps = []
+
+
+async def call_api(prompt, options, context):
+    if context["vars"].get("serial"):
+        if running:
+            overlaps.append(prompt)
+        running.append(prompt)
+        await asyncio.sleep(0.05)
+        running.remove(prompt)
+    return {"output": f"{prompt} (overlapped: {sorted(overlaps)})"}
+'''
+
+
+def test_run_serially_rows_run_one_at_a_time_in_config_order(tmp_path: Path) -> None:
+    write(tmp_path / "serial.py", SERIAL)
+    tests = "\n".join(f"  - vars: {{n: {i}, serial: true}}\n    options: {{runSerially: true}}" for i in range(4))
+    rows = run(tmp_path, f"prompts: ['s{{{{n}}}}', 't{{{{n}}}}']\nproviders: [file://serial.py]\ntests:\n{tests}\n")
+    assert [r["response"]["output"] for r in rows] == [f"{p}{i} (overlapped: [])" for i in range(4) for p in "st"]
