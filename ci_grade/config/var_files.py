@@ -35,8 +35,8 @@ _MAGIC = (
 
 def is_script(ref: str) -> bool:
     """`file://vars.py[:fn]` or a JavaScript/TypeScript file: a var loader, run per row."""
-    path, function = files.split_function(ref)
-    return function is not None or path.endswith(".py") or path.lower().endswith(JAVASCRIPT_SUFFIXES)
+    path, _ = files.split_function(ref)
+    return path.endswith(".py") or path.lower().endswith(JAVASCRIPT_SUFFIXES)
 
 
 def load(path: Path) -> str:
