@@ -10,28 +10,24 @@ and fingerprint, so shards can be merged and checked for completeness.
 
 from __future__ import annotations
 
-import base64
 import copy
 import hashlib
 import itertools
 import json
 import math
-import mimetypes
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ci_grade.config import files, nunjucks
+from ci_grade.config import files, nunjucks, var_files
 from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import Prompt, ProviderSpec, TestCase, TestOptions
 from ci_grade.config.sources import Location
 from ci_grade.errors import ConfigError, ScriptError, UsageError
 from ci_grade.shard import Shard, deal
 
-_IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
-_STRUCTURED = {".json", ".yaml", ".yml"}
 DEFAULT_MAX_ROWS = 100_000
 """Rows (tests x variable combinations x prompts x providers x repeats) one eval may plan (CI_GRADE_MAX_ROWS)."""
 
@@ -67,6 +63,8 @@ class PlannedRow:
     test_id: str
     fingerprint: str
     location: Location | None
+    script_vars: tuple[str, ...] = ()
+    """Variables computed per row by a var loader script (`file://vars.py`); their values are still references."""
 
 
 @dataclass
@@ -120,7 +118,10 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
         _check_size(planned, options, loaded, case)
         for combo in itertools.product(*choices):
             identity_vars = dict(zip(keys, combo, strict=True))
-            variables = nunjucks.resolve_references(var_loader.resolve(identity_vars, case))
+            variables = var_files.strip_newline(var_loader.resolve(identity_vars, case))
+            script_vars = tuple(k for k, v in variables.items() if isinstance(v, str) and v.startswith("file://") and var_files.is_script(v))
+            resolved = nunjucks.resolve_references({k: v for k, v in variables.items() if k not in script_vars})
+            variables = {k: v if k in script_vars else resolved[k] for k, v in variables.items()}
             if case.test.options.transformVars:
                 variables = _transform_vars(case, variables)
             test = case.test.model_copy(update={"vars": variables})
@@ -143,6 +144,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                         base_id=_digest(identity, prompt.key, provider_key),
                         tiebreak=tiebreak,
                         fingerprint=_digest(canonical_vars, prompt.key, provider_key),
+                        script_vars=script_vars,
                     )
                 )
             group += 1
@@ -169,6 +171,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                     test_id=cell.test_id,
                     fingerprint=cell.fingerprint,
                     location=cell.case.location,
+                    script_vars=cell.script_vars,
                 )
             )
     fingerprint = _digest(loaded.config_hash, str(options.repeat), *(f"{c.test_id}:{group_keys[c.group]}" for c in cells))
@@ -202,6 +205,7 @@ class _Cell:
     base_id: str
     tiebreak: str
     fingerprint: str
+    script_vars: tuple[str, ...] = ()
     test_id: str = ""
 
 
@@ -309,6 +313,7 @@ def _cases(loaded: LoadedConfig, default: TestCase) -> list[_Case]:
         raw = _item(raw_tests, i)
         cases.append(_Case(merge_default(test, default), sources.location(raw) if raw is not None else None, f"tests[{i}]", raw))
     raw_scenarios = _list(loaded.raw.get("scenarios"))
+    conversation = 0
     for s_index, scenario in enumerate(config.scenarios or []):
         raw_scenario = _item(raw_scenarios, s_index) or {}
         raw_configs, raw_scenario_tests = _list(raw_scenario.get("config")), _list(raw_scenario.get("tests"))
@@ -328,7 +333,11 @@ def _cases(loaded: LoadedConfig, default: TestCase) -> list[_Case]:
                 )
                 location = sources.location(raw) if raw is not None else sources.location(raw_scenario)
                 path = f"scenarios[{s_index}].config[{c_index}]" + (f" x tests[{t_index}]" if scenario.tests else "")
-                cases.append(_Case(merge_default(combined, default), location, path, raw))
+                merged = merge_default(combined, default)
+                if (merged.metadata or {}).get("conversationId") is None:  # each scenario config is one conversation
+                    merged.metadata = {**(merged.metadata or {}), "conversationId": f"__scenario_{conversation}__"}
+                cases.append(_Case(merged, location, path, raw))
+            conversation += 1
     if not cases and not config.scenarios:
         cases.append(_Case(merge_default(TestCase(), default), None, "defaultTest"))
     return cases
@@ -398,7 +407,8 @@ def _relative(path: Path, base_dir: Path) -> str:
 
 
 class _VarLoader:
-    """Loads `file://` variable values (text, JSON/YAML, images as base64), once per file per plan."""
+    """Loads `file://` variable values once per file per plan (see `config.var_files`); var loader
+    scripts stay references, run per row."""
 
     def __init__(self, base_dir: Path):
         self.base_dir = base_dir
@@ -410,26 +420,18 @@ class _VarLoader:
     def value(self, key: str, value: Any, case: _Case) -> Any:
         if not (isinstance(value, str) and value.startswith("file://")):
             return value
-        path_text, function = files.split_function(value)
-        path = files.resolve(path_text, self.base_dir)
+        path = files.resolve(files.split_function(value)[0], self.base_dir)
         where = f"{case.path}.vars.{key}"
-        loc = case.location
-        if function or path.suffix in (".py", ".js", ".ts", ".mjs"):
-            raise ConfigError.at(f"variables computed by scripts ({value}) are not supported by ci-grade", loc, where)
         if not path.is_file():
-            raise files.missing_file_error(f"file not found: {files.display_path(path)}", loc, where)
+            raise files.missing_file_error(f"file not found: {files.display_path(path)}", case.location, where)
+        if var_files.is_script(value):
+            return value
         if path not in self._loaded:
-            self._loaded[path] = _load_var_file(path)
+            try:
+                self._loaded[path] = var_files.load(path)
+            except ConfigError as exc:
+                raise ConfigError.at(f"{exc.file}: {exc.message}" if exc.file else exc.message, case.location, where) from None
         return copy.deepcopy(self._loaded[path])
-
-
-def _load_var_file(path: Path) -> Any:
-    suffix = path.suffix.lower()
-    if suffix in _STRUCTURED:
-        return files.load_structured(path, None)
-    if suffix in _IMAGE_SUFFIXES or (mimetypes.guess_type(path.name)[0] or "").startswith(("image/", "video/")):
-        return base64.b64encode(path.read_bytes()).decode()
-    return files.read_text(path)
 
 
 def _transform_vars(case: _Case, variables: dict[str, Any]) -> dict[str, Any]:

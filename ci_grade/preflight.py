@@ -10,6 +10,7 @@ by kind; provider ids, prompt filters and prompt templates.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ci_grade.config import files, nunjucks
@@ -21,14 +22,17 @@ from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
 from ci_grade.grading.graders import is_kind_map
+from ci_grade.providers import unavailable
 from ci_grade.providers.registry import is_known as provider_is_known
 
 
 def check(loaded: LoadedConfig) -> list[str]:
     """Fail early, with file and line, on assertion types, provider ids, prompt filters and prompt
-    templates ci-grade cannot run; returns warnings (unknown keys, ignored features)."""
+    templates ci-grade cannot run; returns warnings (unknown keys, invalid static regexes, file
+    providers that cannot run here and will be ERROR rows)."""
     registry.load_all()
     sources = loaded.sources
+    warnings: list[str] = []
     raw_providers = _list(loaded.raw.get("providers"))
     for spec_index, spec in enumerate(loaded.config.providers):
         raw = _item(raw_providers, spec_index)
@@ -43,11 +47,8 @@ def check(loaded: LoadedConfig) -> list[str]:
                 f"providers[{spec_index}]",
             )
         if spec.id.startswith("file://") and not files.split_function(spec.id)[0].endswith(".py"):
-            raise ConfigError.at(
-                f"provider {spec.id!r}: only Python file providers (file://x.py[:fn]) are supported by ci-grade",
-                loc,
-                f"providers[{spec_index}]",
-            )
+            why = unavailable.reason(files.split_function(spec.id)[0])
+            warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
         if spec.prompts is not None and not any(p.allowed_by(spec.prompts) for p in loaded.config.prompts):
             raise ConfigError.at(
                 f"prompts {spec.prompts} match no prompt (prompts are {[p.label for p in loaded.config.prompts]})",
@@ -63,20 +64,20 @@ def check(loaded: LoadedConfig) -> list[str]:
             raise ConfigError.at(str(exc), loc, f"prompts[{index}]") from None
     raw_tests = _list(loaded.raw.get("tests"))
     for index, test in enumerate(loaded.config.tests):
-        _check_test(test, _item(raw_tests, index), loaded, f"tests[{index}]")
+        _check_test(test, _item(raw_tests, index), loaded, f"tests[{index}]", warnings)
     if loaded.config.defaultTest is not None:
-        _check_test(loaded.config.defaultTest, loaded.raw.get("defaultTest"), loaded, "defaultTest")
+        _check_test(loaded.config.defaultTest, loaded.raw.get("defaultTest"), loaded, "defaultTest", warnings)
     raw_scenarios = _list(loaded.raw.get("scenarios"))
     for s_index, scenario in enumerate(loaded.config.scenarios or []):
         raw_scenario = _item(raw_scenarios, s_index) or {}
         for kind, tests in (("config", scenario.config), ("tests", scenario.tests)):
             raw_list = _list(raw_scenario.get(kind)) if isinstance(raw_scenario, dict) else []
             for t_index, test in enumerate(tests):
-                _check_test(test, _item(raw_list, t_index), loaded, f"scenarios[{s_index}].{kind}[{t_index}]")
-    return _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources)
+                _check_test(test, _item(raw_list, t_index), loaded, f"scenarios[{s_index}].{kind}[{t_index}]", warnings)
+    return warnings + _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources)
 
 
-def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str) -> None:
+def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str, warnings: list[str]) -> None:
     raw_test = raw if isinstance(raw, dict) else {}
     sources = loaded.sources
     if test.options.provider is not None:
@@ -84,10 +85,10 @@ def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str) -> No
         _check_provider_ref(test.options.provider, loc, f"{path}.options.provider", grader=True)
     if test.provider is not None:
         _check_provider_ref(test.provider, sources.location(raw_test, "provider"), f"{path}.provider", grader=False)
-    _check_assertions(test.assert_ or [], loaded, raw_test.get("assert"), f"{path}.assert")
+    _check_assertions(test.assert_ or [], loaded, raw_test.get("assert"), f"{path}.assert", warnings)
 
 
-def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_list: Any, path: str) -> None:
+def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_list: Any, path: str, warnings: list[str]) -> None:
     known = registry.names()
     for i, item in enumerate(assertions):
         raw_item = raw_list[i] if isinstance(raw_list, list) and i < len(raw_list) else None
@@ -96,7 +97,7 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
         if item.type == "assert-set":
             if not item.assert_:
                 raise ConfigError.at("assert-set needs a non-empty assert: list", loc, where)
-            _check_assertions(item.assert_, loaded, raw_item.get("assert") if isinstance(raw_item, dict) else None, f"{path}[{i}].assert")
+            _check_assertions(item.assert_, loaded, raw_item.get("assert") if isinstance(raw_item, dict) else None, f"{path}[{i}].assert", warnings)
             continue
         base = item.base_type
         if base not in known:
@@ -104,6 +105,8 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
                 raise ConfigError.at(f"assertion type {item.type!r} is not yet supported by ci-grade", loc, where)
             raise ConfigError.at(f"unknown assertion type {item.type!r}{suggest(base, known)}", loc, where)
         value_loc = loaded.sources.location(raw_item, "value") if raw_item is not None else loc
+        if base == "regex":
+            warnings.extend(_regex_warning(item.value, value_loc, f"{path}[{i}].value"))
         _check_value(item, registry.get(base), loaded, value_loc, f"{path}[{i}].value")
         if item.provider is not None:
             _check_provider_ref(item.provider, loaded.sources.location(raw_item, "provider") if raw_item is not None else loc, f"{path}[{i}].provider", grader=True)
@@ -123,6 +126,20 @@ def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: L
         spec.value.check(value, item.type, item.base_type)
     except GraderError as exc:
         raise ConfigError.at(f"{exc}, got {describe(value)}", loc, where) from None
+
+
+def _regex_warning(pattern: Any, loc: Location | None, where: str) -> list[str]:
+    """A static regex value JavaScript rejects: graded as a failure, so say so before the run."""
+    if not isinstance(pattern, str) or not pattern or "{{" in pattern or "{%" in pattern or pattern.startswith("file://"):
+        return []
+    from ci_grade.scripting.js import regex_error
+
+    problem = regex_error(pattern)
+    if problem is None:
+        return []
+    hint = "; JavaScript has no inline flags such as (?i)" if re.search(r"\(\?[a-zA-Z]+[:)]", pattern) else ""
+    place = f"{loc} {where}" if loc else where
+    return [f"{place}: regex {pattern!r} is not a valid JavaScript regular expression ({problem}){hint}; every row will fail this assertion"]
 
 
 def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: bool) -> None:

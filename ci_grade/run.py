@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ci_grade import row_vars
 from ci_grade.cache import ResponseCache
 from ci_grade.config import nunjucks
-from ci_grade.errors import TemplateError, TransformError
+from ci_grade.conversation import Conversations, template_of
+from ci_grade.errors import ScriptError, TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
 from ci_grade.grading.graders import GraderResolver
@@ -60,15 +62,17 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     graders = GraderResolver(pool, options.env)
     run_context = RunContext(env=options.env, base_dir=options.base_dir, graders=graders, env_overrides=options.env_overrides)
     semaphore = asyncio.Semaphore(concurrency)
+    conversations = Conversations(plan.rows, options.env)
     done = 0
     total = len(plan.rows)
 
     async def one(planned: PlannedRow) -> _Row:
         nonlocal done
-        async with semaphore:
+        async with conversations.turn(planned), semaphore:
             if options.delay_ms:
                 await asyncio.sleep(options.delay_ms / 1000)
-            row = await _run_row_with_timeout(planned, pool, run_context, options.timeout_ms)
+            row = await _run_row_with_timeout(planned, pool, run_context, options.timeout_ms, conversations)
+            conversations.store(planned, row.result.output)
         done += 1
         if options.progress:
             options.progress(row.result, done, total)
@@ -87,11 +91,11 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     return run
 
 
-async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, timeout_ms: int | None) -> _Row:
+async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, timeout_ms: int | None, conversations: Conversations) -> _Row:
     if not timeout_ms:
-        return await _run_row(planned, pool, run)
+        return await _run_row(planned, pool, run, conversations)
     try:
-        return await asyncio.wait_for(_run_row(planned, pool, run), timeout_ms / 1000)
+        return await asyncio.wait_for(_run_row(planned, pool, run, conversations), timeout_ms / 1000)
     except TimeoutError:
         result = _base_result(planned, planned.prompt.raw)
         result.status, result.error = "error", f"test timed out after {timeout_ms} ms"
@@ -99,9 +103,13 @@ async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: Ru
         return _Row(planned, result)
 
 
-async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext) -> _Row:
+async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations) -> _Row:
+    template = template_of(planned)
+    try:
+        planned = await row_vars.prepare(planned, template, run.base_dir, conversations)
+    except ScriptError as exc:
+        return _error_row(planned, template, str(exc))
     test = planned.test
-    template = (test.options.prefix or "") + planned.prompt.raw + (test.options.suffix or "")
     try:
         prompt = nunjucks.render_prompt(template, planned.vars, run.env_overrides)
     except TemplateError as exc:
@@ -109,6 +117,7 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext) -> 
     result = _base_result(planned, prompt)
     try:
         response = await _respond(planned, prompt, pool)
+        conversations.record(planned, prompt, response)
         result.latency_ms = response.latency_ms
         result.cached = response.cached
         result.finish_reason = response.finish_reason
@@ -135,6 +144,7 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext) -> 
     result.score = graded.score
     result.reason = graded.reason
     result.named_scores = graded.named_scores
+    result.named_score_weights = graded.named_score_weights
     result.assertions = graded.assertions
     result.grading_token_usage = graded.token_usage
     result.grading_cost = graded.cost

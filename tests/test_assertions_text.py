@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.assertion_runs import evaluate, first, grade_outputs
@@ -138,7 +139,7 @@ def test_regex_has_javascript_semantics(tmp_path: Path) -> None:
             "invalid pattern": ("ab", {"type": "regex", "value": "(unclosed"}),
             "not-regex": ("hello", {"type": "not-regex", "value": "^\\d"}),
             "not-regex fails": ("1 hello", {"type": "not-regex", "value": "^\\d"}),
-            "not-regex invalid stays an error": ("x", {"type": "not-regex", "value": "[z-a]"}),
+            "not-regex invalid fails too": ("x", {"type": "not-regex", "value": "[z-a]"}),
             "object output": ({"id": 7}, {"type": "regex", "value": '"id":7'}),
             "missing value": ("x", {"type": "regex"}),
         },
@@ -149,17 +150,20 @@ def test_regex_has_javascript_semantics(tmp_path: Path) -> None:
         "lookbehind no match": "fail",
         "digits are ASCII only": "fail",
         "ascii digits": "pass",
-        "python named group syntax is invalid JS": "error",
-        "invalid pattern": "error",
+        # An invalid pattern is a FAIL, with or without not-, as promptfoo grades it (it was an ERROR).
+        "python named group syntax is invalid JS": "fail",
+        "invalid pattern": "fail",
         "not-regex": "pass",
         "not-regex fails": "fail",
-        "not-regex invalid stays an error": "error",
+        "not-regex invalid fails too": "fail",
         "object output": "pass",
         "missing value": "error",
     }
     assert {k: v.status for k, v in r.items()} == expected
-    assert "invalid regular expression '(unclosed'" in r["invalid pattern"].reason
-    assert "SyntaxError" in r["invalid pattern"].reason
+    # promptfoo's reason with V8's message (it was "invalid regular expression '(unclosed': SyntaxError ...").
+    assert r["invalid pattern"].reason == "Invalid regex pattern: Invalid regular expression: /(unclosed/: Unterminated group"
+    assert r["not-regex invalid fails too"].reason == "Invalid regex pattern: Invalid regular expression: /[z-a]/: Range out of order in character class"
+    assert r["invalid pattern"].score == 0.0
     assert r["not-regex fails"].reason == "Expected output to not match regex '^\\\\d'"
 
 
@@ -229,3 +233,38 @@ def test_empty_and_data_outputs(tmp_path: Path) -> None:
         "starts-with empty": "fail", "starts-with data": "pass", "regex empty": "pass", "regex data": "pass",
         "word-count data": "pass", "icontains-any empty": "fail", "not-contains-all empty": "pass",
     }  # fmt: skip
+
+
+def test_invalid_static_regex_is_warned_about_at_load_with_file_key_and_line(tmp_path: Path) -> None:
+    write(
+        tmp_path / "promptfooconfig.yaml",
+        """
+        prompts: ["{{q}}"]
+        providers: [echo]
+        tests:
+          - vars: {q: Hello, pattern: "(?i)hello"}
+            assert:
+              - type: regex
+                value: "(?i)hello"
+              - type: regex
+                value: "{{pattern}}"
+              - type: regex
+                value: "^Hel+o$"
+          - file://more.csv
+        """,
+    )
+    write(tmp_path / "more.csv", "q,__expected\nHi,regex:[z-a]\n")
+    rows = evaluate(tmp_path, (tmp_path / "promptfooconfig.yaml").read_text())
+    warnings = json.loads((tmp_path / "out.json").read_text())["ciGrade"]["warnings"]
+    regex_warnings = [w for w in warnings if "regular expression" in w]
+    assert regex_warnings == [
+        "promptfooconfig.yaml:7 tests[0].assert[0].value: regex '(?i)hello' is not a valid JavaScript regular expression "
+        "(Invalid regular expression: /(?i)hello/: Invalid group); JavaScript has no inline flags such as (?i); every row will fail this assertion",
+        "more.csv:2 tests[1].assert[0].value: regex '[z-a]' is not a valid JavaScript regular expression "
+        "(Invalid regular expression: /[z-a]/: Range out of order in character class); every row will fail this assertion",
+    ]
+    # The templated pattern is not checked at load (it is only known per row), but grades the same way.
+    components = rows[0]["gradingResult"]["componentResults"]
+    assert [c["pass"] for c in components] == [False, False, True]
+    assert components[1]["reason"] == "Invalid regex pattern: Invalid regular expression: /(?i)hello/: Invalid group"
+    assert rows[0]["failureReason"] == 1 and rows[1]["failureReason"] == 1

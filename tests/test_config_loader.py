@@ -592,5 +592,9 @@ def test_vars_from_files(tmp_path: Path) -> None:
         """,
     )
     assert result.code == 0, result.err
-    assert outputs(rows) == ["plain text\n|[1,2]|yes 10|inline", "|| |from vars file"]
-    assert rows[0]["vars"]["j"] == {"k": [1, 2]}
+    # As promptfoo renders them: text is trimmed, and .json/.yaml variables are JSON text, not objects,
+    # so `j.k` and `y.k` are undefined (this was "plain text\n|[1,2]|yes 10|inline").
+    assert outputs(rows) == ["plain text|| |inline", "|| |from vars file"]
+    assert rows[0]["vars"]["j"] == '{"k": [1, 2]}'
+    assert rows[0]["vars"]["y"] == '{"k":"yes","n":10}'
+    assert rows[0]["vars"]["doc"] == "plain text"

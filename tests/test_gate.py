@@ -215,7 +215,8 @@ def test_quickstart_shows_a_regression_against_its_committed_baseline(tmp_path: 
     assert result.out.count("double charge offers a refund and a human: score 1.00 -> 0.33 (-0.67); newly failing (passed in the baseline)") == 1
     md = (out / "summary.md").read_text()
     assert "📉 **Regressed**: 1 test regressed beyond tolerance (max drop 0.10)" in md
-    assert "| metric accuracy | 1.00 | 0.83 | ▼ −0.17 | – | reproducible: exact · 🔻 **regression** |" in md
+    # 7 of 9 accuracy assertions pass, as promptfoo reports it (the mean of the tests' values was 0.83).
+    assert "| metric accuracy | 1.00 | 0.78 | ▼ −0.22 | – | reproducible: exact · 🔻 **regression** |" in md
     assert md.count("- **double charge offers a refund and a human** · support-bot") == 1
     assert "score 1.00 → 0.33 (▼ −0.67) · **regressed** · **new failure**" in md
     assert "  - output: You can see your invoices and change your payment method under Settings &gt; Billing." in md

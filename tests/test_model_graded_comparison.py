@@ -88,7 +88,20 @@ def test_ambiguous_or_invalid_index_is_an_error_for_every_output(tmp_path: Path,
     assert result.stats["tokenUsage"]["assertions"]["numRequests"] == 1
 
 
-@pytest.mark.parametrize(("reply", "winner"), [("1", 1), ("**0**", 0), ("Comparing both.\nBest: 1", 1), ('```json\n{"best": 0, "reason": "r"}\n```', 0)])
+@pytest.mark.parametrize(
+    ("reply", "winner"),
+    [
+        ("1", 1),
+        ("**0**", 0),
+        ("Comparing both.\nBest: 1", 1),
+        ('```json\n{"best": 0, "reason": "r"}\n```', 0),
+        # The forms promptfoo's docs promise for a custom select-best prompt.
+        ("Output 1 is best", 1),
+        ("The best is 1", 1),
+        ("Both are fine, but the second is funnier.\nThe best is output 1.", 1),
+        ("Output 0 is the best one.", 0),
+    ],
+)
 def test_accepted_index_forms(tmp_path: Path, openai_env: LLMServer, reply: str, winner: int) -> None:
     openai_env.on_chat("choose the funniest tweet", reply)
     result = run_eval(tmp_path, TWO_PROMPTS)

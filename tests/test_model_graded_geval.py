@@ -98,6 +98,9 @@ def test_not_passes_when_the_score_is_low(tmp_path: Path, openai_env: LLMServer)
         (STEPS, {"score": "high", "reason": "r"}, "from 0 to 10"),
         (STEPS, "Seven out of ten.", "g-eval evaluation"),
         (STEPS, '{"score": 7, "reason": "a"} {"score": 2, "reason": "b"}', "conflicting"),
+        # A verdict without a reason is a grader error, as in promptfoo (it used to pass as "Scored 7/10").
+        (STEPS, {"score": 7}, "g-eval evaluation: grader's 'reason' must be a non-empty text, got None"),
+        (STEPS, {"score": 7, "reason": "  "}, "grader's 'reason' must be a non-empty text"),
     ],
 )
 def test_bad_replies_are_errors_even_under_not(tmp_path: Path, openai_env: LLMServer, steps: object, evaluation: object, message: str) -> None:

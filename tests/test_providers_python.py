@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from ci_grade.config.yaml12 import loads as yaml_loads
-from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import CallContext
 from tests.conftest import COMPAT, run_cli, write
-from tests.provider_helpers import call, eval_rows, make
+from tests.provider_helpers import call, eval_rows
 from tests.servers.llm_server import LLMServer
 
 PROVIDER = '''
@@ -126,9 +125,14 @@ def test_missing_file_and_import_failure(folder: Path) -> None:
     assert broken.error == "importing broken.py failed: RuntimeError: no credentials configured"
 
 
-def test_non_python_file_providers_are_rejected_by_name() -> None:
-    with pytest.raises(UnknownProviderError, match=r"file://provider.js: only Python file providers"):
-        make("file://provider.js")
+def test_non_python_file_providers_fail_every_call_with_the_reason() -> None:
+    # Each call is an error naming the provider (this used to be UnknownProviderError when the provider was made).
+    response = call("file://provider.js", "x")
+    assert response.error == (
+        "file://provider.js: JavaScript file providers cannot run in ci-grade (only Python file providers can); "
+        "serve it over http: or port it to Python"
+    )
+    assert "Ruby file providers" in (call("file://bot.rb", "x").error or "")
 
 
 def test_eval_resolves_against_the_config_folder_and_errors_stay_per_row(tmp_path: Path) -> None:

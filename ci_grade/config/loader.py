@@ -29,7 +29,7 @@ from ci_grade.errors import ConfigError
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 _NOT_DEREFERENCED = {"tools", "functions", "response_format"}
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
-_IGNORED_KEYS = ("nunjucksFilters", "derivedMetrics", "extensions", "tracing")
+_IGNORED_KEYS = ("derivedMetrics", "extensions", "tracing")
 TEST_KEYS = ("assert", "vars", "options", "metadata", "provider", "providerOutput", "threshold")
 """A test has one of these (promptfoo's rule): a tests file holding one mapping without any is not a test."""
 
@@ -84,7 +84,7 @@ def load_config(paths: Sequence[str | Path], vocabulary: AssertionVocabulary, cw
         where = sources.location(merged, "providers") or Location(files.display_path(config_files[0]))
         raise ConfigError("no providers: add a providers: list (e.g. - echo)", file=where.file, line=where.line, path="providers")
     config = _validate(merged, sources, config_files[0])
-    warnings = loader.warnings
+    warnings = loader.warnings + _use_filters(merged, sources)
     return LoadedConfig(
         config=config,
         files=config_files,
@@ -131,6 +131,11 @@ class _Loader(SourceReader):
             self.test_vars_file(data["defaultTest"], base, "defaultTest")
         if data.get("scenarios") is not None:
             data["scenarios"] = self.scenarios(data["scenarios"], base, data)
+        filters = data.get("nunjucksFilters")
+        if isinstance(filters, dict):  # paths are relative to the file that names them
+            for name, ref in filters.items():
+                if isinstance(ref, str) and ref.strip():
+                    filters[name] = str(files.resolve(ref, base))
         for key in _IGNORED_KEYS:
             if data.get(key):
                 self.warnings.append(f"{self.where(data, key) or shown}: {key!r} is not supported by ci-grade and is ignored")
@@ -354,6 +359,27 @@ def _pointer(root: Any, ref: str) -> Any:
         else:
             return _MISSING
     return node
+
+
+def _use_filters(merged: dict[str, Any], sources: SourceMap) -> list[str]:
+    """Load the config's `nunjucksFilters` (JavaScript) and make them the filters every template sees."""
+    from ci_grade.config import nunjucks
+
+    spec = merged.get("nunjucksFilters") or {}
+    if not isinstance(spec, dict):
+        raise ConfigError.at(f"expected a mapping of filter names to JavaScript files, got {describe(spec)}", sources.location(merged, "nunjucksFilters"), "nunjucksFilters")
+    filters: dict[str, Any] = {}
+    problems: dict[str, str] = {}
+    if spec:
+        from ci_grade.scripting import js_filters
+
+        try:
+            filters, problems = js_filters.load(spec, Path.cwd())
+        except ConfigError as exc:
+            name = (exc.path or "").removeprefix("nunjucksFilters.")
+            raise ConfigError.at(exc.message, sources.location(spec, name), exc.path) from None
+    nunjucks.use_filters(filters)
+    return [f"{ConfigError.at(problem, sources.location(spec, name), f'nunjucksFilters.{name}')}; templates that use it will be ERRORs" for name, problem in problems.items()]
 
 
 def _validate(merged: dict[str, Any], sources: SourceMap, first_file: Path) -> Config:

@@ -28,7 +28,7 @@ def merge_configs(parts: list[dict[str, Any]], sources: SourceMap) -> dict[str, 
                     else:
                         current[sub] = sub_value
                 merged[key] = current
-            elif key in ("env", "evaluateOptions", "metadata", "commandLineOptions") and isinstance(value, dict):
+            elif key in ("env", "evaluateOptions", "nunjucksFilters", "metadata", "commandLineOptions") and isinstance(value, dict):
                 merged[key] = {**(merged.get(key) or {}), **value}
             elif key == "description" and merged.get(key) and value:
                 merged[key] = f"{merged[key]}, {value}"

@@ -12,11 +12,12 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
 import jinja2
+import jinja2.meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ci_grade.errors import TemplateError
@@ -96,6 +97,20 @@ class _Environment(ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
 
+class _UserFilters:
+    """promptfoo's `nunjucksFilters` of the config being run (each config load replaces them)."""
+
+    filters: dict[str, Callable[..., Any]] = {}
+    version = 0
+
+
+def use_filters(filters: Mapping[str, Callable[..., Any]]) -> None:
+    """Make `filters` available to every template rendered from now on (in place of earlier ones)."""
+    if dict(filters) != _UserFilters.filters:
+        _UserFilters.filters = dict(filters)
+        _UserFilters.version += 1
+
+
 def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     env = _Environment(
         autoescape=False,
@@ -108,23 +123,24 @@ def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     env.filters["load"] = _load
     env.filters["json"] = _dump
     env.globals["env"] = _EnvView(dict(extra_env))
+    env.filters.update(_UserFilters.filters)
     return env
 
 
 @lru_cache(maxsize=8)
-def _environment(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
+def _environment(extra_env: tuple[tuple[str, str], ...], filters_version: int = 0) -> jinja2.Environment:
     return _make_env(extra_env)
 
 
-_TEMPLATE_CACHE: dict[tuple[str, tuple[tuple[str, str], ...]], jinja2.Template] = {}
+_TEMPLATE_CACHE: dict[tuple[str, tuple[tuple[str, str], ...], int], jinja2.Template] = {}
 
 
 def _compile(template: str, key: tuple[tuple[str, str], ...]) -> jinja2.Template:
-    cache_key = (template, key)
+    cache_key = (template, key, _UserFilters.version)
     compiled = _TEMPLATE_CACHE.get(cache_key)
     if compiled is None:
         try:
-            compiled = _environment(key).from_string(template)
+            compiled = _environment(key, _UserFilters.version).from_string(template)
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(f"template syntax error on line {exc.lineno}: {exc.message}") from exc
         if len(_TEMPLATE_CACHE) > 4096:
@@ -140,6 +156,20 @@ def check(template: str) -> None:
     for text in texts:
         if "{" in text:
             _compile(text, ())
+
+
+def references(template: str) -> set[str]:
+    """The variables `template` reads (a chat-message JSON prompt's strings included); a template
+    that does not parse reads nothing."""
+    parsed = _json_prompt(template)
+    names: set[str] = set()
+    for text in _strings(parsed) if parsed is not None else [template]:
+        if "{" in text:
+            try:
+                names |= jinja2.meta.find_undeclared_variables(_environment((), _UserFilters.version).parse(text))
+            except jinja2.TemplateSyntaxError:
+                continue
+    return names
 
 
 def render(template: str, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> str:
@@ -167,11 +197,36 @@ def render_value(value: Any, variables: dict[str, Any], env_overrides: dict[str,
 
 
 def render_prompt(template: str, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> str:
-    """Render a prompt; a prompt that parses as JSON is rendered string by string and re-serialised."""
+    """Render a prompt; a prompt that parses as JSON is rendered string by string and re-serialised.
+
+    As in promptfoo, a text prompt sees its string variables rendered as templates first (with the
+    variables), except those that read a variable that is not defined."""
     parsed = _json_prompt(template)
     if parsed is not None:
         return json.dumps(render_value(parsed, variables, env_overrides), ensure_ascii=False, indent=2)
-    return render(template, variables, env_overrides)
+    return render(template, _rendered_vars(variables, env_overrides), env_overrides)
+
+
+_PARTIAL_TAG = re.compile(r"({%[^%]*$|{{[^}]*$|{#[^#]*$)", re.M)
+
+
+def _rendered_vars(variables: dict[str, Any], env_overrides: dict[str, str] | None) -> dict[str, Any]:
+    out = dict(variables)
+    for name, value in variables.items():
+        if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
+            continue
+        if _PARTIAL_TAG.search(value) and not ("{% raw %}" in value and "{% endraw %}" in value):
+            continue  # promptfoo wraps a variable with an unclosed tag in {% raw %}: it prints as written
+        try:
+            names = jinja2.meta.find_undeclared_variables(_environment((), _UserFilters.version).parse(value))
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"variable {name!r}: template syntax error on line {exc.lineno}: {exc.message}") from None
+        if all(n == "env" or n in variables for n in names):
+            try:
+                out[name] = render(value, variables, env_overrides)
+            except TemplateError as exc:
+                raise TemplateError(f"variable {name!r}: {exc}") from None
+    return out
 
 
 def _json_prompt(template: str) -> list[Any] | dict[str, Any] | None:

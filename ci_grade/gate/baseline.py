@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, Field
 
 from ci_grade.results.models import EvalRun, RunInfo, Status, TestResult
+from ci_grade.results.named_metrics import run_totals
 
 BASELINE_VERSION = 1
 
@@ -64,6 +65,8 @@ class BaselineTest(BaseModel):
     """Every repeat's reply was fixed (a recorded `providerOutput` or the `echo` provider)."""
     reproducible_grading: bool = False
     """Every repeat was graded without a model (the same output always gets the same verdict)."""
+    named_weights: dict[str, float] = Field(default_factory=dict)
+    """The weight behind each named score (mean over repeats), so a run's metric counts per assertion."""
 
     @property
     def scored(self) -> int:
@@ -144,9 +147,12 @@ def fold_test(rows: list[TestResult]) -> BaselineTest:
     scored = [r for r in rows if r.status != "error"]
     score, spread = _mean_and_spread([r.score for r in scored])
     named: dict[str, list[float]] = defaultdict(list)
+    weights: dict[str, list[float]] = defaultdict(list)
     for row in scored:
         for metric, value in row.named_scores.items():
             named[metric].append(value)
+        for metric, total in run_totals([row]).items():
+            weights[metric].append(total.weight)
     folded = {metric: _mean_and_spread(values) for metric, values in named.items()}
     passes = sum(r.status == "pass" for r in scored)
     passed = bool(scored) and passes * 2 > len(scored)
@@ -171,6 +177,7 @@ def fold_test(rows: list[TestResult]) -> BaselineTest:
         reply_digest=hashes.pop() if len(hashes) == 1 else None,
         fixed_reply=all(r.fixed_output for r in rows),
         reproducible_grading=all(r.reproducible_grading for r in rows),
+        named_weights={m: math.fsum(w) / len(w) for m, w in weights.items()},
     )
 
 

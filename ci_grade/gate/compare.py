@@ -9,7 +9,6 @@ regressions (a grader outage is not a quality drop).
 from __future__ import annotations
 
 import json
-import math
 from typing import Literal
 
 from ci_grade.gate.baseline import Baseline, BaselineAssertion, BaselineTest, Totals, fold_test, group_rows
@@ -17,7 +16,7 @@ from ci_grade.gate.decision import decide, provenance_warnings
 from ci_grade.gate.matching import portable_matches, renames
 from ci_grade.gate.models import AssertionDelta, CaseDelta, Comparison, GatePolicy, MetricDelta, Rate
 from ci_grade.gate.per_test import classify, confirmation, judge_reproducible, judge_sampled
-from ci_grade.gate.suite import Pair, measures
+from ci_grade.gate.suite import Pair, measures, metric_weight, weighted_mean
 from ci_grade.results.models import EvalRun, TestResult
 
 
@@ -98,11 +97,14 @@ def _head_only(heads: list[BaselineTest]) -> tuple[MetricDelta, MetricDelta, boo
     """Without a baseline: the head's means over its scored tests, nothing judged."""
     scored = [t for t in heads if t.status != "error"]
 
-    def mean_of(name: str, values: list[float]) -> MetricDelta:
-        return MetricDelta(name=name, head=math.fsum(values) / len(values) if values else None, tests=len(values))
+    def mean_of(name: str, values: list[float], weights: list[float] | None = None) -> MetricDelta:
+        return MetricDelta(name=name, head=weighted_mean(values, weights or [1.0] * len(values)), tests=len(values))
 
-    names = sorted({m for t in scored for m in t.named_scores})
-    metrics = [mean_of(name, [t.named_scores[name] for t in scored if name in t.named_scores]) for name in names]
+    def metric(name: str) -> MetricDelta:
+        tests = [t for t in scored if name in t.named_scores]
+        return mean_of(name, [t.named_scores[name] for t in tests], [metric_weight(name, t) for t in tests])
+
+    metrics = [metric(name) for name in sorted({m for t in scored for m in t.named_scores})]
     return mean_of("mean score", [t.score for t in scored]), mean_of("pass rate", [t.pass_rate or 0.0 for t in scored]), False, metrics
 
 

@@ -6,8 +6,10 @@ every test's score is its 0/1 outcome, the mean score and the pass rate are one 
 by an exact McNemar test on the tests that flipped. Otherwise the mean score (and metrics) get a
 paired t test from the paired standard error, clustered when `cluster_key` groups tests, and the
 pass rate an exact McNemar test (a paired t test when tests ran several times or are clustered).
-Holm's correction runs across the measures judged; a measure regresses when it is significantly
-worse (one-sided, alpha) and its estimated drop exceeds the practical margin.
+A named metric's means weigh each test by the weight of its assertions carrying the metric (a
+metric counts per assertion, as promptfoo aggregates it); its paired test uses the linearised
+deltas of that weighted mean. Holm's correction runs across the measures judged; a measure regresses
+when it is significantly worse (one-sided, alpha) and its estimated drop exceeds the practical margin.
 """
 
 from __future__ import annotations
@@ -45,6 +47,39 @@ def _metric(name: str) -> Callable[[BaselineTest], float]:
     return lambda test: test.named_scores[name]
 
 
+def metric_weight(name: str, test: BaselineTest, other: BaselineTest | None = None) -> float:
+    """The weight of a test's `name` metric; a baseline written before weights were recorded
+    borrows the other side's, so both sides weigh alike."""
+    if name in test.named_weights:
+        return test.named_weights[name]
+    return other.named_weights.get(name, 1.0) if other is not None else 1.0
+
+
+def weighted_mean(values: list[float], weights: list[float]) -> float | None:
+    """Mean by weight; the plain mean when every weight is 0 (informational metrics)."""
+    if not values:
+        return None
+    total = math.fsum(weights)
+    if total <= 0:
+        return math.fsum(values) / len(values)
+    return math.fsum(v * w for v, w in zip(values, weights, strict=True)) / total
+
+
+def _side_mean(name: str, tests: list[BaselineTest]) -> float | None:
+    having = [t for t in tests if name in t.named_scores]
+    return weighted_mean([t.named_scores[name] for t in having], [metric_weight(name, t) for t in having])
+
+
+def _linearised(d: list[float], weights: list[float]) -> list[float]:
+    """Values whose plain mean and standard error are those of the weighted mean of `d`
+    (the ratio estimator's linearisation: mean + n * share * (d - mean))."""
+    total = math.fsum(weights)
+    if total <= 0 or len(set(weights)) == 1:
+        return d
+    centre = math.fsum(x * w for x, w in zip(d, weights, strict=True)) / total
+    return [centre + len(d) * w / total * (x - centre) for x, w in zip(d, weights, strict=True)]
+
+
 def measures(pairs: list[Pair], policy: GatePolicy) -> tuple[MetricDelta, MetricDelta, bool, list[MetricDelta]]:
     """(mean score, pass rate, whether they are one measure, named metrics), judged with Holm."""
     exact = bool(pairs) and all(p.reproducible for p in pairs)
@@ -56,7 +91,11 @@ def measures(pairs: list[Pair], policy: GatePolicy) -> tuple[MetricDelta, Metric
     metrics = []
     for name in names:
         with_metric = [p for p in pairs if name in p.base.named_scores and name in p.head.named_scores]
-        metrics.append(_measure(name, with_metric, _metric(name), policy, exact and bool(with_metric)))
+        weights = [(metric_weight(name, p.base, p.head), metric_weight(name, p.head, p.base)) for p in with_metric]
+        result = _measure(name, with_metric, _metric(name), policy, exact and bool(with_metric), weights=weights)
+        if not with_metric:  # a metric on one side only: show it, judge nothing
+            result.base, result.head = (_side_mean(name, [getattr(p, side) for p in pairs]) for side in ("base", "head"))
+        metrics.append(result)
     judged = [mean, *([] if same else [rate]), *metrics]
     _holm(judged, policy)
     if same:
@@ -64,16 +103,22 @@ def measures(pairs: list[Pair], policy: GatePolicy) -> tuple[MetricDelta, Metric
     return mean, rate, same, metrics
 
 
-def _measure(name: str, pairs: list[Pair], value: Callable[[BaselineTest], float], policy: GatePolicy, exact: bool, *, mcnemar_ok: bool = False) -> MetricDelta:
+def _measure(
+    name: str, pairs: list[Pair], value: Callable[[BaselineTest], float], policy: GatePolicy, exact: bool,
+    *, mcnemar_ok: bool = False, weights: list[tuple[float, float]] | None = None,
+) -> MetricDelta:
+    """One measure over the paired tests; `weights` (base, head) per pair weigh the means."""
     if not pairs:
         return MetricDelta(name=name)
+    weights = weights or [(1.0, 1.0)] * len(pairs)
     d = [value(p.head) - value(p.base) for p in pairs]
     result = MetricDelta(
         name=name,
-        base=math.fsum(value(p.base) for p in pairs) / len(pairs),
-        head=math.fsum(value(p.head) for p in pairs) / len(pairs),
+        base=weighted_mean([value(p.base) for p in pairs], [w[0] for w in weights]),
+        head=weighted_mean([value(p.head) for p in pairs], [w[1] for w in weights]),
         tests=len(pairs),
     )
+    d = _linearised(d, [(b + h) / 2 for b, h in weights])
     clusters = [p.cluster for p in pairs] if policy.cluster_key else None
     stats = paired(d, policy.alpha, clusters)
     if exact:

@@ -25,6 +25,7 @@ from ci_grade.grading.session import GraderSession
 from ci_grade.grading.transforms import apply_transform, is_script_ref, run_script
 from ci_grade.providers.base import ProviderResponse
 from ci_grade.results.models import AssertionResult, Status, TestResult
+from ci_grade.results.named_metrics import assertion_totals
 from ci_grade.results.usage import TokenUsage
 
 ASSERTION_CONCURRENCY = 4
@@ -53,6 +54,7 @@ class TestGrade:
     output: Any = None
     token_usage: TokenUsage = field(default_factory=TokenUsage)
     cost: float = 0.0
+    named_score_weights: dict[str, float] = field(default_factory=dict)
 
 
 def script_context(inp: GradingInput) -> dict[str, Any]:
@@ -80,7 +82,8 @@ async def grade(inp: GradingInput, run: RunContext) -> TestGrade:
     results = await _grade_all(assertions, inp, output, run)
     status, score, reason, named = aggregate(results, inp.test.threshold)
     usage, cost = grading_totals(results)
-    return TestGrade(status, score, reason, named, results, output, usage, cost)
+    weights = {name: total.weight for name, total in assertion_totals(results).items()}
+    return TestGrade(status, score, reason, named, results, output, usage, cost, weights)
 
 
 def _is_comparison(assertion: Assertion) -> bool:
@@ -281,19 +284,7 @@ def aggregate(results: list[AssertionResult], threshold: float | None) -> tuple[
 
 def named_scores(results: list[AssertionResult]) -> dict[str, float]:
     """Per metric: the weighted mean of its assertions (plain mean when all weights are 0)."""
-    sums: dict[str, list[float]] = {}
-    for result in results:
-        if result.status == "error":
-            continue
-        entries = [(result.metric, result.score)] if result.metric else []
-        entries += list(result.named_scores.items())
-        for name, value in entries:
-            acc = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
-            acc[0] += value * result.weight
-            acc[1] += result.weight
-            acc[2] += value
-            acc[3] += 1
-    return {name: (a[0] / a[1] if a[1] > 0 else a[2] / a[3]) for name, a in sums.items()}
+    return {name: total.value for name, total in assertion_totals(results).items()}
 
 
 def grading_totals(results: list[AssertionResult]) -> tuple[TokenUsage, float]:
@@ -355,7 +346,9 @@ def merge_comparison(row: TestResult, result: AssertionResult) -> None:
     if result.status != "error":
         if result.metric:
             row.named_scores[result.metric] = result.score
+            row.named_score_weights[result.metric] = result.weight
         row.named_scores.update(result.named_scores)
+        row.named_score_weights.update(dict.fromkeys(result.named_scores, result.weight))
     if row.status == "error" or result.weight == 0:
         return
     if result.status == "error":

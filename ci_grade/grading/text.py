@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from ci_grade.config.nunjucks import js_string
-from ci_grade.errors import GraderError, ScriptError
+from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import MAPPING, SCALAR, STRING, ValueSpec, assertion
 from ci_grade.scripting import js
@@ -108,13 +108,14 @@ async def starts_with(ctx: AssertionContext) -> Grade:
 
 @assertion("regex", handles_inverse=True, value=ValueSpec("{type} needs a value: a regular expression as text", STRING, blank=True, at_load=True))
 async def regex(ctx: AssertionContext) -> Grade:
-    """JavaScript `new RegExp(value).test(output)`, run in V8 so the syntax and semantics are exact."""
+    """JavaScript `new RegExp(value).test(output)`, run in V8 so the syntax and semantics are exact.
+
+    A pattern JavaScript rejects fails (with or without `not-`) with promptfoo's reason."""
     pattern = _text(ctx.value)
-    try:
-        _, matched = await js.arun_inline("new RegExp(pattern).test(output)", ("pattern", "output"), [pattern, ctx.output_text])
-    except ScriptError as exc:
-        raise GraderError(f"invalid regular expression {pattern!r}: {exc}") from None
-    return ctx.check(bool(matched), f"match regex {pattern!r}")
+    matched = await js.regex_test(pattern, ctx.output_text)
+    if isinstance(matched, str):
+        return Grade(False, 0.0, f"Invalid regex pattern: {matched}")
+    return ctx.check(matched, f"match regex {pattern!r}")
 
 
 @assertion("word-count", handles_inverse=True, value=ValueSpec("{type} needs a number or {{min, max}}", (*SCALAR, *MAPPING)))

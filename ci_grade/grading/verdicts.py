@@ -171,7 +171,9 @@ def extract(reply: Any, key: str, *, compare: tuple[str, ...] | None = None) -> 
         if key not in reply:
             raise VerdictError(f"grader reply has no {key!r} field", VerdictProblem.MISSING)
         return reply
-    if not isinstance(reply, str) or not reply.strip():
+    if not isinstance(reply, str):
+        raise not_text(reply, f"a JSON object with {key!r}")
+    if not reply.strip():
         raise VerdictError("grader returned an empty reply", VerdictProblem.EMPTY)
     text = reply.strip()
     objects = find_objects(text)
@@ -188,6 +190,16 @@ def extract(reply: Any, key: str, *, compare: tuple[str, ...] | None = None) -> 
     if any(value != chosen for value in _leftover_values(text, objects, key)):
         raise VerdictError(f"grader reply has a different {key!r} outside its JSON verdict (ambiguous): {_excerpt(text)}", VerdictProblem.AMBIGUOUS)
     return outermost[0].value
+
+
+def not_text(reply: Any, wanted: str) -> VerdictError:
+    """The error for a reply that is not text (or an object): a number, a boolean, a list, or nothing."""
+    if reply is None:
+        return VerdictError("grader returned an empty reply", VerdictProblem.EMPTY)
+    kind = "a boolean" if isinstance(reply, bool) else "a number" if isinstance(reply, int | float) else "a list" if isinstance(reply, list) else type(reply).__name__
+    shown = json.dumps(reply, ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 200 else shown[:197] + "..."
+    return VerdictError(f"grader replied with {kind} ({shown}), not {wanted}", VerdictProblem.MISSING)
 
 
 def _nested_with(value: Any, key: str) -> list[dict[str, Any]]:

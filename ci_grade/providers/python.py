@@ -17,9 +17,11 @@ from typing import Any
 
 from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
-from ci_grade.errors import ScriptError, UnknownProviderError
+from ci_grade.errors import ScriptError
+from ci_grade.providers import unavailable
 from ci_grade.providers.base import CallContext, Provider, ProviderResponse
 from ci_grade.providers.response_dict import response_from_dict
+from ci_grade.providers.unavailable import UnavailableProvider
 from ci_grade.scripting import python
 
 DEFAULT_FUNCTION = "call_api"
@@ -68,13 +70,10 @@ def _where(exc: BaseException, path: Path) -> str:
     return f" ({path.name}:{frame.lineno} in {frame.name})"
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> PythonProvider:
-    """`file://x.py[:fn]` or `python:x.py[:fn]`."""
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> Provider:
+    """`file://x.py[:fn]` or `python:x.py[:fn]`; another kind of file provider fails every call."""
     reference = spec.id.removeprefix("python:") if spec.id.startswith("python:") else spec.id
     path, function = files.split_function(reference)
     if not path.endswith(".py"):
-        raise UnknownProviderError(
-            f"{spec.id}: only Python file providers (file://provider.py) are supported; "
-            "JavaScript, TypeScript and other file providers are not"
-        )
+        return UnavailableProvider(spec, env, unavailable.reason(path), max_concurrency)
     return PythonProvider(spec, env, path, function or DEFAULT_FUNCTION, max_concurrency)

@@ -87,6 +87,8 @@ class TestResult(_Model):
     status: Status
     score: float = 0.0
     named_scores: dict[str, float] = Field(default_factory=dict)
+    named_score_weights: dict[str, float] = Field(default_factory=dict)
+    """Per named metric, the sum of the weights behind its value (see `named_metrics`)."""
     reason: str = ""
     error: str | None = None
     latency_ms: float = 0.0

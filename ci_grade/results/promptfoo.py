@@ -28,6 +28,7 @@ from ci_grade.results.models import (
     SourceRef,
     TestResult,
 )
+from ci_grade.results.named_metrics import run_totals
 from ci_grade.results.usage import TokenUsage
 
 FAILURE_REASON = {"pass": 0, "fail": 1, "error": 2}
@@ -117,6 +118,7 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
             "score": row.score,
             "reason": row.reason,
             "namedScores": row.named_scores,
+            **({"namedScoreWeights": row.named_score_weights} if row.named_score_weights else {}),
             "tokensUsed": _usage(row.grading_token_usage),
             "componentResults": _components(row.assertions),
         },
@@ -139,7 +141,9 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
 
 def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
     prompts: dict[tuple[str, str], dict[str, Any]] = {}
+    rows: dict[tuple[str, str], list[TestResult]] = {}
     for row in run.results:
+        rows.setdefault((row.prompt.key, row.provider.display), []).append(row)
         key = (row.prompt.key, row.provider.display)
         entry = prompts.setdefault(
             key,
@@ -151,7 +155,7 @@ def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
                 "metrics": {
                     "score": 0.0, "testPassCount": 0, "testFailCount": 0, "testErrorCount": 0,
                     "assertPassCount": 0, "assertFailCount": 0, "totalLatencyMs": 0.0,
-                    "tokenUsage": TokenUsage(), "namedScores": {}, "namedScoresCount": {}, "cost": 0.0,
+                    "tokenUsage": TokenUsage(), "namedScores": {}, "namedScoresCount": {}, "namedScoreWeights": {}, "cost": 0.0,
                 },
             },
         )
@@ -164,11 +168,13 @@ def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
         metrics["totalLatencyMs"] += row.latency_ms
         metrics["tokenUsage"].add(row.token_usage)
         metrics["cost"] += row.total_cost
-        for name, value in row.named_scores.items():
-            metrics["namedScores"][name] = metrics["namedScores"].get(name, 0.0) + value
-            metrics["namedScoresCount"][name] = metrics["namedScoresCount"].get(name, 0) + 1
-    for entry in prompts.values():
-        entry["metrics"]["tokenUsage"] = _usage(entry["metrics"]["tokenUsage"])
+    for key, entry in prompts.items():
+        metrics = entry["metrics"]
+        metrics["tokenUsage"] = _usage(metrics["tokenUsage"])
+        for name, total in run_totals(rows[key]).items():
+            metrics["namedScores"][name] = total.weighted
+            metrics["namedScoresCount"][name] = total.count
+            metrics["namedScoreWeights"][name] = total.weight
     return list(prompts.values())
 
 
@@ -256,6 +262,7 @@ def _row_from(item: dict[str, Any]) -> TestResult:
         status=status,
         score=float(item.get("score") or 0.0),
         named_scores={str(k): float(v) for k, v in (item.get("namedScores") or {}).items() if isinstance(v, int | float)},
+        named_score_weights={str(k): float(v) for k, v in (grading.get("namedScoreWeights") or {}).items() if isinstance(v, int | float)},
         reason=str(grading.get("reason") or item.get("error") or ""),
         error=item.get("error"),
         latency_ms=float(item.get("latencyMs") or 0.0),

@@ -31,10 +31,18 @@ _BOOTSTRAP = """
 var process = { env: %s };
 function __cigrade_call(name, argsJson) {
   var result = globalThis[name].apply(null, JSON.parse(argsJson));
+  if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+    globalThis.__cigrade_pending = null;
+    result.then(
+      function (v) { globalThis.__cigrade_pending = v === undefined ? '{}' : JSON.stringify({ v: v }); },
+      function (e) { globalThis.__cigrade_pending = JSON.stringify({ rejected: String(e && e.message || e) }); });
+    return '{"pending": true}';
+  }
   if (result === undefined) return '{}';
   return JSON.stringify({ v: result === undefined ? null : result });
 }
 """
+_SETTLED = "globalThis.__cigrade_pending"
 
 
 class JsRuntime:
@@ -101,13 +109,27 @@ class JsRuntime:
         return name
 
     def call(self, name: str, args: list[Any]) -> tuple[bool, Any]:
-        """Call a defined function; returns (returned_something, value). Undefined -> (False, None)."""
-        return _decode(self._eval(_call_source(name, args)))
+        """Call a defined function; returns (returned_something, value). Undefined -> (False, None).
+
+        A returned promise is awaited: it settles in V8's microtask queue (there are no timers or I/O)."""
+        source = _call_source(name, args)
+        return _decode(self._submit(lambda: self._call_here(source)).result())
 
     async def acall(self, name: str, args: list[Any]) -> tuple[bool, Any]:
         """`call` without blocking the event loop."""
         source = _call_source(name, args)
-        return _decode(await asyncio.wrap_future(self._submit(lambda: self._eval_here(source))))
+        return _decode(await asyncio.wrap_future(self._submit(lambda: self._call_here(source))))
+
+    def _call_here(self, source: str) -> Any:
+        raw = self._eval_here(source)
+        if raw != '{"pending": true}':
+            return raw
+        settled = self._eval_here(_SETTLED)  # microtasks ran when the first evaluation returned
+        if settled is None:
+            raise ScriptError("returned a promise that never settled (no timers or I/O are available)")
+        if isinstance(settled, str) and settled.startswith('{"rejected":'):
+            raise ScriptError(f"promise rejected: {json.loads(settled)['rejected']}")
+        return settled
 
     def _eval(self, source: str) -> Any:
         return self._submit(lambda: self._eval_here(source)).result()
@@ -177,17 +199,56 @@ async def arun_inline(code: str, params: tuple[str, ...], args: list[Any]) -> tu
     return await rt.acall(rt.define(params, inline_body(code)), args)
 
 
+_REGEX_TEST = """
+var re;
+try { re = new RegExp(pattern); } catch (e) { return { invalid: String(e && e.message || e) }; }
+return { matched: re.test(text) };
+"""
+
+
+async def regex_test(pattern: str, text: str) -> bool | str:
+    """`new RegExp(pattern).test(text)`; for a pattern JavaScript rejects, V8's message."""
+    _, result = await arun_inline(_REGEX_TEST, ("pattern", "text"), [pattern, text])
+    return str(result["invalid"]) if "invalid" in result else bool(result["matched"])
+
+
+def regex_error(pattern: str) -> str | None:
+    """Why JavaScript rejects `pattern` (V8's message), or None when it compiles."""
+    _, result = run_inline(_REGEX_TEST, ("pattern", "text"), [pattern, ""])
+    return str(result["invalid"]) if "invalid" in result else None
+
+
 def call_js_file_function(path: Path, function: str | None, args: list[Any]) -> Any:
     """Call `function` (or the default export) of a JavaScript file with JSON arguments."""
     rt = runtime()
+    _, value = rt.call(_file_function(rt, path, function), [args])
+    return value
+
+
+async def acall_js_file_function(path: Path, function: str | None, args: list[Any]) -> Any:
+    """`call_js_file_function` without blocking the event loop."""
+    rt = runtime()
+    _, value = await rt.acall(_file_function(rt, path, function), [args])
+    return value
+
+
+def check_js_file_function(path: Path, function: str | None) -> None:
+    """Evaluate a JavaScript file and check that it exports `function` (or a default function)."""
+    rt = runtime()
+    rt.call(_file_function(rt, path, function, call=False), [])
+
+
+def _file_function(rt: JsRuntime, path: Path, function: str | None, *, call: bool = True) -> str:
     module = rt.define_module(path.read_text(encoding="utf-8"), str(path))
     target = f"{module}[{json.dumps(function)}]" if function else f"({module}.default || {module})"
     missing = json.dumps(f"{path.name} has no function {function or 'default'}")
-    name = rt.define(
-        (), f"var f = {target}; if (typeof f !== 'function') throw new Error({missing}); return f.apply(null, arguments[0]);"
-    )
-    _, value = rt.call(name, [args])
-    return value
+    then = f"return f.apply(null, arguments[0].map(function (a) {{ return {_IS_UNDEFINED} ? undefined : a; }}));" if call else "return true;"
+    return rt.define((), f"var f = {target}; if (typeof f !== 'function') throw new Error({missing}); {then}")
+
+
+UNDEFINED: dict[str, Any] = {"__cigrade_undefined__": True}
+"""An argument to `call_js_file_function` that arrives as JavaScript's `undefined`."""
+_IS_UNDEFINED = "(a !== null && typeof a === 'object' && a.__cigrade_undefined__ === true)"
 
 
 def _commonjs(source: str) -> str:

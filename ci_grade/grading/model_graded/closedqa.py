@@ -1,11 +1,13 @@
-"""`model-graded-closedqa`: does the output meet one criterion, judged by a final Y/N line.
+"""`model-graded-closedqa`: does the output meet one criterion, judged by the reply's final line.
 
-The grader reasons, then ends with a line holding only Y or N. Stricter than promptfoo (which
-passes any reply whose last character is `Y`): the verdict must stand on a line of its own, every
-such line must agree (a grader that echoes a submission's fake `Y` and then says `N` is an ERROR,
-not a pass), and a reply without one is an ERROR. A reply with no Y/N line but a JSON verdict
-carrying `pass` (what an llm-rubric-style `rubricPrompt` produces, as in the seeds' German example)
-is read as that verdict. `not-` inverts (promptfoo ignores it).
+The grader reasons, then ends with Y or N. As in promptfoo, only the final line decides and the
+letter is case-sensitive: a final line ending in `Y` is a yes (`Y Y`, `Answer: Y`), one ending in `N`
+a no, so an echoed `Y` earlier in the reply changes nothing. Tolerant about form where promptfoo is
+not (`**Y**` and `Y.` read as Y), stricter about meaning: the letter must stand alone (`BUSY` is not
+a yes), and a reply whose final line holds no verdict is an ERROR rather than a silent failure. A
+reply without one but with a JSON verdict carrying `pass` (what an llm-rubric-style `rubricPrompt`
+produces, as in the seeds' German example) is read as that verdict. `not-` inverts (promptfoo
+ignores it).
 """
 
 from __future__ import annotations
@@ -18,31 +20,28 @@ from ci_grade.grading.context import AssertionContext, Measure
 from ci_grade.grading.grader_prompts import fence, try_parse
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.grading.session import GraderSession, excerpt
-from ci_grade.grading.verdicts import extract, parse_bool
+from ci_grade.grading.verdicts import extract, not_text, parse_bool
 
-_VERDICT_LINE = re.compile(
-    r"""^[\s>#*_`"'-]*(?:(?:final\s+)?(?:answer|verdict|decision|grade)\s*[:=]\s*)?[*_`"'(\[]*\s*([YN])\s*[)\]*_`"'.!]*\s*$""",
-    re.IGNORECASE,
-)
+_FINAL_VERDICT = re.compile(r"""(?:^|[^A-Za-z0-9])([YN])[\s*_`"'.!)\]]*$""")
 
 
 def parse_closedqa(reply: Any) -> tuple[bool, str]:
     """(meets the criterion, the grader's reasoning) from a closed-QA reply."""
     if isinstance(reply, dict):
         return _json_verdict(reply), str(reply.get("reason") or "")
-    text = str(reply)
+    if not isinstance(reply, str):
+        raise not_text(reply, "text ending in Y or N")
+    text = reply.rstrip()
     lines = text.splitlines()
-    found = [(i, m.group(1).upper()) for i, line in enumerate(lines) if (m := _VERDICT_LINE.match(line))]
-    if not found:
+    match = _FINAL_VERDICT.search(lines[-1]) if lines else None
+    if match is None:
         try:
             verdict = extract(text, "pass")
         except VerdictError:
-            raise VerdictError("grader reply has no final line holding only Y or N", VerdictProblem.MISSING) from None
+            raise VerdictError("grader reply's final line does not end with Y or N", VerdictProblem.MISSING) from None
         return _json_verdict(verdict), str(verdict.get("reason") or "")
-    if len({letter for _, letter in found}) > 1:
-        raise VerdictError("grader reply has conflicting Y and N verdict lines", VerdictProblem.CONFLICTING)
-    reasoning = "\n".join(line for i, line in enumerate(lines) if i not in {j for j, _ in found}).strip()
-    return found[-1][1] == "Y", reasoning
+    reasoning = "\n".join(lines[:-1]).strip() or text
+    return match.group(1) == "Y", reasoning
 
 
 def _json_verdict(verdict: dict[str, Any]) -> bool:

@@ -20,12 +20,26 @@ from ci_grade.grading.grader_prompts import fence, try_parse
 from ci_grade.grading.registry import assertion
 from ci_grade.grading.scoring import reaches
 from ci_grade.grading.session import GraderSession, excerpt
-from ci_grade.grading.verdicts import find_objects, parse_number
+from ci_grade.grading.verdicts import find_objects, not_text, parse_number
 from ci_grade.results.models import AssertionResult
 
 COMPARISON_TYPES = {"select-best", "max-score"}
 _INDEX_KEYS = ("best", "index", "winner", "choice", "selected")
-_INDEX_LINE = re.compile(r"""^[\s>#*_`"'-]*(?:(?:final\s+)?(?:best|index|winner|answer|choice|output|selected)\b[^0-9\n]{0,12})?(\d+)[\s*_`"'.!)\]]*$""", re.IGNORECASE)
+_DECOR = r"""[\s>#*_`"'(\[-]*"""
+_TAIL = r"""[\s*_`"'.!)\]]*$"""
+_OUTPUT = r"(?:(?:output|option|response|candidate|answer|text|number|index|no\.?)\s*)?#?\s*"
+_INDEX_LINES = (
+    # "1", "**0**", "Output 1", "#1"
+    re.compile(rf"^{_DECOR}{_OUTPUT}(\d+){_TAIL}", re.IGNORECASE),
+    # "Best: 1", "The best is 1", "The best output is output 1", "Final answer: 1", "Winner - Output 2"
+    re.compile(
+        rf"^{_DECOR}(?:the\s+)?(?:final\s+)?(?:best|winner|answer|choice|selection|selected|chosen|pick|index)"
+        rf"(?:\s+(?:output|one|response|answer|choice|option))?\s*(?:is|:|=|-|–)?\s*{_OUTPUT}(\d+){_TAIL}",
+        re.IGNORECASE,
+    ),
+    # "Output 1 is best", "Output 1 is the best one.", "1 is the winner"
+    re.compile(rf"^{_DECOR}{_OUTPUT}(\d+)\s+(?:is|was)\s+(?:the\s+)?(?:best|winner)\b[^0-9\n]*$", re.IGNORECASE),
+)
 
 
 def _reject_inverse(ctx: AssertionContext) -> None:
@@ -34,7 +48,8 @@ def _reject_inverse(ctx: AssertionContext) -> None:
 
 
 def parse_index(reply: Any, count: int) -> int:
-    """The chosen output's index: a JSON `best`/`index` field, a bare number, or one final index line."""
+    """The chosen output's index: a JSON `best`/`index` field, a bare number, or index lines that agree
+    ("1", "Best: 1", "The best is 1", "Output 1 is best")."""
     index = _index_from(reply)
     if index is None or not 0 <= index < count:
         raise VerdictError(f"grader chose output {index if index is not None else '?'}, but there are outputs 0..{count - 1}")
@@ -44,13 +59,15 @@ def parse_index(reply: Any, count: int) -> int:
 def _index_from(reply: Any) -> int | None:
     if isinstance(reply, dict):
         return _index_in(reply)
-    text = str(reply).strip()
-    if re.fullmatch(r"[\s*_`\"'.]*\d+[\s*_`\"'.]*", text):
-        return int(re.search(r"\d+", text).group())  # type: ignore[union-attr]
+    if isinstance(reply, int | float) and not isinstance(reply, bool) and float(reply).is_integer():
+        return int(reply)
+    if not isinstance(reply, str):
+        raise not_text(reply, "an output index")
+    text = reply.strip()
     chosen = {i for found in find_objects(text) if (i := _index_in(found.value)) is not None}
     if len(chosen) > 1:
         raise VerdictError(f"grader reply names several outputs as best: {sorted(chosen)}")
-    lines = {int(m.group(1)) for line in text.splitlines() if (m := _INDEX_LINE.match(line))}
+    lines = {int(m.group(1)) for line in text.splitlines() for pattern in _INDEX_LINES if (m := pattern.match(line))}
     if chosen:
         if lines - chosen:
             raise VerdictError(f"grader reply names output {chosen.pop()} in JSON but {sorted(lines - chosen)} elsewhere")

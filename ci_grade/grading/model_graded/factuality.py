@@ -18,7 +18,7 @@ from ci_grade.grading.context import AssertionContext, Measure
 from ci_grade.grading.grader_prompts import fence, try_parse
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.grading.session import GraderSession, excerpt
-from ci_grade.grading.verdicts import extract, parse_number
+from ci_grade.grading.verdicts import extract, not_text, parse_number
 
 # Each category's name in `options.factuality` and what it means; its default score is in the template.
 CATEGORIES = {
@@ -54,6 +54,8 @@ def score_map(ctx: AssertionContext, defaults: dict[str, float]) -> dict[str, fl
 
 def parse_category(reply: Any) -> tuple[str, str]:
     """(category letter, reason) from a JSON `{category, reason}` reply or the legacy `(X) ...` text."""
+    if not isinstance(reply, str | dict):
+        raise not_text(reply, "a category")
     if isinstance(reply, dict) or "category" in str(reply).lower():
         try:
             verdict = extract(reply, "category", compare=("category",))

@@ -55,7 +55,9 @@ def parse_evaluation(reply: Any, scale: float) -> tuple[float, str]:
     if raw is None or not 0 <= raw <= scale:
         raise VerdictError(f"grader's 'score' must be a number from 0 to {scale:g}, got {verdict.get('score')!r}", VerdictProblem.INVALID)
     reason = verdict.get("reason")
-    return raw, reason.strip() if isinstance(reason, str) and reason.strip() else f"Scored {raw:g}/{scale:g}"
+    if not isinstance(reason, str) or not reason.strip():
+        raise VerdictError(f"grader's 'reason' must be a non-empty text, got {excerpt(reason, 200)}", VerdictProblem.INVALID)
+    return raw, reason.strip()
 
 
 async def grade_criterion(ctx: AssertionContext, grader: GraderSession, criterion: str, custom: dict[str, Any]) -> tuple[float, str, list[str]]:
