@@ -22,6 +22,7 @@ from typing import Any
 
 from ci_grade import redact
 from ci_grade.redact import is_auth_key, is_secret_name
+from ci_grade.safe_text import json_dumps
 
 DEFAULT_TTL_SECONDS = 14 * 24 * 3600
 _PROMPTFOO_TRUE = ("1", "true", "yes", "yup", "yeppers")  # promptfoo's getEnvBool
@@ -60,7 +61,7 @@ class ResponseCache:
 
     @staticmethod
     def key(identity: dict[str, Any], request: Any) -> str:
-        blob = json.dumps({"provider": _public(identity), "request": request}, sort_keys=True, ensure_ascii=False, default=str)
+        blob = json_dumps({"provider": _public(identity), "request": request}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
@@ -84,7 +85,7 @@ class ResponseCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(value, handle, ensure_ascii=False, default=str)
+                handle.write(json_dumps(value, default=str))
             os.replace(tmp, path)
         except OSError:
             return

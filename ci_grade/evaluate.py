@@ -24,7 +24,8 @@ from ci_grade.plan import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
-from ci_grade.run import RunOptions, run_plan
+from ci_grade.run import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
+from ci_grade.run_stop import Stop
 from ci_grade.shard import Shard
 
 DEFAULT_CONCURRENCY = 16
@@ -52,6 +53,8 @@ class EvalOptions:
     only_test_ids: frozenset[str] | None = None
     shard: Shard | None = None
     retry_errors: str | None = None
+    stop: Stop = field(default_factory=Stop)
+    """Signals and the time limit (`--max-duration`, else evaluateOptions.maxEvalTimeMs)."""
 
 
 @dataclass
@@ -153,15 +156,18 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         plan, retry = rerun.plan_retry(plan, previous)
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False  # promptfoo's switch
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
+    if options.stop.max_duration is None and eval_options.maxEvalTimeMs:
+        options.stop.max_duration = eval_options.maxEvalTimeMs / 1000
     run_options = RunOptions(
         env=env,
         base_dir=loaded.base_dir,
         concurrency=concurrency,
         delay_ms=int(options.delay_ms if options.delay_ms is not None else eval_options.delay or cli_defaults.get("delay") or 0),
-        timeout_ms=eval_options.timeoutMs or None,
+        timeout_ms=DEFAULT_ROW_TIMEOUT_MS if eval_options.timeoutMs is None else eval_options.timeoutMs or None,
         env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
         progress=progress,
         cache=_cache(options, loaded, env, repeat),
+        stop=options.stop,
     )
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
@@ -180,7 +186,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
         run.info.shard = ShardInfo(index=plan.shard.index, count=plan.shard.count, groups=plan.groups, rows=plan.total_rows)
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
-    run.warnings = list(loaded.warnings)
+    run.warnings = [*loaded.warnings, *run.warnings]
     return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=retry.rerun if retry else None)
 
 

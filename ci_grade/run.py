@@ -3,7 +3,9 @@
 Every planned row ends as exactly one TestResult, whatever fails: a provider error, a broken
 transform, a grader outage or a bug in one assertion becomes an ERROR row with its reason and
 the run goes on. Comparison assertions (select-best, max-score) are graded once all rows of a
-test are done.
+test are done. Each row has a deadline (evaluateOptions.timeoutMs, else 15 minutes; 0 for none);
+a run stopped early (`run_stop.Stop`: a signal or the run's time limit) records the rows it did
+not finish as ERROR rows saying why.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from ci_grade.providers.base import CallContext, ProviderResponse
 from ci_grade.providers.registry import ProviderPool
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
 from ci_grade.results.usage import TokenUsage
+from ci_grade.run_stop import Stop
 
 Progress = Callable[[TestResult, int, int], None]
+DEFAULT_ROW_TIMEOUT_MS = 15 * 60 * 1000
 
 
 @dataclass
@@ -40,10 +44,11 @@ class RunOptions:
     base_dir: Path
     concurrency: int = 16
     delay_ms: int = 0
-    timeout_ms: int | None = None
+    timeout_ms: int | None = DEFAULT_ROW_TIMEOUT_MS
     env_overrides: dict[str, str] = field(default_factory=dict)
     progress: Progress | None = None
     cache: ResponseCache | None = None
+    stop: Stop = field(default_factory=Stop)
 
 
 @dataclass
@@ -52,6 +57,7 @@ class _Row:
     result: TestResult
     grading_input: engine.GradingInput | None = None
     output: Any = None
+    stopped: bool = False
 
 
 async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
@@ -78,17 +84,38 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
             options.progress(row.result, done, total)
         return row
 
+    stop = options.stop
+    tasks = [asyncio.create_task(one(p)) for p in plan.rows]
     try:
-        rows = list(await asyncio.gather(*(one(p) for p in plan.rows)))
-        await _grade_comparisons(rows, run_context)
+        await stop.wait(tasks)
+        rows = [_row_of(task, planned, stop) for task, planned in zip(tasks, plan.rows, strict=True)]
+        graded: set[int] = set()
+        if not stop.requested:
+            await stop.wait([asyncio.create_task(_grade_comparisons(rows, run_context, graded))])
+        if stop.requested:
+            _ungraded_comparisons(rows, graded, stop)
     finally:
         await pool.aclose()
     results = [row.result for row in rows]
     run = EvalRun(results=results, stats=EvalRun.summarize(results))
+    unfinished = sum(1 for row in rows if row.stopped)
+    if unfinished:
+        run.warnings.append(f"{stop.reason}: {unfinished} of {total} rows did not finish and are recorded as errors")
     run.stats.duration_ms = (time.perf_counter() - started) * 1000
     run.info.graders = sorted(graders.used)
     run.info.grader_templates = dict(sorted(run_context.templates.items()))
     return run
+
+
+def _row_of(task: asyncio.Task[_Row], planned: PlannedRow, stop: Stop) -> _Row:
+    """The task's row; one the run stopped before it finished is an ERROR row saying why."""
+    if task.done() and not task.cancelled():
+        if (failure := task.exception()) is None:
+            return task.result()
+        return _error_row(planned, planned.prompt.raw, f"{type(failure).__name__}: {failure}")
+    row = _error_row(planned, planned.prompt.raw, f"{stop.reason} before this row finished")
+    row.stopped = True
+    return row
 
 
 async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, timeout_ms: int | None, conversations: Conversations) -> _Row:
@@ -204,17 +231,33 @@ def _fail_row(planned: PlannedRow, result: TestResult, message: str) -> _Row:
     return _Row(planned, result)
 
 
-async def _grade_comparisons(rows: list[_Row], run: RunContext) -> None:
-    """select-best / max-score: grade all outputs of one test together, then merge per row."""
+def _comparison_groups(rows: list[_Row]) -> dict[int, list[_Row]]:
+    """The rows of each test that has comparison assertions, by test index."""
     groups: dict[int, list[_Row]] = defaultdict(list)
     for row in rows:
         if any(_is_comparison(a.base_type) for a in (row.planned.test.assert_ or [])):
             groups[row.planned.test_index].append(row)
-    for members in groups.values():
+    return groups
+
+
+async def _grade_comparisons(rows: list[_Row], run: RunContext, graded: set[int]) -> None:
+    """select-best / max-score: grade all outputs of one test together, then merge per row;
+    `graded` collects the tests whose comparisons are complete."""
+    for index, members in _comparison_groups(rows).items():
         for assertion in [a for a in (members[0].planned.test.assert_ or []) if _is_comparison(a.base_type)]:
             results = await engine.grade_comparison(assertion, [(r.grading_input, r.output, r.result) for r in members], run)
             for row, result in zip(members, results, strict=True):
                 engine.merge_comparison(row.result, result)
+        graded.add(index)
+
+
+def _ungraded_comparisons(rows: list[_Row], graded: set[int], stop: Stop) -> None:
+    """Rows whose comparisons the stopped run did not finish are errors: never a pass without them."""
+    for index, members in _comparison_groups(rows).items():
+        for row in members:
+            if index not in graded and row.result.status != "error":
+                _fail_row(row.planned, row.result, f"{stop.reason} before the comparison assertions were graded")
+                row.stopped = True
 
 
 def _is_comparison(base_type: str) -> bool:

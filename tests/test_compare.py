@@ -35,7 +35,7 @@ def test_drop_beyond_tolerance_is_a_regression() -> None:
     assert case.delta == pytest.approx(-0.3)
     assert (c.verdict, c.gate_failed) == ("regressed", True)
     assert c.reason == "1 test regressed beyond tolerance (max drop 0.10)"
-    assert c.regression_notes() == {case.test_id: "score 0.90 -> 0.60 (-0.30)"}
+    assert {k: n.text for k, n in c.gate_notes().items() if n.kind == "regression"} == {case.test_id: "score 0.90 -> 0.60 (-0.30)"}
 
 
 def test_drop_within_tolerance_is_not_a_regression() -> None:
@@ -86,7 +86,7 @@ def test_new_failure_and_fix() -> None:
     assert c.new_failures == [a] and c.fixes == [b]
     # with a baseline, a test that newly fails is a regression (not a plain failure)
     assert c.verdict == "regressed" and c.gate_failed
-    assert c.regression_notes()[a.test_id] == "score 1.00 -> 0.00 (-1.00); newly failing (passed in the baseline)"
+    assert c.gate_notes()[a.test_id].text == "score 1.00 -> 0.00 (-1.00); newly failing (passed in the baseline)"
 
 
 def test_new_failure_with_a_small_drop_is_still_a_regression_when_a_pass_rate_is_allowed() -> None:
@@ -96,7 +96,7 @@ def test_new_failure_with_a_small_drop_is_still_a_regression_when_a_pass_rate_is
     assert a.new_failure and not a.regressed
     assert c.verdict == "regressed" and c.gate_failed
     assert c.reason == "1 test newly failing"
-    assert c.regression_notes() == {a.test_id: "score 0.55 -> 0.50 (-0.05); newly failing (passed in the baseline)"}
+    assert {k: n.text for k, n in c.gate_notes().items()} == {a.test_id: "score 0.55 -> 0.50 (-0.05); newly failing (passed in the baseline)"}
 
 
 def test_added_and_removed_tests_are_reported_not_regressions() -> None:

@@ -6,9 +6,11 @@ import io
 import re
 from pathlib import Path
 
+from ci_grade import redact
 from ci_grade.gate.models import GateNote
 from ci_grade.github.annotations import Finding, annotate, findings, workspace_path
 from ci_grade.github.workflow_commands import WorkflowCommands, escape_data, escape_property, format_command
+from ci_grade.redact import Redactor
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef
 from ci_grade.results.models import TestResult as Row
 from tests.github_helpers import parse_command, unescape_data, unescape_property
@@ -50,6 +52,22 @@ def test_annotations_are_capped_per_level_and_the_rest_become_log_lines() -> Non
     assert sum(line.startswith("::error ") for line in lines) == 10
     assert "error: c.yaml:11: failure 10" in lines and "error: c.yaml:12: failure 11" in lines
     assert sum(line.startswith("::warning") for line in lines) == 1
+
+
+def test_overflow_log_lines_and_plain_lines_are_masked() -> None:
+    """Past the annotation cap a failure becomes a plain log line: it is masked like a command."""
+    out = io.StringIO()
+    commands = WorkflowCommands(out)
+    redactor = Redactor()
+    redactor.add(["sk-overflow-secret-123"])
+    with redact.use(redactor):
+        for i in range(11):
+            commands.annotate("error", f"failure {i}: the reply quoted sk-overflow-secret-123", file="c.yaml", line=i + 1)
+        commands.line("token sk-overflow-secret-123 in a log line")
+    text = out.getvalue()
+    assert "sk-overflow-secret-123" not in text
+    assert "error: c.yaml:11: failure 10: the reply quoted ***" in text.splitlines()
+    assert "token *** in a log line" in text.splitlines()
 
 
 def test_commands_are_stopped_with_a_fresh_token_and_resumed() -> None:

@@ -81,7 +81,7 @@ def test_api_errors_are_errors_never_inverted_and_rate_limits_are_retried(tmp_pa
 
 
 def test_a_malformed_moderation_reply_is_an_error(tmp_path: Path, server: LLMServer) -> None:
-    server.fail(200, times=1, path="/v1/moderations", body=b"<html>proxy error</html>")
+    server.fail(200, times=10, path="/v1/moderations", body=b"<html>proxy error</html>")  # on every retry
     (result,) = grade(tmp_path, VIOLENT, {"type": "not-moderation"})
     assert result.status == "error" and result.reason.startswith("Moderation API error")
 

@@ -184,11 +184,12 @@ def test_embedding_server_errors_are_retried_then_reported(tmp_path: Path, vecto
 
 
 def test_malformed_and_empty_embedding_replies_are_errors(tmp_path: Path, vectors: LLMServer) -> None:
-    vectors.fail(200, times=1, path="/v1/embeddings", body=b"<html>not json</html>")
+    vectors.fail(200, times=10, path="/v1/embeddings", body=b"<html>not json</html>")  # on every retry
     (malformed,) = grade(tmp_path, {"type": "similar", "value": "four fifths"})
     assert malformed.status == "error" and "embedding call" in malformed.reason
 
-    vectors.fail(200, times=1, path="/v1/embeddings", body={"object": "list", "data": [], "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+    vectors.clear_faults()
+    vectors.fail(200, times=10, path="/v1/embeddings", body={"object": "list", "data": [], "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1}})
     (empty,) = grade(tmp_path, {"type": "similar", "value": "four fifths"})
     assert empty.status == "error" and "no embedding" in empty.reason.lower()
 

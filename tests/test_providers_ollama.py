@@ -91,7 +91,9 @@ def test_embedding_errors(server: CountingServer) -> None:
         return await provider.embed("x")
 
     server.route("POST", "/api/embed", lambda rec: Response(200, json={"embeddings": []}))
-    assert use("ollama:embedding:nomic-embed-text", embed).error == "API reply has no embeddings: {'embeddings': []}"
+    # a 200 that lacks the embedding is retried like a 5xx, then an error naming what is missing
+    assert use("ollama:embedding:nomic-embed-text", embed).error == "API reply has no embeddings: {'embeddings': []} (gave up after 4 attempts)"
+    assert len(server.requests_to("/api/embed")) == 4
     server.route("POST", "/api/embed", lambda rec: ollama_error(404, 'model "nomic-embed-text" not found, try pulling it first'))
     assert use("ollama:embedding:nomic-embed-text", embed).error == 'API error 404: model "nomic-embed-text" not found, try pulling it first'
 

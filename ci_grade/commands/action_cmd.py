@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from ci_grade.github.inputs import ActionInputs
     from ci_grade.github.workflow_commands import WorkflowCommands
     from ci_grade.report.sections import Section
+    from ci_grade.run_stop import Stop
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("action", help="run as the GitHub Action (inputs from INPUT_* variables)", description=__doc__)
@@ -34,24 +36,33 @@ def add_parser(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """The action's exit code: the gate's, or 130/143 after SIGINT/SIGTERM once every report,
+    the comment and the outputs are written."""
     from ci_grade import redact
-    from ci_grade.errors import CiGradeError
+    from ci_grade.errors import CiGradeError, Interrupted
     from ci_grade.github.event import ActionEvent
     from ci_grade.github.inputs import read_inputs
     from ci_grade.github.workflow_commands import WorkflowCommands
+    from ci_grade.run_stop import Stop
 
     commands = WorkflowCommands()
     env = dict(os.environ)
     mask_secrets(commands, env)
     event = ActionEvent.from_env(env)
     inputs = None
+    stop = Stop()
     try:
-        inputs = read_inputs(env)
-        redact.current().add(inputs.secrets())
-        return run_action(commands, env, event, inputs)
+        with stop.catching_signals():
+            inputs = read_inputs(env)
+            stop.max_duration = inputs.max_duration
+            redact.current().add(inputs.secrets())
+            code = run_action(commands, env, event, inputs, stop)
     except CiGradeError as exc:
         report_failure(commands, env, event, inputs, exc)
         raise
+    if stop.signum is not None:
+        raise Interrupted(stop.signum)
+    return code
 
 
 def mask_secrets(commands: WorkflowCommands, env: Mapping[str, str]) -> None:
@@ -67,7 +78,7 @@ def mask_secrets(commands: WorkflowCommands, env: Mapping[str, str]) -> None:
     redactor.listen(commands.add_mask)
 
 
-def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs) -> int:
+def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs, stop: Stop) -> int:
     """Evaluate, compare, publish everywhere, and return the gate's exit code."""
     from ci_grade.errors import ExitCode, UsageError
     from ci_grade.gate.models import GatePolicy
@@ -94,11 +105,11 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         cluster_key=inputs.cluster_key,
     )
     if inputs.shard:
-        return run_shard(commands, env, inputs, workdir, event.workspace)
+        return run_shard(commands, env, inputs, workdir, event.workspace, stop)
     if inputs.merge:
         graded = merge_and_compare(commands, inputs, policy, workdir, event.workspace)
     else:
-        graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace)
+        graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace, stop)
     marker = marker_for(inputs.comment_title)
     report = render_report(graded.sections, title=inputs.comment_title, marker=marker)
     comment_url, comment_problem = publish_comment(commands, event, inputs, report, marker)
@@ -113,13 +124,21 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         # The summary allows 1 MiB where a comment allows 65,536 characters: render it at its own size.
         note = warning_note(comment_problem)
         summary = render_report(graded.sections, title=inputs.comment_title, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()))
-        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary + note)
+        publish(commands, "the job summary", lambda: append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary + note))
     if env.get("GITHUB_OUTPUT"):
         from ci_grade.github.env_files import write_outputs
 
         values = step_outputs(graded, event.workspace, comment_url)
-        write_outputs(Path(env["GITHUB_OUTPUT"]), values)
+        publish(commands, "the step outputs", lambda: write_outputs(Path(env["GITHUB_OUTPUT"]), values))
     return ExitCode.GATE_FAILED if graded.gate_failed else ExitCode.OK
+
+
+def publish(commands: WorkflowCommands, what: str, write: Callable[[], object]) -> None:
+    """Write a runner file; a failure (a full disk, a missing folder) is a warning: the verdict stands."""
+    try:
+        write()
+    except OSError as exc:
+        commands.warning(f"could not write {what}: {exc.strerror or exc}; the verdict stands", title="ci-grade")
 
 
 class Graded(NamedTuple):
@@ -129,13 +148,14 @@ class Graded(NamedTuple):
     results_paths: list[Path]
     junit_path: Path
     warnings: list[str]
+    """About the run: a missing baseline, result files that could not be written."""
 
     @property
     def gate_failed(self) -> bool:
         return any(s.comparison.gate_failed for s in self.sections)
 
 
-def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path) -> tuple[EvalOutcome, EvalOptions, Path | None]:
+def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop) -> tuple[EvalOutcome, EvalOptions, Path | None]:
     """Run the eval (or its shard, or its retry) in the working directory, inside a log group."""
     from ci_grade.errors import ConfigError
     from ci_grade.evaluate import EvalOptions, evaluate
@@ -145,6 +165,7 @@ def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path) -
         options = EvalOptions(
             configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
             cache_dir=str(cache) if cache else None, cache=inputs.cache, shard=inputs.shard, retry_errors=inputs.retry_errors,
+            stop=stop,
         )
         with commands.group("ci-grade: evaluate"), commands.commands_stopped():
             outcome = evaluate(options)
@@ -157,7 +178,7 @@ def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path) -
     return outcome, options, cache
 
 
-def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path) -> Graded:
+def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path, stop: Stop) -> Graded:
     """Run the eval in the working directory, compare with the baseline, write the results files."""
     from ci_grade import redact
     from ci_grade.commands.shared import judge
@@ -168,19 +189,20 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
 
     with contextlib.chdir(workdir):
         baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
-        outcome, options, cache = _evaluate(commands, inputs, workdir)
+        outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
         with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
-            comparison = judge(outcome, options, baseline, policy, inputs.confirm)
+            comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm)
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
-        written = outputs.write_outputs(paths, run, outcome.config_for_output, regressions=comparison.gate_notes())
+        problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
+        written = outputs.write_outputs(paths, run, outcome.config_for_output, comparison.gate_notes(), max_output_chars=inputs.max_output_chars, problems=problems)
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
             print(console.summary(run))
             print(redact.text(f"verdict: {comparison.verdict}: {comparison.reason}"), flush=True)
         warnings = [f"baseline {inputs.baseline} not found: judged by thresholds only"] if inputs.baseline and baseline is None else []
         section = Section(run.info.config_name, run, comparison)
-        return Graded([section], [Path(inputs.results_path).resolve()], Path(inputs.junit_path).resolve(), warnings)
+        return Graded([section], [Path(inputs.results_path).resolve()], Path(inputs.junit_path).resolve(), [*problems, *warnings])
 
 
 def merge_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path) -> Graded:
@@ -202,7 +224,7 @@ def merge_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: 
         return Graded(merged.sections, results, Path(inputs.junit_path).resolve(), merged.warnings)
 
 
-def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: ActionInputs, workdir: Path, workspace: Path) -> int:
+def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: ActionInputs, workdir: Path, workspace: Path, stop: Stop) -> int:
     """One shard: write its results and JUnit, a line in the summary, two outputs; exit 0 whatever
     its tests did (the merge job gives the verdict)."""
     from ci_grade.errors import ExitCode
@@ -211,10 +233,10 @@ def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: Action
     from ci_grade.report import console, outputs
 
     with contextlib.chdir(workdir):
-        outcome, _, cache = _evaluate(commands, inputs, workdir)
+        outcome, _, cache = _evaluate(commands, inputs, workdir, stop)
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
-        written = outputs.write_outputs(paths, run, outcome.config_for_output)
+        written = outputs.write_outputs(paths, run, outcome.config_for_output, max_output_chars=inputs.max_output_chars)
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
             print(console.summary(run), flush=True)
@@ -225,12 +247,13 @@ def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: Action
         from ci_grade.github.env_files import append_summary
         from ci_grade.report.markdown_escape import Escaper
 
-        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), f"### {Escaper().inline(inputs.comment_title, limit=200)}: {line}\n")
+        publish(commands, "the job summary", lambda: append_summary(Path(env["GITHUB_STEP_SUMMARY"]), f"### {Escaper().inline(inputs.comment_title, limit=200)}: {line}\n"))
     if env.get("GITHUB_OUTPUT"):
         from ci_grade.github.env_files import write_outputs
 
         files = {"results-path": inputs.results_path, "junit-path": inputs.junit_path}
-        write_outputs(Path(env["GITHUB_OUTPUT"]), {name: workspace_path(path, workdir, workspace) or path for name, path in files.items()})
+        values = {name: workspace_path(path, workdir, workspace) or path for name, path in files.items()}
+        publish(commands, "the step outputs", lambda: write_outputs(Path(env["GITHUB_OUTPUT"]), values))
     return ExitCode.OK
 
 
@@ -357,4 +380,4 @@ def report_failure(commands: WorkflowCommands, env: Mapping[str, str], event: Ac
     if summary_path:
         from ci_grade.github.env_files import append_summary
 
-        append_summary(Path(summary_path), report + warning_note(problem))
+        publish(commands, "the job summary", lambda: append_summary(Path(summary_path), report + warning_note(problem)))

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ci_grade.evaluate import EvalOutcome
+    from ci_grade.evaluate import EvalOptions, EvalOutcome
 
 
 def add_parser(subparsers: Any) -> None:
@@ -42,21 +42,14 @@ def _log_group(title: str) -> Iterator[None]:
 
 def main(args: argparse.Namespace) -> int:
     """Run, compare with `--baseline` (read first: a bad one exits 2 before any call), write the
-    results (`.md` is the gate report when `--baseline` is given), and exit per the gate."""
-    from pathlib import Path
+    results (`.md` is the gate report when `--baseline` is given), and exit per the gate (130 or
+    143 after SIGINT or SIGTERM, once everything is written)."""
+    from ci_grade.commands.shared import eval_options
+    from ci_grade.errors import Interrupted, UsageError
 
-    from ci_grade import redact
-    from ci_grade.commands.shared import eval_options, gate_policy, judge, read_baseline
-    from ci_grade.errors import ExitCode, UsageError
-    from ci_grade.evaluate import evaluate
-    from ci_grade.gate.baseline import baseline_from_run
-    from ci_grade.gate.store import save_baseline
-    from ci_grade.report import console, outputs
-    from ci_grade.report.gate_summary import terminal_summary
-    from ci_grade.report.outputs import write_reports
-
-    policy = gate_policy(args)
     options = eval_options(args)
+    if args.confirm < 0:
+        raise UsageError("--confirm must be 0 or more")
     if args.shard:
         from ci_grade.shard import parse_shard
 
@@ -66,33 +59,58 @@ def main(args: argparse.Namespace) -> int:
         if not any(path.lower().endswith(".json") for path in args.output):
             raise UsageError("a shard's results are for `ci-grade merge`: write them to a .json file (-o shard.json)")
     options.retry_errors = args.retry_errors
+    with options.stop.catching_signals():
+        code = _evaluate(args, options)
+    if options.stop.signum is not None:
+        raise Interrupted(options.stop.signum)
+    return code
+
+
+def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
+    from pathlib import Path
+
+    from ci_grade import redact
+    from ci_grade.commands.shared import gate_policy, judge, read_baseline
+    from ci_grade.errors import ExitCode
+    from ci_grade.evaluate import evaluate
+    from ci_grade.gate.baseline import baseline_from_run
+    from ci_grade.gate.store import save_baseline
+    from ci_grade.report import console, outputs
+    from ci_grade.report.gate_summary import terminal_summary
+    from ci_grade.report.outputs import write_reports
+
+    policy = gate_policy(args)
     baseline = read_baseline(args.baseline, Path.cwd())
-    if args.confirm < 0:
-        raise UsageError("--confirm must be 0 or more")
     with _log_group("ci-grade: evaluate"):
         outcome = evaluate(options)
     for warning in outcome.run.warnings:
         sys.stderr.write(f"warning: {redact.text(warning)}\n")
     if outcome.rerun is not None:
         sys.stderr.write(f"retry: ran {outcome.rerun} of {len(outcome.run.results)} rows again, kept the others from {args.retry_errors}\n")
+    problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
+    cap = outputs.DEFAULT_MAX_OUTPUT_CHARS if args.max_output_chars is None else args.max_output_chars
     if outcome.run.info.shard:
-        return _shard_done(outcome)
-    comparison = judge(outcome, options, baseline, policy, args.confirm)
+        return _shard_done(outcome, cap)
+    comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
     if args.baseline:
-        written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output)
+        written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output, max_output_chars=cap, problems=problems)
     else:
-        written = outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output)
-    if args.save_baseline:
+        written = outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output, max_output_chars=cap, problems=problems)
+    if args.save_baseline and options.stop.requested:
+        problems.append(f"the run was stopped: no baseline saved to {args.save_baseline}")
+    elif args.save_baseline:
         save_baseline(baseline_from_run(outcome.run), Path(args.save_baseline))
         written.append(Path(args.save_baseline))
     print(console.summary(outcome.run))
     print(terminal_summary(comparison))
     for path in written:
         print(f"  wrote {path}")
+    for problem in problems:
+        sys.stderr.write(f"warning: {redact.text(problem)}\n")
     return ExitCode.GATE_FAILED if comparison.gate_failed else ExitCode.OK
 
 
-def _shard_done(outcome: EvalOutcome) -> int:
+def _shard_done(outcome: EvalOutcome, max_output_chars: int) -> int:
     """A shard writes its results and exits 0 whatever its tests did: the merge gives the verdict."""
     from ci_grade.errors import ExitCode
     from ci_grade.report import console, outputs
@@ -100,7 +118,7 @@ def _shard_done(outcome: EvalOutcome) -> int:
     run = outcome.run
     shard = run.info.shard
     assert shard is not None
-    written = outputs.write_outputs(outcome.output_paths, run, outcome.config_for_output)
+    written = outputs.write_outputs(outcome.output_paths, run, outcome.config_for_output, max_output_chars=max_output_chars)
     print(console.summary(run))
     print(f"shard {shard.index}/{shard.count}: {len(run.results)} of {shard.rows} rows; merge the shards with `ci-grade merge` for the verdict")
     for path in written:

@@ -55,6 +55,15 @@ def _alpha(text: str) -> float:
     return number
 
 
+def _duration(text: str) -> float:
+    from ci_grade.run_stop import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     """The baseline source, the gate's options and the report title (shared by eval and compare)."""
     group = parser.add_argument_group("baseline and gate")
@@ -138,6 +147,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--filter-providers", "--filter-targets", metavar="REGEX", help="only providers whose id or label matches")
     parser.add_argument("--var", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="set a variable for every test (repeatable)")
     parser.add_argument("--env-file", "--env-path", action="extend", type=_paths, default=[], metavar="FILE", help="load environment variables from .env files (repeatable or comma-separated)")
+    parser.add_argument("--max-output-chars", type=_count, metavar="N", help="characters of each row's output kept in results files (default 100000; 0 keeps all); a cut output says so")
+    parser.add_argument("--max-duration", type=_duration, metavar="DURATION", help="time limit for the whole run, e.g. 30m or 1h30m: rows not finished by then are recorded as errors (timed out) and every report is written. Default: evaluateOptions.maxEvalTimeMs, else none")
     parser.add_argument("--cache-dir", metavar="DIR", help="where model replies are cached (default: CI_GRADE_CACHE_DIR, else ~/.cache/ci-grade)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the response cache (it is on by default and off with --repeat > 1)")
     parser.add_argument("--no-progress", "--no-progress-bar", action="store_true", help="do not report progress on stderr")
@@ -151,6 +162,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 def eval_options(args: argparse.Namespace) -> EvalOptions:
     from ci_grade.errors import UsageError
     from ci_grade.evaluate import EvalOptions
+    from ci_grade.run_stop import Stop
 
     if args.max_concurrency is not None and args.max_concurrency < 1:
         raise UsageError("--max-concurrency must be at least 1")
@@ -176,4 +188,5 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         filter_providers=args.filter_providers,
         delay_ms=args.delay,
         description=args.description,
+        stop=Stop(args.max_duration),
     )

@@ -271,10 +271,6 @@ class Comparison(BaseModel):
     def changed(self, kind: Literal["renamed", "added", "removed"]) -> list[CaseDelta]:
         return [t for t in self.tests if t.change == kind]
 
-    def regression_notes(self) -> dict[str, str]:
-        """test_id -> a short note on each regression."""
-        return {t.test_id: t.note() for t in self.regressions}
-
     def gate_notes(self) -> dict[str, GateNote]:
         """test_id -> what the gate made of a regressed or failing test, for JUnit and annotations."""
         notes = {t.test_id: GateNote(kind="regression", text=t.note()) for t in self.regressions}

@@ -14,6 +14,7 @@ from ci_grade import redact
 from ci_grade.atomic import write_atomic
 from ci_grade.errors import ConfigError, InfrastructureError, UsageError
 from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run, baseline_from_runs
+from ci_grade.safe_text import json_dumps
 
 GIT_PREFIX = "git:"
 
@@ -23,7 +24,7 @@ def save_baseline(baseline: Baseline, path: Path) -> None:
     portable = baseline.model_copy(deep=True)
     portable.info.config_files = [_relative(name) for name in portable.info.config_files]
     data = redact.data(portable.model_dump(mode="json"))
-    write_atomic(Path(path), json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    write_atomic(Path(path), json_dumps(data, indent=2) + "\n")
 
 
 def _relative(name: str) -> str:

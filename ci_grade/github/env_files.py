@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ci_grade import redact
+from ci_grade.safe_text import well_formed
 
 # GitHub rejects a step summary above 1 MiB; keep a margin for what other tools append.
 SUMMARY_LIMIT_BYTES = 1_000_000
@@ -27,7 +28,7 @@ def format_output(name: str, value: str) -> str:
 
 def write_outputs(path: Path, values: Mapping[str, str]) -> None:
     """Append outputs to the `$GITHUB_OUTPUT` file (secrets masked)."""
-    text = "".join(format_output(name, redact.text(value)) for name, value in values.items())
+    text = "".join(format_output(name, well_formed(redact.text(value))) for name, value in values.items())
     with path.open("a", encoding="utf-8", newline="") as handle:
         handle.write(text)
 
@@ -48,7 +49,7 @@ def append_summary(path: Path, markdown: str, limit: int = SUMMARY_LIMIT_BYTES) 
     used = path.stat().st_size if path.exists() else 0
     budget = max(0, limit - used)
     note = "\n_The rest of this report was cut to fit GitHub's job summary limit; see the results files._\n"
-    markdown = redact.text(markdown)
+    markdown = well_formed(redact.text(markdown))
     body = markdown if markdown.endswith("\n") else markdown + "\n"
     fitted = fit_bytes(body, budget, note)
     with path.open("a", encoding="utf-8", newline="") as handle:

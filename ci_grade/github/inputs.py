@@ -43,6 +43,8 @@ DEFAULTS: dict[str, str] = {
     "shard": "",
     "merge": "",
     "retry-errors": "",
+    "max-duration": "",
+    "max-output-chars": "100000",
     "github-token": "",
     "cache": "on",
 }
@@ -91,6 +93,8 @@ class ActionInputs:
     shard: Shard | None
     merge: list[str]
     retry_errors: str | None
+    max_duration: float | None
+    max_output_chars: int
     github_token: str | None = field(repr=False)
     cache: bool = True
 
@@ -148,6 +152,15 @@ def _path(name: str, text: str, suffixes: tuple[str, ...]) -> str:
     return text
 
 
+def _duration(name: str, text: str) -> float:
+    from ci_grade.run_stop import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise UsageError(f"input `{name}`: {exc}") from None
+
+
 def split_list(text: str) -> list[str]:
     """Newline- or comma-separated values, trimmed, empties dropped."""
     return [part.strip() for part in re.split(r"[\n,]", text) if part.strip()]
@@ -199,6 +212,8 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         shard=shard,
         merge=merge,
         retry_errors=optional("retry-errors"),
+        max_duration=_duration("max-duration", text) if (text := get("max-duration")) else None,
+        max_output_chars=_whole("max-output-chars", get("max-output-chars"), low=0),
         github_token=optional("github-token") or (env.get("GITHUB_TOKEN") or "").strip() or None,
         cache=_switch("cache", get("cache")),
     )

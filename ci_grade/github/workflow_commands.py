@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Literal, TextIO
 
 from ci_grade import redact
+from ci_grade.safe_text import terminal
 
 Level = Literal["error", "warning", "notice"]
 
@@ -50,15 +51,22 @@ class WorkflowCommands:
         return self._stream or sys.stdout
 
     def line(self, text: str) -> None:
+        """Print a log line, secrets masked and control characters shown as escapes (so none can
+        colour or rewrite the log)."""
+        self._write(terminal(redact.text(text)))
+
+    def _write(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
 
     def command(self, name: str, message: str = "", **properties: str | int | None) -> None:
         """Print a command; its text is masked first (but for add-mask, which names the secret)."""
-        if name != "add-mask":
-            message = redact.text(message)
-            properties = {key: redact.text(value) if isinstance(value, str) else value for key, value in properties.items()}
-        self.line(format_command(name, message, **properties))
+        if name == "add-mask":
+            self._write(format_command(name, message, **properties))
+            return
+        message = redact.text(message)
+        properties = {key: redact.text(value) if isinstance(value, str) else value for key, value in properties.items()}
+        self._write(terminal(format_command(name, message, **properties)))
 
     def add_mask(self, value: str) -> None:
         """Ask the runner to mask `value` (each line separately, as the runner masks per line).

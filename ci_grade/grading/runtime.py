@@ -293,27 +293,26 @@ async def post_webhook(url: str, payload: dict[str, Any], timeout: float) -> Any
     shown = _display_url(url)
     async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
 
-        async def attempt() -> httpx.Response:
+        async def attempt() -> Any:
             try:
                 response = await client.post(url, json=payload)
             except httpx.TimeoutException:
-                raise TransientError(f"webhook {shown} timed out after {timeout:g}s") from None
+                raise TransientError(f"webhook {shown} timed out after {timeout:g}s", timeout=True) from None
             except httpx.TransportError as exc:
                 raise TransientError(f"webhook {shown} is unreachable: {type(exc).__name__}") from None
             if response.status_code in RETRYABLE_STATUS:
                 raise TransientError(f"webhook {shown} returned HTTP {response.status_code}", retry_after_seconds(dict(response.headers)))
-            return response
+            if not response.is_success:
+                raise GraderError(f"webhook {shown} returned HTTP {response.status_code}")
+            try:
+                return json.loads(response.text)
+            except ValueError:
+                raise TransientError(f"webhook {shown} replied with something that is not JSON: {response.text[:100]!r}") from None
 
         try:
-            response = await with_retries(attempt)
+            return await with_retries(attempt, timeout=timeout, what=f"webhook {shown}")
         except TransientError as exc:
             raise GraderError(f"{exc} (after retries)") from None
-    if not response.is_success:
-        raise GraderError(f"webhook {shown} returned HTTP {response.status_code}")
-    try:
-        return response.json()
-    except ValueError:
-        raise GraderError(f"webhook {shown} replied with something that is not JSON: {response.text[:100]!r}") from None
 
 
 @assertion("webhook", handles_inverse=True, reproducible=False)

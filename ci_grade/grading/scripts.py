@@ -7,7 +7,6 @@ named scores and component results (Python's snake_case keys are accepted).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from typing import Any
@@ -18,6 +17,7 @@ from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.results.models import AssertionResult
 from ci_grade.scripting import js, python
+from ci_grade.scripting.threads import run_in_thread
 
 
 def script_context(ctx: AssertionContext) -> dict[str, Any]:
@@ -51,7 +51,7 @@ async def javascript(ctx: AssertionContext) -> Grade:
             path = files.resolve(path_text, ctx.run.base_dir)
             if not path.is_file():
                 raise GraderError(f"file not found: {path}")
-            value, returned = await asyncio.to_thread(js.call_js_file_function, path, function, args), True
+            value, returned = await run_in_thread(js.call_js_file_function, path, function, args), True
         else:
             returned, value = await js.arun_inline(code, ("output", "context"), args)
     except ScriptError as exc:

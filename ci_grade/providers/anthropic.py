@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, UnknownProviderError
 from ci_grade.providers.base import CallContext, ProviderResponse, parse_chat_messages
-from ci_grade.providers.http_api import HttpApiProvider, error_detail, excerpt
+from ci_grade.providers.http_api import HttpApiProvider, error_detail
 from ci_grade.providers.pricing import estimate_cost, price_per_token
 from ci_grade.results.usage import TokenUsage
 
@@ -107,16 +107,15 @@ class AnthropicMessagesProvider(HttpApiProvider):
         key = str(self.api_key())
         body = self.body(prompt, context)
         try:
-            data = await self.post_json(self.url(), body, self.headers(key))
+            data = await self.post_json(self.url(), body, self.headers(key), check=_missing_content)
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         return self.to_response(data, forced=_is_forced(body.get("tool_choice")))
 
     def to_response(self, data: Any, forced: bool) -> ProviderResponse:
-        if isinstance(data, dict) and data.get("type") == "error":
+        """A reply that is an error or has a content list (`_missing_content` retried the others)."""
+        if data.get("type") == "error":
             return ProviderResponse(error=f"API error: {error_detail(data)}")
-        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
-            return ProviderResponse(error=f"API reply has no content list: {excerpt(json.dumps(data), 200)}")
         blocks = [b for b in data["content"] if isinstance(b, dict)]
         texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
         calls = [b for b in blocks if b.get("type") == "tool_use"]
@@ -182,6 +181,13 @@ def _anthropic_tool_choice(choice: Any) -> Any:
     if isinstance(choice, dict) and choice.get("type") == "function":
         return {"type": "tool", "name": (choice.get("function") or {}).get("name")}
     return choice
+
+
+def _missing_content(data: Any) -> str | None:
+    """What a 200 reply lacks (retried): a content list, unless it is an error."""
+    if isinstance(data, dict) and (data.get("type") == "error" or isinstance(data.get("content"), list)):
+        return None
+    return "API reply has no content list"
 
 
 def _is_forced(choice: Any) -> bool:

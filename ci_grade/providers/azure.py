@@ -20,6 +20,7 @@ from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider, ProviderResponse
 from ci_grade.providers.openai import OpenAIChatProvider, OpenAIEmbeddingProvider, OpenAIProvider
 from ci_grade.providers.pricing import estimate_cost
+from ci_grade.providers.retry import call_timeout
 from ci_grade.results.usage import TokenUsage
 
 DEFAULT_API_VERSION = "2024-10-21"
@@ -69,7 +70,7 @@ class AzureClientMixin:
                 azure_endpoint=self.endpoint(),
                 api_version=self.api_version(),
                 max_retries=0,
-                timeout=float(self.spec.config.get("timeout", 300)),
+                timeout=call_timeout(self.spec.config),
             )
         return self._client
 
@@ -91,7 +92,7 @@ class AzureChatProvider(AzureClientMixin, OpenAIChatProvider):
 
     def to_response(self, completion: dict[str, Any]) -> ProviderResponse:
         response = super().to_response(completion)
-        reply_model = completion.get("model") if isinstance(completion, dict) else None
+        reply_model = completion.get("model")
         if response.cost is None and reply_model:
             usage = response.token_usage
             response.cost = estimate_cost(reply_model, self.spec.config, usage.prompt, usage.completion, family="azure", cached_tokens=usage.cached)

@@ -3,7 +3,8 @@
 A provider may serve several kinds of call: text (`call`), embeddings (`embed`), moderation
 (`moderate`) and classification (`classify`). Targets use `call`; graders use whichever kinds an
 assertion needs. Each provider owns one HTTP client for its lifetime and bounds its own
-concurrency.
+concurrency. Text sent out is made well formed first (a lone surrogate, e.g. from an output cut
+mid-emoji that a grader prompt quotes, becomes U+FFFD): no API accepts it in a UTF-8 body.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel, Field
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import NotSupportedError
 from ci_grade.results.usage import TokenUsage
+from ci_grade.safe_text import well_formed
 
 if TYPE_CHECKING:
     from ci_grade.cache import ResponseCache
@@ -172,6 +174,7 @@ class Provider:
     async def call(self, prompt: str, context: CallContext | None = None) -> ProviderResponse:
         """Send a prompt; subclasses implement `_call`, this adds the concurrency bound and timing."""
         context = context or CallContext()
+        prompt = well_formed(prompt)
         key = self._cache_key({"kind": "text", "prompt": prompt, "schema": context.response_schema})
         if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
             return _from_cache(ProviderResponse.model_validate(hit))
@@ -193,6 +196,7 @@ class Provider:
         raise NotSupportedError(f"{self.id} does not generate text")
 
     async def embed(self, text: str) -> EmbeddingResponse:
+        text = well_formed(text)
         key = self._cache_key({"kind": "embedding", "text": text})
         if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
             cached = EmbeddingResponse.model_validate(hit)
@@ -216,7 +220,7 @@ class Provider:
     async def moderate(self, prompt: str, output: str) -> ModerationResponse:
         async with self.semaphore:
             try:
-                return await self._moderate(prompt, output)
+                return await self._moderate(well_formed(prompt), well_formed(output))
             except NotSupportedError:
                 raise
             except Exception as exc:
@@ -228,7 +232,7 @@ class Provider:
     async def classify(self, text: str) -> ClassificationResponse:
         async with self.semaphore:
             try:
-                return await self._classify(text)
+                return await self._classify(well_formed(text))
             except NotSupportedError:
                 raise
             except Exception as exc:

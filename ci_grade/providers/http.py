@@ -58,7 +58,7 @@ class HttpProvider(HttpApiProvider):
         retries = self.spec.config.get("maxRetries")
         if retries is None:
             return policy
-        return RetryPolicy(attempts=max(1, int(retries) + 1), base_delay=policy.base_delay, max_delay=policy.max_delay)
+        return RetryPolicy(attempts=max(1, int(retries) + 1), base_delay=policy.base_delay, max_delay=policy.max_delay, timeouts=policy.timeouts)
 
     def error_message(self, response: httpx.Response) -> str:
         body = excerpt(response.text, 200)
@@ -86,7 +86,7 @@ class HttpProvider(HttpApiProvider):
         except TemplateError as exc:
             return ProviderResponse(error=f"provider {self.id}: {exc}")
         try:
-            response = await self.send(method, url, params=params, headers=headers, content=content)
+            response = await self.send(method, url, read=lambda reply: reply, params=params, headers=headers, content=content)
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         text = response.text

@@ -83,7 +83,7 @@ class HuggingFaceClassificationProvider(HttpApiProvider):
             if isinstance(self.spec.config.get(key), dict):
                 body[key] = self.spec.config[key]
         try:
-            data = await self.post_json(self.url(), body, self.headers())
+            data = await self.post_json(self.url(), body, self.headers(), check=lambda reply: None if _label_scores(reply) is not None else "API reply is not a list of {label, score}")
         except ProviderError as exc:
             return ClassificationResponse(error=str(exc))
         scores = _label_scores(data)

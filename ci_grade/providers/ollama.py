@@ -21,7 +21,7 @@ from ci_grade.providers.base import (
     ProviderResponse,
     parse_chat_messages,
 )
-from ci_grade.providers.http_api import HttpApiProvider, excerpt
+from ci_grade.providers.http_api import HttpApiProvider
 from ci_grade.results.usage import TokenUsage
 
 DEFAULT_BASE_URL = "http://localhost:11434"
@@ -86,16 +86,12 @@ class OllamaProvider(HttpApiProvider):
     async def generate(self, path: str, body: dict[str, Any], output_of: Callable[[dict[str, Any]], Any]) -> ProviderResponse:
         """POST a generation request; `output_of` reads the output from the reply."""
         try:
-            data = await self.post_json(self.endpoint(path), body, self.headers())
+            data = await self.post_json(self.endpoint(path), body, self.headers(), check=lambda reply: _missing_output(reply, output_of))
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
-        if not isinstance(data, dict):
-            return ProviderResponse(error=f"API reply is not an object: {excerpt(str(data), 200)}")
         if data.get("error"):
             return ProviderResponse(error=f"API error: {data['error']}")
         output = output_of(data)
-        if output is None:
-            return ProviderResponse(error=f"API reply has no output: {excerpt(str(data), 200)}")
         usage = TokenUsage.of(data.get("prompt_eval_count"), data.get("eval_count"))
         reason = data.get("done_reason")
         finish = "length" if reason == "length" else ("tool_calls" if isinstance(output, list) else "stop")
@@ -152,18 +148,27 @@ class OllamaEmbeddingProvider(OllamaProvider):
         body = self.request_body(input=text)
         body.pop("stream", None)
         try:
-            data = await self.post_json(self.endpoint("/api/embed"), body, self.headers())
+            data = await self.post_json(self.endpoint("/api/embed"), body, self.headers(), check=_missing_embeddings)
         except ProviderError as exc:
             return EmbeddingResponse(error=str(exc))
-        embeddings = data.get("embeddings") if isinstance(data, dict) else None
-        if not isinstance(embeddings, list) or not embeddings or not isinstance(embeddings[0], list):
-            return EmbeddingResponse(error=f"API reply has no embeddings: {excerpt(str(data), 200)}")
         try:
-            vector = [float(v) for v in embeddings[0]]
+            vector = [float(v) for v in data["embeddings"][0]]
         except (TypeError, ValueError):
             return EmbeddingResponse(error="API reply has a non-numeric embedding")
         usage = TokenUsage.of(data.get("prompt_eval_count"), 0)
         return EmbeddingResponse(embedding=vector, token_usage=usage, cost=0.0)
+
+
+def _missing_output(data: Any, output_of: Callable[[dict[str, Any]], Any]) -> str | None:
+    """What a 200 generation reply lacks (retried): an object with an output, unless it is an error."""
+    if not isinstance(data, dict):
+        return "API reply is not an object"
+    return None if data.get("error") or output_of(data) is not None else "API reply has no output"
+
+
+def _missing_embeddings(data: Any) -> str | None:
+    embeddings = data.get("embeddings") if isinstance(data, dict) else None
+    return None if isinstance(embeddings, list) and embeddings and isinstance(embeddings[0], list) else "API reply has no embeddings"
 
 
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> OllamaProvider:

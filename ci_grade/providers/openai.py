@@ -2,14 +2,16 @@
 
 Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
 `openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
-The SDK's own retries are off; ci-grade's retry policy (which honours Retry-After) applies.
+The SDK's own retries are off; ci-grade's retry policy (which honours Retry-After) applies, also
+to 200 replies whose body is malformed or empty, or lacks choices, an embedding or moderation
+results. Chat replies are read leniently: invalid UTF-8 in the body becomes U+FFFD.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
@@ -24,8 +26,16 @@ from ci_grade.providers.base import (
     parse_chat_messages,
 )
 from ci_grade.providers.pricing import estimate_cost
-from ci_grade.providers.retry import RETRYABLE_STATUS, retry_after_seconds, with_retries
+from ci_grade.providers.retry import (
+    RETRYABLE_STATUS,
+    Liveness,
+    call_timeout,
+    retry_after_seconds,
+    with_retries,
+)
 from ci_grade.results.usage import TokenUsage
+
+T = TypeVar("T")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 CHAT_OPTIONS = (
@@ -69,6 +79,7 @@ class OpenAIProvider(Provider):
         super().__init__(spec, env, max_concurrency)
         self._model = model or self.default_model
         self._client: Any = None
+        self.liveness = Liveness()
 
     @property
     def model(self) -> str | None:
@@ -106,27 +117,36 @@ class OpenAIProvider(Provider):
                 base_url=self.base_url(),
                 organization=self.spec.config.get("organization") or self.env_value("OPENAI_ORGANIZATION", "OPENAI_ORG_ID"),
                 max_retries=0,
-                timeout=float(self.spec.config.get("timeout", 300)),
+                timeout=call_timeout(self.spec.config),
             )
         return self._client
 
-    async def request(self, method: Any, **body: Any) -> Any:
-        """Call an SDK method with ci-grade's retry policy; API errors become ProviderError."""
+    async def request(self, method: Any, read: Callable[[Any], T], **body: Any) -> T:
+        """Call an SDK method with ci-grade's retry policy and read its reply with `read` (which
+        raises TransientError for a reply worth asking again); API errors become ProviderError."""
         import openai
 
-        async def attempt() -> Any:
+        async def attempt() -> T:
             try:
-                return await method(**body)
+                result = await method(**body)
             except openai.APIStatusError as exc:
+                self.liveness.answered()
                 message = _error_message(exc)
                 if exc.status_code in RETRYABLE_STATUS:
                     raise TransientError(message, retry_after_seconds(dict(exc.response.headers))) from None
                 raise ProviderError(message) from None
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            except openai.APITimeoutError as exc:
+                raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None
+            except openai.APIConnectionError as exc:
                 raise TransientError(f"{type(exc).__name__}: {exc}") from None
+            except (ValueError, TypeError, AttributeError) as exc:  # the SDK could not decode or read the body
+                self.liveness.answered()
+                raise TransientError(f"API returned a malformed body: {type(exc).__name__}: {exc}") from None
+            self.liveness.answered()
+            return read(result)
 
         try:
-            return await with_retries(attempt)
+            return await with_retries(attempt, timeout=call_timeout(self.spec.config), liveness=self.liveness)
         except TransientError as exc:
             raise ProviderError(f"{exc} (after retries)") from None
 
@@ -165,17 +185,14 @@ class OpenAIChatProvider(OpenAIProvider):
             # The SDK's raw request API (its documented route for custom bodies): same client,
             # auth and errors, without per-call parameter transformation and model building,
             # which cost more CPU than the rest of a grading call.
-            completion = await self.request(self.client().post, path="/chat/completions", cast_to=dict, body=self.chat_body(prompt, context))
+            completion = await self.request(self.client().post, _completion, path="/chat/completions", cast_to=str, body=self.chat_body(prompt, context))
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         return self.to_response(completion)
 
     def to_response(self, completion: dict[str, Any]) -> ProviderResponse:
-        """A Chat Completions JSON body -> ProviderResponse."""
-        choices = completion.get("choices") if isinstance(completion, dict) else None
-        if not choices:
-            return ProviderResponse(error=f"API returned no choices: {str(completion)[:200]}")
-        choice = choices[0]
+        """A Chat Completions JSON body (with choices, see `_completion`) -> ProviderResponse."""
+        choice = completion["choices"][0]
         message = choice.get("message") or {}
         usage = _usage(completion.get("usage"))
         finish = choice.get("finish_reason")
@@ -233,7 +250,7 @@ class OpenAIResponsesProvider(OpenAIProvider):
         if "seed" in body:
             body.setdefault("extra_body", {})["seed"] = body.pop("seed")
         try:
-            result = await self.request(self.client().responses.create, **body)
+            result = await self.request(self.client().responses.create, _with_output, **body)
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         input_details = getattr(result.usage, "input_tokens_details", None)
@@ -248,7 +265,7 @@ class OpenAIResponsesProvider(OpenAIProvider):
         calls = []
         searches = 0
         sources: list[dict[str, Any]] = []
-        for item in result.output or []:
+        for item in result.output:
             kind = getattr(item, "type", None)
             if kind == "function_call":
                 calls.append(item.model_dump(exclude_none=True))
@@ -283,11 +300,9 @@ class OpenAIEmbeddingProvider(OpenAIProvider):
         if error := self.missing_key_error():
             return EmbeddingResponse(error=error)
         try:
-            result = await self.request(self.client().embeddings.create, model=self._model, input=text)
+            result = await self.request(self.client().embeddings.create, _with_embedding, model=self._model, input=text)
         except ProviderError as exc:
             return EmbeddingResponse(error=str(exc))
-        if not result.data:
-            return EmbeddingResponse(error="API returned no embedding")
         usage = TokenUsage.of(result.usage.prompt_tokens if result.usage else 0, 0, result.usage.total_tokens if result.usage else None)
         return EmbeddingResponse(embedding=list(result.data[0].embedding), token_usage=usage, cost=self.cost(usage))
 
@@ -305,17 +320,56 @@ class OpenAIModerationProvider(OpenAIProvider):
         if error := self.missing_key_error():
             return ModerationResponse(error=error)
         try:
-            result = await self.request(self.client().moderations.create, model=self._model, input=output)
+            result = await self.request(self.client().moderations.create, _with_moderation_results, model=self._model, input=output)
         except ProviderError as exc:
             return ModerationResponse(error=str(exc))
         flags: list[ModerationFlag] = []
-        for item in result.results or []:
+        for item in result.results:
             categories = item.categories.model_dump(by_alias=True)
             scores = item.category_scores.model_dump(by_alias=True)
             for name, flagged in categories.items():
                 if flagged:
                     flags.append(ModerationFlag(code=name, description=name, confidence=float(scores.get(name) or 0.0)))
         return ModerationResponse(flags=flags)
+
+
+def _completion(text: str) -> dict[str, Any]:
+    """A Chat Completions body read from its text; one that is empty, not JSON or without choices is retried."""
+    if not text.strip():
+        raise TransientError("API returned an empty body")
+    try:
+        completion = json.loads(text)
+    except ValueError:
+        raise TransientError(f"API returned a body that is not JSON: {text[:120]!r}") from None
+    if not isinstance(completion, dict) or not completion.get("choices") or not isinstance(completion["choices"][0], dict):
+        raise TransientError(f"API returned no choices: {str(completion)[:200]}")
+    return completion
+
+
+def _present(result: T) -> T:
+    """An SDK reply as it is (the SDK checked its shape), unless the body was not a JSON object."""
+    if isinstance(result, str | type(None)):
+        raise TransientError(f"API returned a body that is not a JSON object: {str(result)[:120]!r}")
+    return result
+
+
+def _with_output(result: Any) -> Any:
+    if not isinstance(getattr(_present(result), "output", None), list):
+        raise TransientError("API returned no output list")
+    return result
+
+
+def _with_embedding(result: Any) -> Any:
+    if not getattr(_present(result), "data", None):
+        raise TransientError("API returned no embedding")
+    return result
+
+
+def _with_moderation_results(result: Any) -> Any:
+    """A moderation reply must hold results: without them nothing was checked (never "no flags")."""
+    if not getattr(_present(result), "results", None):
+        raise TransientError("API returned no moderation results")
+    return result
 
 
 def _usage(usage: Any) -> TokenUsage:

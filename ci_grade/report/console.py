@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ci_grade import redact
 from ci_grade.results.models import EvalRun, TestResult
+from ci_grade.safe_text import terminal
 
 _MAX_LISTED = 8
 
@@ -62,4 +63,4 @@ def summary(run: EvalRun) -> str:
             lines.append(f"  - [{target}] {_one_line(row.name, 60)}{repeat}{_where(row)}: {_one_line(reason or '')}")
         if len(rows) > _MAX_LISTED:
             lines.append(f"  ... and {len(rows) - _MAX_LISTED} more (see the results file)")
-    return redact.text("\n".join(lines))
+    return terminal(redact.text("\n".join(lines)))

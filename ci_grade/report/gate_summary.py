@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ci_grade import redact
 from ci_grade.gate.models import CaseDelta, Comparison, MetricDelta
+from ci_grade.safe_text import terminal
 
 _MAX_LISTED = 8
 
@@ -67,4 +68,4 @@ def terminal_summary(comparison: Comparison) -> str:
     else:
         lines.append("  no baseline: the gate judged thresholds only")
     lines += [f"warning: {w}" for w in c.warnings]
-    return redact.text("\n".join(lines))
+    return terminal(redact.text("\n".join(lines)))

@@ -23,8 +23,9 @@ from ci_grade.results.models import EvalRun, TestResult
 
 _MAX_TEXT = 4000
 _MAX_NAME = 200
-# Characters XML 1.0 cannot carry (control characters, surrogates, U+FFFE/U+FFFF).
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Characters XML 1.0 cannot carry (control characters, surrogates, U+FFFE/U+FFFF), and DEL and the
+# C1 controls it discourages (U+009B starts a terminal escape sequence where reporters print it).
+_NOT_XML = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _xml_text(text: str) -> str:

@@ -1,7 +1,7 @@
 """Untrusted text (outputs, grader reasons, vars, descriptions, labels) made inert for Markdown.
 
 Every piece of untrusted text is rendered inline, never in code spans, fences or HTML: secrets
-are masked, control and bidi characters dropped, all whitespace (newlines too) collapsed to one
+are masked, lone surrogates replaced (U+FFFD), control and bidi characters dropped, all whitespace (newlines too) collapsed to one
 space, the text clipped, `&`, `<` and `>` turned into entities (no HTML can open or close,
 including `<details>`), Markdown punctuation backslash-escaped (no code spans, emphasis, links,
 math or table cells can start), and `@name` / `#123` split with a zero-width joiner so nobody is
@@ -16,9 +16,10 @@ import re
 from markupsafe import Markup
 
 from ci_grade import redact
+from ci_grade.safe_text import well_formed
 
 ZWJ = "\u200d"
-_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _SPACE = re.compile(r"\s+")
 _PUNCTUATION = re.compile(r"([\\`*_\[\]|~$^])")
 _REFERENCE = re.compile(r"(@|#(?=\d)|\bGH-(?=\d))(?=[A-Za-z0-9])", re.I)
@@ -47,7 +48,7 @@ class Escaper:
     def inline(self, value: object, limit: int = 300) -> Md:
         """`value` as one line of inert Markdown text of at most `limit` visible characters."""
         text = value if isinstance(value, str) else "" if value is None else str(value)
-        text = self.redactor.text(text)
+        text = well_formed(self.redactor.text(text))
         text = _INVISIBLE.sub("", text)
         text = _SPACE.sub(" ", text).strip()
         text = clip(text, limit)

@@ -1,4 +1,10 @@
-"""Writing result files, the format chosen by extension, always atomically and redacted."""
+"""Writing result files, the format chosen by extension, always atomically and redacted.
+
+Results files (JSON, JSONL, YAML, CSV) keep at most `max_output_chars` characters of each row's
+output (default 100,000; 0 keeps everything): the output is masked, then cut, and the row says
+so (`response.metadata.outputCut`). A caller that passes `problems` gets the paths that could not
+be written there instead of an error, so a full disk never changes a verdict.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import io
 import json
 import os
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +24,11 @@ from ci_grade.gate.models import Comparison, GateNote
 from ci_grade.report.junit import render_junit
 from ci_grade.results.models import EvalRun
 from ci_grade.results.promptfoo import row_to_promptfoo, to_promptfoo
+from ci_grade.safe_text import json_dumps, well_formed
 
 SUPPORTED = (".json", ".jsonl", ".junit.xml", ".xml", ".md", ".csv", ".yaml", ".yml", ".txt")
+DEFAULT_MAX_OUTPUT_CHARS = 100_000
+_RESULTS_FILES = (".json", ".jsonl", ".csv", ".yaml", ".yml", ".txt")
 
 
 def output_kind(path: str | Path) -> str:
@@ -46,17 +56,38 @@ def check_outputs(paths: list[str]) -> None:
             raise InfrastructureError(f"cannot write {path}: {folder} is not writable")
 
 
-def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None) -> str:
-    """The run in the format `path`'s extension names, secrets masked."""
+def capped(run: EvalRun, limit: int) -> EvalRun:
+    """`run` with every row's output masked and cut to `limit` characters where it is longer
+    (0: no limit); a cut output is text ending in a note, and its row records the sizes."""
+    if limit <= 0:
+        return run
+    redactor = redact.current()
+    rows = []
+    for row in run.results:
+        text = row.output if isinstance(row.output, str) else None if row.output is None else json_dumps(row.output, default=str)
+        if text is None or len(text) <= limit:
+            rows.append(row)
+            continue
+        text = redactor.text(text)
+        note = f"… [output cut: {len(text) - limit:,} more characters]"
+        metadata = {**row.response_metadata, "outputCut": {"keptChars": limit, "totalChars": len(text)}}
+        rows.append(row.model_copy(update={"output": text[:limit] + note, "response_metadata": metadata}))
+    return run.model_copy(update={"results": rows})
+
+
+def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+    """The run in the format `path`'s extension names, secrets masked (results files with outputs cut to `max_output_chars`)."""
     kind = output_kind(path)
     redactor = redact.current()
+    if kind in _RESULTS_FILES:
+        run = capped(run, max_output_chars)
     renderers: dict[str, Callable[[], str]] = {
-        ".json": lambda: redactor.text(json.dumps(to_promptfoo(run, redactor.data(config)), ensure_ascii=False, separators=(",", ":"), default=str)),
-        ".jsonl": lambda: redactor.text("".join(json.dumps(row_to_promptfoo(r), ensure_ascii=False, default=str) + "\n" for r in run.results)),
+        ".json": lambda: redactor.text(json_dumps(to_promptfoo(run, redactor.data(config)), separators=(",", ":"), default=str)),
+        ".jsonl": lambda: redactor.text("".join(json_dumps(row_to_promptfoo(r), default=str) + "\n" for r in run.results)),
         ".junit.xml": lambda: render_junit(run, regressions),
         ".xml": lambda: render_junit(run, regressions),
         ".md": lambda: redactor.text(markdown_table(run)),
-        ".csv": lambda: redactor.text(csv_table(run)),
+        ".csv": lambda: well_formed(redactor.text(csv_table(run))),
         ".yaml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
         ".yml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
         ".txt": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
@@ -64,40 +95,61 @@ def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regres
     return renderers[kind]()
 
 
-def write_outputs(paths: list[str], run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None) -> list[Path]:
-    """Write every path it can; if any failed, raise once naming them all (after trying the rest)."""
+def _write_all(texts: list[tuple[Path, Callable[[], str]]], problems: list[str] | None) -> list[Path]:
+    """Write every file it can; failures go to `problems`, or are raised once naming them all."""
     written, failed = [], []
-    for path in paths:
-        target = Path(path)
+    for target, text in texts:
         try:
-            write_atomic(target, render(target, run, config, regressions))
+            write_atomic(target, text())
         except InfrastructureError as exc:
             failed.append(str(exc))
             continue
         written.append(target)
-    if failed:
+    if failed and problems is None:
         raise InfrastructureError("; ".join(failed))
+    if problems is not None:
+        problems.extend(failed)
     return written
 
 
-def write_reports(paths: list[str], run: EvalRun, comparison: Comparison, title: str, *, config: dict[str, Any] | None = None, json_is_comparison: bool = False) -> list[Path]:
+def write_outputs(
+    paths: list[str],
+    run: EvalRun,
+    config: dict[str, Any] | None,
+    regressions: Mapping[str, GateNote] | None = None,
+    *,
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    problems: list[str] | None = None,
+) -> list[Path]:
+    """Write every path it can (after trying them all, the failures are raised or put in `problems`)."""
+    return _write_all([(Path(path), partial(render, Path(path), run, config, regressions, max_output_chars)) for path in paths], problems)
+
+
+def write_reports(
+    paths: list[str],
+    run: EvalRun,
+    comparison: Comparison,
+    title: str,
+    *,
+    config: dict[str, Any] | None = None,
+    json_is_comparison: bool = False,
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    problems: list[str] | None = None,
+) -> list[Path]:
     """`.md` gets the comparison report, `.json` the comparison itself when `json_is_comparison`;
     every other format is a results file, its JUnit marking regressions."""
     from ci_grade.report.markdown import render_markdown
 
-    written = []
     notes = comparison.gate_notes()
-    for path in paths:
-        target = Path(path)
+
+    def text(target: Path) -> str:
         if target.name.lower().endswith(".md"):
-            text = render_markdown(run, comparison, title=title, max_chars=1_000_000, max_bytes=1_000_000)
-        elif json_is_comparison and target.name.lower().endswith(".json"):
-            text = redact.text(comparison.model_dump_json(indent=2)) + "\n"
-        else:
-            text = render(target, run, config, notes)
-        write_atomic(target, text)
-        written.append(target)
-    return written
+            return render_markdown(run, comparison, title=title, max_chars=1_000_000, max_bytes=1_000_000)
+        if json_is_comparison and target.name.lower().endswith(".json"):
+            return redact.text(json_dumps(comparison.model_dump(mode="json"), indent=2)) + "\n"
+        return render(target, run, config, notes, max_output_chars)
+
+    return _write_all([(Path(path), partial(text, Path(path))) for path in paths], problems)
 
 
 def _yaml(data: Any) -> str:

@@ -1,8 +1,8 @@
 """Python functions from configs: `file://x.py:fn` references and inline `python` asserts.
 
 User modules are imported in-process once per file (their folder goes on sys.path so sibling
-imports work). Synchronous functions run in a worker thread so they cannot stall the event loop;
-coroutine functions are awaited.
+imports work). Synchronous functions run on a daemon thread so they cannot stall the event loop
+nor hold up the process's exit; coroutine functions are awaited.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any, cast
 
 from ci_grade.errors import ScriptError
+from ci_grade.scripting.threads import run_in_thread
 
 _modules: dict[Path, ModuleType] = {}
 _lock = threading.Lock()
@@ -73,7 +74,7 @@ async def call(function: Callable[..., Any], *args: Any) -> Any:
     """Await a coroutine function, or run a plain one in a worker thread."""
     if inspect.iscoroutinefunction(function):
         return await function(*args)
-    result = await asyncio.to_thread(function, *args)
+    result = await run_in_thread(function, *args)
     if inspect.isawaitable(result):
         return await result
     return result

@@ -1,11 +1,17 @@
 """A scripted OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
 
 Serves `/v1/chat/completions`, `/v1/responses`, `/v1/embeddings` and `/v1/moderations` with
-scripted answers, per-rule latency and injected faults (error statuses with Retry-After, dropped
-connections, malformed bodies), and records every request. Extra routes (an HTTP target, other
-vendors' APIs) can be registered with `route()`.
+scripted answers, per-rule latency and injected faults, and records every request. Extra routes
+(an HTTP target, other vendors' APIs) can be registered with `route()`.
 
-Run standalone for benchmarks: `python -m tests.servers.llm_server --port 8765 --latency-ms 100`.
+Faults (`fail` for the next requests, `fault_rate` for a seeded random share of them):
+error statuses with Retry-After, `timeout` (the request is never answered), `reset` (the
+connection is reset), `drop` (closed without a reply), `malformed` (a 200 with truncated JSON),
+`empty` (a 200 with no body), `no_choices` (a 200 completion without choices). A chat reply given
+as bytes is sent raw inside the JSON body (e.g. invalid UTF-8).
+
+Run standalone for benchmarks: `python -m tests.servers.llm_server --port 8765 --latency-ms 100`
+(add `--fault-rate 0.1 --fault-seed 1` for faults).
 """
 
 from __future__ import annotations
@@ -17,17 +23,23 @@ import hashlib
 import json
 import math
 import re
+import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
 Matcher = str | re.Pattern[str] | Callable[[dict[str, Any]], bool] | None
-Reply = str | dict[str, Any] | Callable[[dict[str, Any]], "str | dict[str, Any]"]
+Reply = str | bytes | dict[str, Any] | Callable[[dict[str, Any]], "str | bytes | dict[str, Any]"]
+
+# The fault kinds a transient outage shows (what `fault_rate` draws from by default).
+FAULT_KINDS = ("429", "500", "503", "timeout", "reset", "malformed", "empty")
+_RAW = "\u0000raw-reply\u0000"  # stands for a bytes reply in the JSON body until it is encoded
 
 
 @dataclass
@@ -58,7 +70,7 @@ class _Rule:
     usage: dict[str, int] | None
     finish_reason: str
     tool_calls: list[dict[str, Any]] | None
-    kind: str = "chat"
+    hang: bool = False
 
     def matches(self, request: dict[str, Any], text: str) -> bool:
         if self.times is not None and self.times <= 0:
@@ -79,7 +91,27 @@ class _Fault:
     times: int
     retry_after: str | None
     body: Any
-    drop: bool
+    kind: str = "status"
+
+
+@dataclass
+class _FaultRate:
+    rate: float
+    kinds: tuple[str, ...]
+    seed: int
+    path: str | None
+
+
+class _Hang:
+    """Never answer: hold the connection until the client gives up."""
+
+
+class _Reset:
+    """Reset the connection (TCP RST) instead of answering."""
+
+
+HANG = _Hang()
+RESET = _Reset()
 
 
 def request_text(request: dict[str, Any]) -> str:
@@ -129,6 +161,9 @@ class LLMServer:
         self.requests: list[Recorded] = []
         self._rules: list[_Rule] = []
         self._faults: list[_Fault] = []
+        self._fault_rate: _FaultRate | None = None
+        self._seen: Counter[str] = Counter()
+        self.injected: Counter[str] = Counter()
         self._routes: dict[tuple[str, str], Callable[[Recorded], Response]] = {}
         self._embeddings: dict[str, list[float]] = {}
         self._flags: list[tuple[str, str, float]] = []
@@ -229,6 +264,15 @@ class LLMServer:
                 response = await loop.run_in_executor(self._executor, self.handle, recorded)
                 if response is None:
                     return  # an injected dropped connection
+                if isinstance(response, _Hang):
+                    while await reader.read(65536):
+                        pass
+                    return
+                if isinstance(response, _Reset):
+                    sock = writer.get_extra_info("socket")
+                    if sock is not None:
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    return
                 writer.write(_encode(response))
                 await writer.drain()
                 if lowered.get("connection", "").lower() == "close":
@@ -258,16 +302,50 @@ class LLMServer:
         usage: dict[str, int] | None = None,
         finish_reason: str = "stop",
         tool_calls: list[dict[str, Any]] | None = None,
+        hang: bool = False,
     ) -> LLMServer:
-        """Answer chat/responses requests whose text matches `match` (substring, regex or predicate)."""
+        """Answer chat/responses requests whose text matches `match` (substring, regex or predicate);
+        with `hang`, never answer them (the connection is held until the client gives up)."""
         with self._lock:
-            self._rules.append(_Rule(match, reply, status, headers or {}, latency, times, usage, finish_reason, tool_calls))
+            self._rules.append(_Rule(match, reply, status, headers or {}, latency, times, usage, finish_reason, tool_calls, hang))
         return self
 
-    def fail(self, status: int = 500, *, times: int = 1, path: str | None = None, retry_after: str | None = None, body: Any = None, drop: bool = False) -> LLMServer:
-        """Make the next `times` requests (to `path`, if given) fail with `status` or a dropped connection."""
+    def fail(
+        self,
+        status: int = 500,
+        *,
+        times: int = 1,
+        path: str | None = None,
+        retry_after: str | None = None,
+        body: Any = None,
+        drop: bool = False,
+        kind: str | None = None,
+    ) -> LLMServer:
+        """Make the next `times` requests (to `path`, if given) fail: with `status`, a dropped
+        connection, or another fault `kind` (timeout, reset, malformed, empty, no_choices)."""
         with self._lock:
-            self._faults.append(_Fault(path, status, times, retry_after, body, drop))
+            self._faults.append(_Fault(path, status, times, retry_after, body, kind or ("drop" if drop else "status")))
+        return self
+
+    def clear_faults(self) -> LLMServer:
+        """Forget the faults not yet served and any fault rate."""
+        with self._lock:
+            self._faults.clear()
+            self._fault_rate = None
+        return self
+
+    def fault_rate(self, rate: float, kinds: Sequence[str] = FAULT_KINDS, *, seed: int = 0, path: str | None = None) -> LLMServer:
+        """Fail a share `rate` of requests (to `path`, if given), each in one of `kinds`.
+
+        The draw is seeded and depends only on the request's body and how many times that body
+        was sent before, not on the order concurrent requests arrive in: with the same seed, the
+        same requests fail the same way on every run. `injected` counts the faults by kind.
+        """
+        unknown = set(kinds) - {*FAULT_KINDS, "no_choices", "drop"}
+        if unknown or not kinds:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}")
+        with self._lock:
+            self._fault_rate = _FaultRate(rate, tuple(kinds), seed, path)
         return self
 
     def set_embedding(self, text: str, vector: list[float]) -> LLMServer:
@@ -291,13 +369,23 @@ class LLMServer:
 
     # -- dispatch --------------------------------------------------------------------------------
 
-    def _take_fault(self, path: str) -> _Fault | None:
+    def _take_fault(self, recorded: Recorded, path: str) -> _Fault | None:
         with self._lock:
             for fault in self._faults:
                 if fault.times > 0 and (fault.path is None or fault.path == path):
                     fault.times -= 1
                     return fault
-        return None
+            chance = self._fault_rate
+            if chance is None or (chance.path is not None and chance.path != path):
+                return None
+            key = hashlib.sha256(f"{chance.seed}|{recorded.method} {path}|".encode() + recorded.body).hexdigest()
+            seen = self._seen[key]
+            self._seen[key] += 1
+        draw = hashlib.sha256(f"{key}|{seen}".encode()).digest()
+        if int.from_bytes(draw[:8], "big") / 2**64 >= chance.rate:
+            return None
+        kind = chance.kinds[int.from_bytes(draw[8:16], "big") % len(chance.kinds)]
+        return _Fault(path, int(kind) if kind.isdigit() else 200, 1, None, None, "status" if kind.isdigit() else kind)
 
     def _pick_rule(self, request: dict[str, Any]) -> _Rule | None:
         text = request_text(request)
@@ -309,16 +397,14 @@ class LLMServer:
                     return rule
         return None
 
-    def handle(self, recorded: Recorded) -> Response | None:
-        """Returns None to drop the connection."""
+    def handle(self, recorded: Recorded) -> Response | _Hang | _Reset | None:
+        """Returns None to drop the connection, HANG to never answer, RESET to reset it."""
         path = recorded.path.split("?")[0]
-        fault = self._take_fault(path)
+        fault = self._take_fault(recorded, path)
         if fault is not None:
-            if fault.drop:
-                return None
-            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
-            body = fault.body if fault.body is not None else {"error": {"message": f"injected fault {fault.status}", "type": "server_error"}}
-            return Response(fault.status, json=body if not isinstance(body, bytes) else None, body=body if isinstance(body, bytes) else None, headers=headers)
+            with self._lock:
+                self.injected[str(fault.status) if fault.kind == "status" else fault.kind] += 1
+            return _faulty(fault)
         custom = self._routes.get((recorded.method, path))
         if custom is not None:
             if self.latency:
@@ -345,13 +431,16 @@ class LLMServer:
             reply = reply(request)
         return rule, reply
 
-    def _chat(self, request: dict[str, Any]) -> Response:
+    def _chat(self, request: dict[str, Any]) -> Response | _Hang:
         rule, reply = self._reply_for(request)
+        if rule and rule.hang:
+            return HANG
         if rule and rule.status != 200:
             return Response(rule.status, json=reply if isinstance(reply, dict) else {"error": {"message": str(reply)}}, headers=rule.headers)
         if isinstance(reply, dict) and "choices" in reply:
             return Response(200, json=reply, headers=rule.headers if rule else {})
-        content = json.dumps(reply) if isinstance(reply, dict) else reply
+        raw = reply if isinstance(reply, bytes) else None
+        content = json.dumps(reply) if isinstance(reply, dict) else _RAW if raw is not None else reply
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if rule and rule.tool_calls is not None:
             message["tool_calls"] = rule.tool_calls
@@ -366,6 +455,9 @@ class LLMServer:
             "choices": [{"index": 0, "message": message, "finish_reason": rule.finish_reason if rule else "stop"}],
             "usage": usage,
         }
+        if raw is not None:
+            encoded = json.dumps(body).encode().replace(json.dumps(_RAW).encode(), b'"' + raw + b'"')
+            return Response(200, body=encoded, headers={**(rule.headers if rule else {}), "Content-Type": "application/json"})
         return Response(200, json=body, headers=rule.headers if rule else {})
 
     def _responses(self, request: dict[str, Any]) -> Response:
@@ -438,6 +530,26 @@ class LLMServer:
         return Response(200, json={"id": "modr-test", "model": request.get("model", "omni-moderation-latest"), "results": [result]})
 
 
+def _faulty(fault: _Fault) -> Response | _Hang | _Reset | None:
+    """The reply a fault calls for."""
+    json_type = {"Content-Type": "application/json"}
+    if fault.kind == "drop":
+        return None
+    if fault.kind == "timeout":
+        return HANG
+    if fault.kind == "reset":
+        return RESET
+    if fault.kind == "malformed":
+        return Response(200, body=b'{"id": "chatcmpl-cut", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assis', headers=json_type)
+    if fault.kind == "empty":
+        return Response(200, body=b"", headers=json_type)
+    if fault.kind == "no_choices":
+        return Response(200, json={"id": "chatcmpl-none", "object": "chat.completion", "created": int(time.time()), "model": "test-model", "choices": []})
+    headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+    body = fault.body if fault.body is not None else {"error": {"message": f"injected fault {fault.status}", "type": "server_error"}}
+    return Response(fault.status, json=body if not isinstance(body, bytes) else None, body=body if isinstance(body, bytes) else None, headers=headers)
+
+
 def _usage(prompt: str, completion: str) -> dict[str, int]:
     prompt_tokens = max(1, len(prompt) // 4)
     completion_tokens = max(1, len(completion) // 4)
@@ -469,10 +581,15 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--reply", default=None, help="fixed chat reply (default: echo the last user message)")
+    parser.add_argument("--fault-rate", type=float, default=0.0, help="share of requests that fail (seeded, see fault_rate)")
+    parser.add_argument("--fault-kinds", default=",".join(FAULT_KINDS), help="comma-separated fault kinds to draw from")
+    parser.add_argument("--fault-seed", type=int, default=0)
     args = parser.parse_args()
     server = LLMServer(latency=args.latency_ms / 1000)
     if args.reply is not None:
         server.on_chat(None, args.reply)
+    if args.fault_rate:
+        server.fault_rate(args.fault_rate, args.fault_kinds.split(","), seed=args.fault_seed)
     server.start(args.port)
     print(f"listening on {server.url}", flush=True)
     try:

@@ -51,7 +51,9 @@ async def moderation(ctx: AssertionContext) -> Grade:
     tally.add(response.token_usage, None, provider.describe())
     if response.error:
         raise tally.error(f"Moderation API error from {provider.describe()}: {response.error}")
-    flags = response.flags or []
+    flags = response.flags
+    if flags is None:  # nothing was checked: never "no flags detected"
+        raise tally.error(f"Moderation API error from {provider.describe()}: the reply holds no moderation results")
     counted = [flag for flag in flags if wanted is None or flag.code in wanted]
     metadata: dict[str, Any] = {"flags": [{"code": f.code, "description": f.description, "confidence": f.confidence} for f in flags]}
     if wanted is not None:

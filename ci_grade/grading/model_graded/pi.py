@@ -2,8 +2,8 @@
 
 One POST to `{WITHPI_API_BASE_URL or https://api.withpi.ai/v1}/scoring_system/score` with
 `{llm_input: prompt, llm_output: output, scoring_spec: [{question: value}]}` and the key from
-`WITHPI_API_KEY` in the `x-api-key` header; 429/5xx/timeouts are retried (honouring
-`Retry-After`). The score is Pi's `total_score` on Pi's own scale; it passes when strictly
+`WITHPI_API_KEY` in the `x-api-key` header; 429/5xx/timeouts and bodies that are not JSON are
+retried (honouring `Retry-After`). The score is Pi's `total_score` on Pi's own scale; it passes when strictly
 greater than the threshold (default 0.5). `question_scores` become named scores. Unlike
 promptfoo, `not-pi` is honoured: it passes when the score is not above the threshold, with
 `1 - score`.
@@ -11,6 +11,7 @@ promptfoo, `not-pi` is honoured: it passes when the score is not above the thres
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -22,10 +23,15 @@ from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.grading.scoring import shown
 from ci_grade.grading.session import Tally
 from ci_grade.providers.http_api import error_detail, excerpt
-from ci_grade.providers.retry import RETRYABLE_STATUS, RetryPolicy, retry_after_seconds, with_retries
+from ci_grade.providers.retry import (
+    RETRYABLE_STATUS,
+    RetryPolicy,
+    call_timeout,
+    retry_after_seconds,
+    with_retries,
+)
 
 DEFAULT_BASE_URL = "https://api.withpi.ai/v1"
-TIMEOUT_SECONDS = 120.0
 GRADER = "withpi:scoring_system"
 
 
@@ -40,29 +46,29 @@ def _message(response: httpx.Response) -> str:
 async def score_with_pi(url: str, api_key: str, body: dict[str, Any]) -> Any:
     """POST with retries; returns the parsed JSON reply or raises GraderError with the reason."""
     policy = RetryPolicy.from_env()
-    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
+    timeout = call_timeout({})
+    async with httpx.AsyncClient(timeout=timeout) as client:
 
-        async def attempt() -> httpx.Response:
+        async def attempt() -> Any:
             try:
                 response = await client.post(url, json=body, headers={"x-api-key": api_key})
             except httpx.TimeoutException:
-                raise TransientError(f"Pi scoring API timed out after {TIMEOUT_SECONDS:g}s") from None
+                raise TransientError(f"Pi scoring API timed out after {timeout:g}s", timeout=True) from None
             except httpx.TransportError as exc:
                 raise TransientError(f"Pi scoring API unreachable: {type(exc).__name__}: {exc}") from None
-            if response.is_success:
-                return response
             if response.status_code in RETRYABLE_STATUS:
                 raise TransientError(_message(response), retry_after_seconds(response.headers))
-            raise GraderError(_message(response))
+            if not response.is_success:
+                raise GraderError(_message(response))
+            try:
+                return json.loads(response.text)
+            except ValueError:
+                raise TransientError(f"Pi scoring API returned a body that is not JSON: {excerpt(response.text, 120)!r}") from None
 
         try:
-            response = await with_retries(attempt, policy)
+            return await with_retries(attempt, policy, timeout, what="Pi scoring API")
         except TransientError as exc:
             raise GraderError(f"{exc} (gave up after {policy.attempts} attempts)") from None
-    try:
-        return response.json()
-    except ValueError:
-        raise GraderError(f"Pi scoring API returned a body that is not JSON: {excerpt(response.text, 120)!r}") from None
 
 
 def _number(value: Any) -> float | None:

@@ -1,0 +1,49 @@
+"""Text from outside (model replies, grader reasons, HTTP bodies) made safe for each sink.
+
+A reply can hold anything a JSON string can: a lone UTF-16 surrogate (a reply cut mid-emoji),
+NUL and other control characters, ANSI escape sequences. Python keeps such text as it is; the
+sinks cannot all take it:
+
+- UTF-8 (files, request bodies, the terminal) cannot encode a lone surrogate: `well_formed`
+  replaces each with U+FFFD.
+- JSON keeps the text exactly: `json_dumps` writes lone surrogates as `\\udXXX` escapes, which
+  read back to the same string, and the file stays valid UTF-8.
+- The terminal and CI logs would obey control characters (ESC starts colour and cursor sequences,
+  CR overwrites the line): `terminal` shows them as visible `\\xNN` escapes.
+- XML 1.0 forbids NUL, most C0 controls and surrogates (the JUnit writer drops the controls,
+  `well_formed` the surrogates); Markdown drops controls in `report/markdown_escape.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 controls but tab and newline, DEL, and C1 controls (U+009B is a one-character CSI).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so it can be encoded as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def json_dumps(value: Any, **options: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, **options)` with lone surrogates escaped.
+
+    Inside JSON text a surrogate can only stand in a string, where `\\udXXX` means the same
+    code point: the result is valid UTF-8 and `json.loads` returns the original data.
+    """
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+
+
+def terminal(text: str) -> str:
+    """`text` fit to print: well formed, control characters (but newline and tab) shown as `\\xNN`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", well_formed(text))
