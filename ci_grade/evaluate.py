@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade import __version__, preflight, redact
-from ci_grade.cache import ResponseCache, cache_enabled_by, cache_folder
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
 from ci_grade.grading import registry
-from ci_grade.plan import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
+from ci_grade.plan.build import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
+from ci_grade.plan.shard import Shard
+from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_folder
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
-from ci_grade.run import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
-from ci_grade.run_stop import Stop
-from ci_grade.shard import Shard
+from ci_grade.run.runner import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
+from ci_grade.run.stop import Stop
 
 DEFAULT_CONCURRENCY = 16
 
@@ -126,9 +126,9 @@ def _positive(value: Any, name: str) -> int | None:
 
 
 def evaluate(options: EvalOptions) -> EvalOutcome:
-    from ci_grade import rerun
+    from ci_grade.plan import retry
 
-    previous = rerun.Previous.read(options.retry_errors) if options.retry_errors else None
+    previous = retry.Previous.read(options.retry_errors) if options.retry_errors else None
     loaded, env, paths = prepare(options)
     config = loaded.config
     cli_defaults = loaded.command_line_options
@@ -151,9 +151,9 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
             max_rows=_positive(env.get("CI_GRADE_MAX_ROWS"), "CI_GRADE_MAX_ROWS") or DEFAULT_MAX_ROWS,
         ),
     )
-    retry = None
+    kept = None
     if previous is not None:
-        plan, retry = rerun.plan_retry(plan, previous)
+        plan, kept = retry.plan_retry(plan, previous)
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False  # promptfoo's switch
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
     if options.stop.max_duration is None and eval_options.maxEvalTimeMs:
@@ -173,8 +173,8 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
     # sees the config's `env:` and --env-file values as promptfoo's does.
     with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
         run = _run_to_completion(plan, run_options)
-    if retry is not None:
-        run = rerun.combine(retry, run)
+    if kept is not None:
+        run = retry.combine(kept, run)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
     run.info.description = options.description or config.description
@@ -187,7 +187,7 @@ def evaluate(options: EvalOptions) -> EvalOutcome:
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
     run.warnings = [*loaded.warnings, *run.warnings]
-    return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=retry.rerun if retry else None)
+    return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=kept.rerun if kept else None)
 
 
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:

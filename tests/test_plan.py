@@ -10,7 +10,7 @@ import pytest
 
 from ci_grade.config.loader import load_config
 from ci_grade.grading import registry
-from ci_grade.plan import Plan, PlanOptions, build_plan
+from ci_grade.plan.build import Plan, PlanOptions, build_plan
 from tests.conftest import run_cli, write
 from tests.servers.llm_server import LLMServer
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ci_grade.cache import ResponseCache
 from ci_grade.providers.base import ProviderResponse
+from ci_grade.providers.cache import ResponseCache
 from tests.provider_helpers import make
 from tests.servers import anthropic_server, hf_server, ollama_server
 from tests.servers.counting_server import CountingServer

@@ -13,8 +13,8 @@ import pytest
 from ci_grade.config.loader import load_config
 from ci_grade.errors import UsageError
 from ci_grade.grading import registry
-from ci_grade.plan import Plan, PlanOptions, build_plan
-from ci_grade.shard import Shard, deal, parse_shard
+from ci_grade.plan.build import Plan, PlanOptions, build_plan
+from ci_grade.plan.shard import Shard, deal, parse_shard
 from tests.conftest import run_cli, write
 
 CONFIG = """

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ci_grade.github.inputs import ActionInputs
     from ci_grade.github.workflow_commands import WorkflowCommands
     from ci_grade.report.sections import Section
-    from ci_grade.run_stop import Stop
+    from ci_grade.run.stop import Stop
 
 
 def add_parser(subparsers: Any) -> None:
@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     from ci_grade.github.event import ActionEvent
     from ci_grade.github.inputs import read_inputs
     from ci_grade.github.workflow_commands import WorkflowCommands
-    from ci_grade.run_stop import Stop
+    from ci_grade.run.stop import Stop
 
     commands = WorkflowCommands()
     env = dict(os.environ)

@@ -51,7 +51,7 @@ def main(args: argparse.Namespace) -> int:
     if args.confirm < 0:
         raise UsageError("--confirm must be 0 or more")
     if args.shard:
-        from ci_grade.shard import parse_shard
+        from ci_grade.plan.shard import parse_shard
 
         options.shard = parse_shard(args.shard)
         if args.baseline or args.save_baseline:

@@ -56,7 +56,7 @@ def _alpha(text: str) -> float:
 
 
 def _duration(text: str) -> float:
-    from ci_grade.run_stop import parse_duration
+    from ci_grade.run.stop import parse_duration
 
     try:
         return parse_duration(text)
@@ -162,7 +162,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 def eval_options(args: argparse.Namespace) -> EvalOptions:
     from ci_grade.errors import UsageError
     from ci_grade.evaluate import EvalOptions
-    from ci_grade.run_stop import Stop
+    from ci_grade.run.stop import Stop
 
     if args.max_concurrency is not None and args.max_concurrency < 1:
         raise UsageError("--max-concurrency must be at least 1")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ci_grade.errors import UsageError
-from ci_grade.shard import Shard, parse_shard
+from ci_grade.plan.shard import Shard, parse_shard
 
 FailOn = Literal["failures", "regressions", "never"]
 
@@ -153,7 +153,7 @@ def _path(name: str, text: str, suffixes: tuple[str, ...]) -> str:
 
 
 def _duration(name: str, text: str) -> float:
-    from ci_grade.run_stop import parse_duration
+    from ci_grade.run.stop import parse_duration
 
     try:
         return parse_duration(text)

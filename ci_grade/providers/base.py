@@ -25,7 +25,7 @@ from ci_grade.results.usage import TokenUsage
 from ci_grade.safe_text import well_formed
 
 if TYPE_CHECKING:
-    from ci_grade.cache import ResponseCache
+    from ci_grade.providers.cache import ResponseCache
 
 Capability = Literal["text", "embedding", "moderation", "classification"]
 

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ci_grade.cache import ResponseCache
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider
+from ci_grade.providers.cache import ResponseCache
 
 # (prefix, module, attribute): the first matching prefix wins.
 _FAMILIES: list[tuple[str, str, str]] = [

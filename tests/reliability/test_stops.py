@@ -222,7 +222,7 @@ def test_action_sigterm_publishes_everything_then_exits_143(tmp_path: Path, mode
 def test_durations_and_their_inputs() -> None:
     from ci_grade.errors import UsageError
     from ci_grade.github.inputs import read_inputs
-    from ci_grade.run_stop import format_duration, parse_duration
+    from ci_grade.run.stop import format_duration, parse_duration
 
     assert [parse_duration(t) for t in ("90", "90s", "30m", "1h30m", "1.5h", " 2m30s ", "0.5s")] == [90, 90, 1800, 5400, 5400, 150, 0.5]
     for bad in ("", "soon", "0", "-5", "1d", "m", "inf"):

@@ -4,7 +4,7 @@ Every planned row ends as exactly one TestResult, whatever fails: a provider err
 transform, a grader outage or a bug in one assertion becomes an ERROR row with its reason and
 the run goes on. Comparison assertions (select-best, max-score) are graded once all rows of a
 test are done. Each row has a deadline (evaluateOptions.timeoutMs, else 15 minutes; 0 for none);
-a run stopped early (`run_stop.Stop`: a signal or the run's time limit) records the rows it did
+a run stopped early (`stop.Stop`: a signal or the run's time limit) records the rows it did
 not finish as ERROR rows saying why.
 """
 
@@ -18,21 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ci_grade import row_vars
-from ci_grade.cache import ResponseCache
 from ci_grade.config import nunjucks
-from ci_grade.conversation import Conversations, template_of
 from ci_grade.errors import ScriptError, TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
 from ci_grade.grading.graders import GraderResolver
 from ci_grade.grading.transforms import apply_transform
-from ci_grade.plan import Plan, PlannedRow
+from ci_grade.plan.build import Plan, PlannedRow
 from ci_grade.providers.base import CallContext, ProviderResponse
+from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.registry import ProviderPool
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
 from ci_grade.results.usage import TokenUsage
-from ci_grade.run_stop import Stop
+from ci_grade.run import row_vars
+from ci_grade.run.conversation import Conversations, template_of
+from ci_grade.run.stop import Stop
 
 Progress = Callable[[TestResult, int, int], None]
 DEFAULT_ROW_TIMEOUT_MS = 15 * 60 * 1000

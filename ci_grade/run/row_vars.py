@@ -11,8 +11,8 @@ import dataclasses
 from pathlib import Path
 
 from ci_grade.config import nunjucks, var_files
-from ci_grade.conversation import Conversations
-from ci_grade.plan import PlannedRow
+from ci_grade.plan.build import PlannedRow
+from ci_grade.run.conversation import Conversations
 from ci_grade.scripting import var_loaders
 
 

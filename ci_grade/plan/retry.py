@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 
 from ci_grade.errors import UsageError
 from ci_grade.grading import registry
-from ci_grade.plan import Plan, PlannedRow
+from ci_grade.plan.build import Plan, PlannedRow
+from ci_grade.plan.shard import Shard
 from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.results.promptfoo import read_results
-from ci_grade.shard import Shard
 
 RowKey = tuple[str, int]  # (stable test id, repeat index)
 

@@ -2,7 +2,7 @@
 
 A command makes one `Stop` and holds `catching_signals()` around everything it does. The first
 SIGINT or SIGTERM asks the run to stop; a second one ends the process at once (the default
-action). The run (`run.py`) waits for its rows through `Stop.wait`: when a stop is asked for or
+action). The runner (`runner.py`) waits for its rows through `Stop.wait`: when a stop is asked for or
 the time limit passes, rows still running or waiting are cancelled and recorded as ERROR rows
 that say why ("cancelled: ..." or "timed out: ..."), and the command goes on to write every
 report. A signalled run then exits 130 (SIGINT) or 143 (SIGTERM); a run cut by its time limit is

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ci_grade.config import nunjucks
-from ci_grade.plan import PlannedRow
+from ci_grade.plan.build import PlannedRow
 from ci_grade.providers.base import ProviderResponse
 
 VARIABLE = "_conversation"

@@ -10,7 +10,6 @@ and fingerprint, so shards can be merged and checked for completeness.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
@@ -18,15 +17,15 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ci_grade.config import files, nunjucks, var_files
+from ci_grade.config import files
 from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import Prompt, ProviderSpec, TestCase, TestOptions
 from ci_grade.config.sources import Location
-from ci_grade.errors import ConfigError, ScriptError, UsageError
-from ci_grade.shard import Shard, deal
+from ci_grade.errors import ConfigError, UsageError
+from ci_grade.plan.shard import Shard, deal
+from ci_grade.plan.variables import VarLoader, transform_vars, var_choices
 
 DEFAULT_MAX_ROWS = 100_000
 """Rows (tests x variable combinations x prompts x providers x repeats) one eval may plan (CI_GRADE_MAX_ROWS)."""
@@ -106,24 +105,21 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
         cases = cases[: options.filter_first_n]
     wanted = _provider_filter(options.filter_providers, config.providers)
 
-    var_loader = _VarLoader(loaded.base_dir)
+    var_loader = VarLoader(loaded.base_dir)
     cells: list[_Cell] = []
     group_keys: list[str] = []
     group = 0
     planned = 0
     for case in cases:
         pairs = [pair for pair in _pairs(case, config.prompts, config.providers) if wanted(pair[1][1])]
-        keys, choices = _var_choices(case, loaded.base_dir)
+        keys, choices = var_choices(case.test, loaded.base_dir, case.location, case.path)
         planned += math.prod(len(c) for c in choices) * len(pairs)
         _check_size(planned, options, loaded, case)
         for combo in itertools.product(*choices):
             identity_vars = dict(zip(keys, combo, strict=True))
-            variables = var_files.strip_newline(var_loader.resolve(identity_vars, case))
-            script_vars = tuple(k for k, v in variables.items() if isinstance(v, str) and v.startswith("file://") and var_files.is_script(v))
-            resolved = nunjucks.resolve_references({k: v for k, v in variables.items() if k not in script_vars})
-            variables = {k: v if k in script_vars else resolved[k] for k, v in variables.items()}
+            variables, script_vars = var_loader.row_variables(identity_vars, case.location, case.path)
             if case.test.options.transformVars:
-                variables = _transform_vars(case, variables)
+                variables = transform_vars(case.test, variables, case.location, case.path)
             test = case.test.model_copy(update={"vars": variables})
             identity = _identity(case.test, identity_vars)
             canonical_vars = _canonical(identity_vars)
@@ -378,77 +374,6 @@ def _check_size(planned: int, options: PlanOptions, loaded: LoadedConfig, case: 
         loc,
         where,
     )
-
-
-def _var_choices(case: _Case, base_dir: Path) -> tuple[list[str], list[list[Any]]]:
-    """promptfoo's expansion: string arrays and file globs fan out into a cartesian product of these choices."""
-    test = case.test
-    variables = test.vars or {}
-    if test.options.disableVarExpansion:
-        return list(variables), [[value] for value in variables.values()]
-    choices: list[list[Any]] = []
-    for key, value in variables.items():
-        if isinstance(value, str) and value.startswith("file://") and files.is_glob(value):
-            matches = files.expand_glob(value, base_dir, case.location, f"{case.path}.vars.{key}")
-            choices.append([f"file://{_relative(p, base_dir)}" for p in matches])
-        elif isinstance(value, list) and value and isinstance(value[0], str):
-            choices.append(list(value))
-        else:
-            choices.append([value])
-    return list(variables), choices
-
-
-def _relative(path: Path, base_dir: Path) -> str:
-    """A matched file as the config would name it: relative to the config folder when inside it."""
-    try:
-        return path.relative_to(base_dir).as_posix()
-    except ValueError:
-        return str(path)
-
-
-class _VarLoader:
-    """Loads `file://` variable values once per file per plan (see `config.var_files`); var loader
-    scripts stay references, run per row."""
-
-    def __init__(self, base_dir: Path):
-        self.base_dir = base_dir
-        self._loaded: dict[Path, Any] = {}
-
-    def resolve(self, variables: dict[str, Any], case: _Case) -> dict[str, Any]:
-        return {k: self.value(k, v, case) for k, v in variables.items()}
-
-    def value(self, key: str, value: Any, case: _Case) -> Any:
-        if not (isinstance(value, str) and value.startswith("file://")):
-            return value
-        path = files.resolve(files.split_function(value)[0], self.base_dir)
-        where = f"{case.path}.vars.{key}"
-        if not path.is_file():
-            raise files.missing_file_error(f"file not found: {files.display_path(path)}", case.location, where)
-        if var_files.is_script(value):
-            return value
-        if path not in self._loaded:
-            try:
-                self._loaded[path] = var_files.load(path)
-            except ConfigError as exc:
-                raise ConfigError.at(f"{exc.file}: {exc.message}" if exc.file else exc.message, case.location, where) from None
-        return copy.deepcopy(self._loaded[path])
-
-
-def _transform_vars(case: _Case, variables: dict[str, Any]) -> dict[str, Any]:
-    from ci_grade.scripting import js
-
-    code = case.test.options.transformVars or ""
-    loc = case.location
-    where = f"{case.path}.options.transformVars"
-    if code.startswith("file://"):
-        raise ConfigError.at("transformVars from a file is not supported by ci-grade; use an inline expression", loc, where)
-    try:
-        _, value = js.run_inline(code, ("vars", "context"), [variables, {}])
-    except ScriptError as exc:
-        raise ConfigError.at(f"transformVars failed: {exc}", loc, where) from None
-    if not isinstance(value, dict):
-        raise ConfigError.at("transformVars must return an object", loc, where)
-    return {**variables, **value}
 
 
 def _identity(test: TestCase, identity_vars: dict[str, Any]) -> str:

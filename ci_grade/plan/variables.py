@@ -1,0 +1,93 @@
+"""A test's variables at planning: promptfoo's expansion into combinations, `file://` values
+loaded once per file, `{{ name }}` references filled in, and `transformVars`.
+
+String arrays and `file://` globs fan out into a cartesian product (unless
+`disableVarExpansion`). Data files are loaded as promptfoo renders them (`config.var_files`);
+var loader scripts (`file://vars.py`) stay references, run per row at run time.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from ci_grade.config import files, nunjucks, var_files
+from ci_grade.config.models import TestCase
+from ci_grade.config.sources import Location
+from ci_grade.errors import ConfigError, ScriptError
+
+
+def var_choices(test: TestCase, base_dir: Path, location: Location | None, path: str) -> tuple[list[str], list[list[Any]]]:
+    """promptfoo's expansion: string arrays and file globs fan out into a cartesian product of these choices."""
+    variables = test.vars or {}
+    if test.options.disableVarExpansion:
+        return list(variables), [[value] for value in variables.values()]
+    choices: list[list[Any]] = []
+    for key, value in variables.items():
+        if isinstance(value, str) and value.startswith("file://") and files.is_glob(value):
+            matches = files.expand_glob(value, base_dir, location, f"{path}.vars.{key}")
+            choices.append([f"file://{_relative(match, base_dir)}" for match in matches])
+        elif isinstance(value, list) and value and isinstance(value[0], str):
+            choices.append(list(value))
+        else:
+            choices.append([value])
+    return list(variables), choices
+
+
+def _relative(path: Path, base_dir: Path) -> str:
+    """A matched file as the config would name it: relative to the config folder when inside it."""
+    try:
+        return path.relative_to(base_dir).as_posix()
+    except ValueError:
+        return str(path)
+
+
+class VarLoader:
+    """Loads `file://` variable values once per file per plan (see `config.var_files`); var loader
+    scripts stay references, run per row."""
+
+    def __init__(self, base_dir: Path):
+        self.base_dir = base_dir
+        self._loaded: dict[Path, Any] = {}
+
+    def row_variables(self, identity_vars: dict[str, Any], location: Location | None, path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """One combination's variables, loaded and with references filled in, and the names of
+        those a var loader script computes at run time."""
+        variables = var_files.strip_newline({k: self._value(k, v, location, path) for k, v in identity_vars.items()})
+        script_vars = tuple(k for k, v in variables.items() if isinstance(v, str) and v.startswith("file://") and var_files.is_script(v))
+        resolved = nunjucks.resolve_references({k: v for k, v in variables.items() if k not in script_vars})
+        return {k: v if k in script_vars else resolved[k] for k, v in variables.items()}, script_vars
+
+    def _value(self, key: str, value: Any, location: Location | None, path: str) -> Any:
+        if not (isinstance(value, str) and value.startswith("file://")):
+            return value
+        file = files.resolve(files.split_function(value)[0], self.base_dir)
+        where = f"{path}.vars.{key}"
+        if not file.is_file():
+            raise files.missing_file_error(f"file not found: {files.display_path(file)}", location, where)
+        if var_files.is_script(value):
+            return value
+        if file not in self._loaded:
+            try:
+                self._loaded[file] = var_files.load(file)
+            except ConfigError as exc:
+                raise ConfigError.at(f"{exc.file}: {exc.message}" if exc.file else exc.message, location, where) from None
+        return copy.deepcopy(self._loaded[file])
+
+
+def transform_vars(test: TestCase, variables: dict[str, Any], location: Location | None, path: str) -> dict[str, Any]:
+    from ci_grade.scripting import js
+
+    code = test.options.transformVars or ""
+    loc = location
+    where = f"{path}.options.transformVars"
+    if code.startswith("file://"):
+        raise ConfigError.at("transformVars from a file is not supported by ci-grade; use an inline expression", loc, where)
+    try:
+        _, value = js.run_inline(code, ("vars", "context"), [variables, {}])
+    except ScriptError as exc:
+        raise ConfigError.at(f"transformVars failed: {exc}", loc, where) from None
+    if not isinstance(value, dict):
+        raise ConfigError.at("transformVars must return an object", loc, where)
+    return {**variables, **value}
