@@ -21,7 +21,16 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from runner import TOOLS, Summary, loopback_grader, make_tool, measure, run_alternating, run_eval
+from runner import (
+    TOOLS,
+    Summary,
+    loopback_grader,
+    make_tool,
+    measure,
+    run_alternating,
+    run_eval,
+    wait_for_quiet,
+)
 from suites import Suite, write_deterministic, write_grader
 
 DETERMINISTIC_GOALS = "goals at 10,000 tests: ci-grade <= 0.30x promptfoo's wall time, <= 250 MB peak RSS"
@@ -29,14 +38,14 @@ GRADER_GOALS = "goals at 1000 calls, 100 ms: -j 32 within 1.25x the latency floo
 
 
 def table(summaries: list[Summary], calls: int | None = None) -> str:
-    head = "| tool | wall min | wall median | peak RSS | CPU (user+sys) median |"
-    rule = "| --- | ---: | ---: | ---: | ---: |"
+    head = "| tool | wall min | wall median | peak RSS | CPU (user+sys) median | others' CPU, max |"
+    rule = "| --- | ---: | ---: | ---: | ---: | ---: |"
     if calls:
         head += " CPU per call |"
         rule += " ---: |"
     lines = [head, rule]
     for s in summaries:
-        line = f"| {s.tool} | {s.wall_min:.2f} s | {s.wall_median:.2f} s | {s.rss_max:.0f} MB | {s.cpu_median:.2f} s |"
+        line = f"| {s.tool} | {s.wall_min:.2f} s | {s.wall_median:.2f} s | {s.rss_max:.0f} MB | {s.cpu_median:.2f} s | {s.others_max:.0%} |"
         if calls:
             line += f" {s.cpu_median / calls * 1000:.2f} ms |"
         lines.append(line)
@@ -59,7 +68,7 @@ def compare(args: argparse.Namespace, write: Callable[[Path, int], Suite], extra
         workdir = Path(tmp)
         suite = write(workdir, args.tests)
         tools = [make_tool(name, workdir, extra_env) for name in (args.only or TOOLS)]
-        return run_alternating(tools, suite, workdir, args.runs, args.concurrency)
+        return run_alternating(tools, suite, workdir, args.runs, args.concurrency, args.quiet_below)
 
 
 def deterministic(args: argparse.Namespace) -> None:
@@ -86,7 +95,7 @@ def grader(args: argparse.Namespace) -> None:
 
 def scaling(args: argparse.Namespace) -> None:
     names = list(TOOLS) if args.with_promptfoo else ["ci-grade"]
-    rows = ["| tool | tests | wall | peak RSS | RSS per 1000 tests | added RSS per 1000 tests |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    rows = ["| tool | tests | wall | CPU | peak RSS | RSS per 1000 tests | added RSS per 1000 tests | others' CPU |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     with tempfile.TemporaryDirectory(prefix="ci-grade-bench-") as tmp:
         workdir = Path(tmp)
         for name in names:
@@ -94,10 +103,10 @@ def scaling(args: argparse.Namespace) -> None:
             previous: tuple[int, float] | None = None
             for tests in args.tests:
                 suite = write_deterministic(workdir, tests)
-                runs = [run_eval(tool, suite, workdir, args.concurrency) for _ in range(args.runs)]
+                runs = [run_eval(tool, suite, workdir, args.concurrency, args.quiet_below) for _ in range(args.runs)]
                 s = Summary(name, runs)
                 added = f"{(s.rss_max - previous[1]) / (tests - previous[0]) * 1000:.1f} MB" if previous else ""
-                rows.append(f"| {name} | {tests} | {s.wall_min:.1f} s | {s.rss_max:.0f} MB | {s.rss_max / tests * 1000:.1f} MB | {added} |")
+                rows.append(f"| {name} | {tests} | {s.wall_min:.1f} s | {s.cpu_median:.1f} s | {s.rss_max:.0f} MB | {s.rss_max / tests * 1000:.1f} MB | {added} | {s.others_max:.0%} |")
                 print(rows[-1], file=sys.stderr)
                 previous = (tests, s.rss_max)
     print("scaling: N tests x 3 deterministic assertions, echo provider (wall: min of runs, RSS: max)")
@@ -110,7 +119,10 @@ def startup(args: argparse.Namespace) -> None:
         workdir = Path(tmp)
         for name in args.only or TOOLS:
             tool = make_tool(name, workdir, {})
-            runs = [measure([*tool.base, "--version"], tool.env, workdir) for _ in range(args.runs)]
+            runs = []
+            for _ in range(args.runs):
+                wait_for_quiet(args.quiet_below)
+                runs.append(measure([*tool.base, "--version"], tool.env, workdir))
             s = Summary(name, runs)
             print(f"{name} --version: min {s.wall_min:.3f} s, median {s.wall_median:.3f} s, peak RSS {s.rss_max:.0f} MB")
 
@@ -131,6 +143,10 @@ def main() -> int:
     def scenario(name: str, handler: Callable[[argparse.Namespace], None], runs: int, help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help)
         sub.add_argument("--runs", type=int, default=runs, help=f"measured runs per tool (default {runs})")
+        sub.add_argument(
+            "--quiet-below", type=float, default=0.15, metavar="SHARE",
+            help="before each run, wait (up to 10 min) until other processes use at most this share of the machine's CPU (default 0.15; 1 = never wait)",
+        )
         sub.set_defaults(handler=handler)
         return sub
 
@@ -157,6 +173,7 @@ def main() -> int:
     only(sub)
 
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # tables after the progress lines
     args.handler(args)
     return 0
 

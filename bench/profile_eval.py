@@ -58,6 +58,50 @@ class Phase:
     snapshot: tracemalloc.Snapshot | None = field(default=None, repr=False)
 
 
+@dataclass
+class Waits:
+    """Where the run phase waits rather than computes."""
+
+    select_seconds: float = 0.0  # main thread blocked in the event loop's epoll
+    js_calls: int = 0
+    js_seconds: float = 0.0  # summed round trips of awaited JavaScript calls (they overlap)
+
+
+def instrument_waits() -> Waits:
+    """Time the main thread's event-loop waits and every awaited call into V8."""
+    import selectors
+
+    waits = Waits()
+    main_thread = threading.main_thread()
+    select = selectors.EpollSelector.select
+
+    def timed_select(self: selectors.EpollSelector, timeout: float | None = None) -> Any:
+        if threading.current_thread() is not main_thread:
+            return select(self, timeout)
+        started = time.perf_counter()
+        try:
+            return select(self, timeout)
+        finally:
+            waits.select_seconds += time.perf_counter() - started
+
+    selectors.EpollSelector.select = timed_select  # type: ignore[assignment, method-assign]
+    js = importlib.import_module("ci_grade.scripting.js")
+    runtime = getattr(js, "JsRuntime", None)
+    acall = getattr(runtime, "acall", None)
+    if runtime is not None and acall is not None:
+
+        async def timed_acall(self: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await acall(self, *args, **kwargs)
+            finally:
+                waits.js_calls += 1
+                waits.js_seconds += time.perf_counter() - started
+
+        runtime.acall = timed_acall
+    return waits
+
+
 def rss_mb() -> tuple[float, float]:
     """(current, peak) resident memory of this process in MB."""
     values = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
@@ -124,7 +168,7 @@ def instrument(memory: bool) -> tuple[list[Phase], list[str]]:
     return phases, missing
 
 
-def report_phases(phases: list[Phase], imports: Phase, total: float, rows: int, memory: bool) -> None:
+def report_phases(phases: list[Phase], imports: Phase, total: float, rows: int, memory: bool, waits: Waits) -> None:
     print(f"{'phase':<54} {'wall s':>8} {'calls':>7} {'µs/row':>8} {'new modules':>11} {'RSS after MB':>12}", end="")
     print(f" {'traced MB':>9} {'traced peak MB':>14}" if memory else "")
     for phase in [imports, *phases]:
@@ -135,9 +179,13 @@ def report_phases(phases: list[Phase], imports: Phase, total: float, rows: int, 
         print(f"{phase.label:<54} {phase.seconds:8.2f} {phase.calls:7d} {per_row} {phase.modules:11d} {phase.rss_mb:12.0f}", end="")
         print(f" {phase.traced_mb:9.1f} {phase.traced_peak_mb:14.1f}" if memory else "")
     print(f"{'total (import to exit of cli.main)':<54} {total:8.2f}")
-    js_cpu = js_thread_cpu()
-    if js_cpu is not None:
-        print(f"V8 thread CPU (javascript assertions): {js_cpu:.2f} s, {js_cpu / rows * 1e6:.0f} µs/row")
+    run = next((p.seconds for p in phases if p.label.startswith("run")), 0.0) or 1.0
+    print(f"main thread idle in the event loop (epoll), nearly all in the run phase: {waits.select_seconds:.2f} s ({waits.select_seconds / run:.0%} of the run phase)")
+    if waits.js_calls:
+        mean = waits.js_seconds / waits.js_calls * 1e6
+        print(f"calls into V8 (javascript and regex assertions): {waits.js_calls}, mean round trip {mean:.0f} µs", end="")
+        js_cpu = js_thread_cpu()
+        print(f"; CPU of ci-grade's V8 thread {js_cpu:.2f} s ({js_cpu / waits.js_calls * 1e6:.0f} µs/call)" if js_cpu is not None else "")
     print(f"peak RSS: {rss_mb()[1]:.0f} MB")
 
 
@@ -213,6 +261,7 @@ def main() -> int:
             current, peak = tracemalloc.get_traced_memory()
             imports.traced_mb, imports.traced_peak_mb = current / 2**20, peak / 2**20
         phases, missing = instrument(memory)
+        waits = instrument_waits()
         from ci_grade.cli import main as cli_main
 
         stdout = sys.stdout
@@ -227,7 +276,7 @@ def main() -> int:
     print(f"ci-grade eval, {args.tests} tests x 3 assertions ({args.mode}), exit code {code}")
     for name in missing:
         print(f"phase function {name} not found (moved?): its phase is not timed")
-    report_phases(phases, imports, total, args.tests, memory)
+    report_phases(phases, imports, total, args.tests, memory, waits)
     run_phase = next((p for p in phases if p.snapshot is not None), None)
     if run_phase is not None and run_phase.snapshot is not None:
         report_retained(run_phase.snapshot, args.tests, args.top)

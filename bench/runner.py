@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +37,28 @@ class Measurement:
     cpu: float  # user + system seconds
     returncode: int
     log: str
+    others: float = 0.0  # share of the machine's CPU that other processes used meanwhile
+
+
+def machine_busy() -> float:
+    """CPU seconds all processes on this machine have used since boot (all cores, /proc/stat)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")  # minus idle, iowait
+
+
+def wait_for_quiet(threshold: float, timeout: float = 600) -> None:
+    """Wait until other processes use at most `threshold` of the machine's CPU (sampled over 1 s)."""
+    cores = os.cpu_count() or 1
+    deadline = time.monotonic() + timeout
+    while True:
+        before = machine_busy()
+        time.sleep(1)
+        share = (machine_busy() - before) / cores
+        if share <= threshold:
+            return
+        if time.monotonic() > deadline:
+            print(f"  machine still {share:.0%} busy after {timeout:.0f} s: measuring anyway", file=sys.stderr)
+            return
 
 
 def measure(command: list[str], env: dict[str, str], cwd: Path) -> Measurement:
@@ -44,11 +67,14 @@ def measure(command: list[str], env: dict[str, str], cwd: Path) -> Measurement:
     with tempfile.TemporaryDirectory(prefix="bench-measure-") as tmp:
         report = Path(tmp) / "report.json"
         log = Path(tmp) / "log.txt"
+        busy = machine_busy()
         with log.open("wb") as sink:
             subprocess.run([sys.executable, "-S", str(PEAK_RSS), str(report), *command], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, check=False)
+        busy = machine_busy() - busy
         figures = json.loads(report.read_text())
         text = log.read_text(errors="replace")
-    return Measurement(figures["wall"], figures["peak_rss_mb"], figures["cpu"], figures["returncode"], text)
+    others = max(0.0, busy - figures["cpu"]) / (figures["wall"] * (os.cpu_count() or 1))
+    return Measurement(figures["wall"], figures["peak_rss_mb"], figures["cpu"], figures["returncode"], text, others)
 
 
 @dataclass
@@ -79,10 +105,12 @@ def make_tool(name: str, workdir: Path, extra_env: dict[str, str]) -> Tool:
     return Tool(name, [str(PROMPTFOO)], env)
 
 
-def run_eval(tool: Tool, suite: Suite, workdir: Path, concurrency: int | None) -> Measurement:
-    """One measured `eval` of `suite`; exits with the log if the run failed or miscounted."""
+def run_eval(tool: Tool, suite: Suite, workdir: Path, concurrency: int | None, quiet: float) -> Measurement:
+    """One measured `eval` of `suite`, once other processes use at most `quiet` of the machine's
+    CPU; exits with the log if the run failed or miscounted."""
     output = workdir / f"{tool.name}-results.json"
     output.unlink(missing_ok=True)
+    wait_for_quiet(quiet)
     result = measure(tool.eval_command(suite, output, concurrency), tool.env, workdir)
     problem = _check(suite, output)
     if problem:
@@ -147,17 +175,19 @@ class Summary:
     def cpu_median(self) -> float:
         return statistics.median(r.cpu for r in self.runs)
 
+    @property
+    def others_max(self) -> float:
+        return max(r.others for r in self.runs)
 
-def run_alternating(tools: list[Tool], suite: Suite, workdir: Path, runs: int, concurrency: int | None) -> list[Summary]:
+
+def run_alternating(tools: list[Tool], suite: Suite, workdir: Path, runs: int, concurrency: int | None, quiet: float) -> list[Summary]:
     """`runs` measured evals per tool, interleaved (A B, B A, A B, ...) so drift hits both alike."""
-    print(f"  load average before: {os.getloadavg()[0]:.2f}", file=sys.stderr)
     for tool in tools:  # warm the file cache (interpreter, node_modules) before measuring
         measure([*tool.base, "--version"], tool.env, workdir)
     results: dict[str, list[Measurement]] = {tool.name: [] for tool in tools}
     for index in range(runs):
         for tool in tools if index % 2 == 0 else tools[::-1]:
-            result = run_eval(tool, suite, workdir, concurrency)
+            result = run_eval(tool, suite, workdir, concurrency, quiet)
             results[tool.name].append(result)
-            print(f"  run {index + 1}/{runs} {tool.name}: {result.wall:.2f} s, {result.peak_rss_mb:.0f} MB, {result.cpu:.2f} s CPU", file=sys.stderr)
-    print(f"  load average after: {os.getloadavg()[0]:.2f}", file=sys.stderr)
+            print(f"  run {index + 1}/{runs} {tool.name}: {result.wall:.2f} s, {result.peak_rss_mb:.0f} MB, {result.cpu:.2f} s CPU, others {result.others:.0%}", file=sys.stderr)
     return [Summary(name, measured) for name, measured in results.items()]

@@ -6,7 +6,10 @@
 # a system node is not used). promptfoo comes from npm. Idempotent: a second run reuses what is
 # there. Prints the path of the launcher, bench/.tools/bin/promptfoo, which runs promptfoo on that
 # node with telemetry, update checks, sharing and remote generation off and, unless the caller sets
-# PROMPTFOO_CONFIG_DIR, its database and logs kept under bench/.tools/promptfoo-home.
+# PROMPTFOO_CONFIG_DIR, its database and logs kept under bench/.tools/promptfoo-home. Even with
+# telemetry off, promptfoo 0.123.1 posts one "telemetry disabled" event per run; the launcher
+# points every HTTP(S) proxy variable at a closed loopback port (loopback itself is exempt), so
+# that request, and any other for a non-loopback host, fails on this machine.
 #
 #   bash bench/setup_promptfoo.sh
 set -euo pipefail
@@ -44,6 +47,8 @@ cat >"$tools/bin/promptfoo" <<EOF
 export PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_DISABLE_SHARING=1
 export PROMPTFOO_DISABLE_REMOTE_GENERATION=1 PROMPTFOO_DISABLE_SHARE_EMAIL_REQUEST=1
 export PROMPTFOO_CONFIG_DIR="\${PROMPTFOO_CONFIG_DIR:-$tools/promptfoo-home}"
+export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9
+export NO_PROXY=127.0.0.1,localhost,::1 no_proxy=127.0.0.1,localhost,::1
 exec "$node" "$promptfoo_js" "\$@"
 EOF
 chmod +x "$tools/bin/promptfoo"
