@@ -23,6 +23,7 @@ from pathlib import Path
 
 from runner import (
     TOOLS,
+    Quiet,
     Summary,
     loopback_grader,
     make_tool,
@@ -68,7 +69,7 @@ def compare(args: argparse.Namespace, write: Callable[[Path, int], Suite], extra
         workdir = Path(tmp)
         suite = write(workdir, args.tests)
         tools = [make_tool(name, workdir, extra_env) for name in (args.only or TOOLS)]
-        return run_alternating(tools, suite, workdir, args.runs, args.concurrency, args.quiet_below)
+        return run_alternating(tools, suite, workdir, args.runs, args.concurrency, quiet(args))
 
 
 def deterministic(args: argparse.Namespace) -> None:
@@ -103,7 +104,7 @@ def scaling(args: argparse.Namespace) -> None:
             previous: tuple[int, float] | None = None
             for tests in args.tests:
                 suite = write_deterministic(workdir, tests)
-                runs = [run_eval(tool, suite, workdir, args.concurrency, args.quiet_below) for _ in range(args.runs)]
+                runs = [run_eval(tool, suite, workdir, args.concurrency, quiet(args)) for _ in range(args.runs)]
                 s = Summary(name, runs)
                 added = f"{(s.rss_max - previous[1]) / (tests - previous[0]) * 1000:.1f} MB" if previous else ""
                 rows.append(f"| {name} | {tests} | {s.wall_min:.1f} s | {s.cpu_median:.1f} s | {s.rss_max:.0f} MB | {s.rss_max / tests * 1000:.1f} MB | {added} | {s.others_max:.0%} |")
@@ -121,10 +122,14 @@ def startup(args: argparse.Namespace) -> None:
             tool = make_tool(name, workdir, {})
             runs = []
             for _ in range(args.runs):
-                wait_for_quiet(args.quiet_below)
+                wait_for_quiet(args.quiet_below, args.quiet_wait)
                 runs.append(measure([*tool.base, "--version"], tool.env, workdir))
             s = Summary(name, runs)
             print(f"{name} --version: min {s.wall_min:.3f} s, median {s.wall_median:.3f} s, peak RSS {s.rss_max:.0f} MB")
+
+
+def quiet(args: argparse.Namespace) -> Quiet:
+    return Quiet(args.quiet_below, args.quiet_wait)
 
 
 def concurrency(text: str) -> int | None:
@@ -145,8 +150,9 @@ def main() -> int:
         sub.add_argument("--runs", type=int, default=runs, help=f"measured runs per tool (default {runs})")
         sub.add_argument(
             "--quiet-below", type=float, default=0.15, metavar="SHARE",
-            help="before each run, wait (up to 10 min) until other processes use at most this share of the machine's CPU (default 0.15; 1 = never wait)",
+            help="before each run, wait until other processes use at most this share of the machine's CPU (default 0.15; 1 = never wait)",
         )
+        sub.add_argument("--quiet-wait", type=float, default=300, metavar="SECONDS", help="longest wait for that before each run (default 300)")
         sub.set_defaults(handler=handler)
         return sub
 

@@ -43,6 +43,37 @@ PHASES = [
     ("results files total (build, encode, redact, write)", "ci_grade.report.outputs", "write_outputs"),
     ("console summary", "ci_grade.report.console", "summary"),
 ]
+# (label, file suffix, function): functions whose cProfile totals the phase map quotes.
+SPOTS = [
+    ("config: YAML parse + construct, with source lines", "config/yaml12.py", "load_with_sources"),
+    ("config:   source-line registration", "config/yaml12.py", "_register"),
+    ("config: pydantic validation of the merged config", "config/loader.py", "_validate"),
+    ("config: $ref dereference walk", "config/loader.py", "dereference"),
+    ("config: secret collection over the raw config", "ci_grade/redact.py", "collect"),
+    ("plan: build_plan", "ci_grade/plan.py", "build_plan"),
+    ("plan:   merge_default (per test)", "ci_grade/plan.py", "merge_default"),
+    ("plan:   validate", "ci_grade/plan.py", "validate"),
+    ("run: prompt rendering (jinja2)", "config/templating.py", "render_prompt"),
+    ("run: TestResult building (_base_result)", "ci_grade/run.py", "_base_result"),
+    ("all phases: pydantic model_dump", "pydantic/main.py", "model_dump"),
+    ("all phases: pydantic BaseModel.__init__", "pydantic/main.py", "__init__"),
+    ("all phases: pydantic __setattr__", "pydantic/main.py", "__setattr__"),
+    ("run: assertion context building", "grading/engine.py", "build_context"),
+    ("run: assertion value rendering", "grading/engine.py", "render_assertion_value"),
+    ("run: JSON payload for V8 calls", "scripting/js.py", "_call_source"),
+    ("run: asyncio task creation", "asyncio/base_events.py", "create_task"),
+    ("run: main thread blocked in epoll (idle)", "", "<method 'poll' of 'select.epoll' objects>"),
+    ("compare: compare()", "ci_grade/compare.py", "compare"),
+    ("compare:   baseline rows grouping", "ci_grade/baseline.py", "group_rows"),
+    ("compare:   per-case deltas", "ci_grade/compare.py", "_case"),
+    ("results: to_promptfoo", "results/promptfoo.py", "to_promptfoo"),
+    ("results:   row_to_promptfoo", "results/promptfoo.py", "row_to_promptfoo"),
+    ("results:   _components", "results/promptfoo.py", "_components"),
+    ("results: redaction of the config (Redactor.data)", "ci_grade/redact.py", "data"),
+    ("results: redaction of the JSON text (Redactor.text)", "ci_grade/redact.py", "text"),
+    ("all phases: json encoding (iterencode)", "json/encoder.py", "iterencode"),
+    ("results: atomic write", "report/outputs.py", "write_atomic"),
+]
 EAGER = ["ci_grade.cli", "ci_grade.commands.eval_cmd", *sorted({module for _, module, _ in PHASES})]
 
 
@@ -218,6 +249,18 @@ def _source(key: str) -> str:
     return ""
 
 
+def report_spots(profile: cProfile.Profile) -> None:
+    """Calls, own time and cumulative time of the SPOTS functions (0 calls: renamed or not run)."""
+    table: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    print(f"\n== named functions (cProfile; cumulative time of coroutines is unreliable) ==\n{'':<56} {'calls':>9} {'own s':>8} {'cum s':>8}")
+    for label, suffix, function in SPOTS:
+        calls, own, cumulative = 0, 0.0, 0.0
+        for (filename, _, name), (_, ncalls, tottime, cumtime, _) in table.items():
+            if name == function and filename.endswith(suffix):
+                calls, own, cumulative = calls + ncalls, own + tottime, cumulative + cumtime
+        print(f"{label:<56} {calls:9d} {own:8.2f} {cumulative:8.2f}")
+
+
 def report_profile(profile: cProfile.Profile, limit: int) -> None:
     for order in ("tottime", "cumulative"):
         buffer = io.StringIO()
@@ -282,6 +325,7 @@ def main() -> int:
         report_retained(run_phase.snapshot, args.tests, args.top)
     if profile:
         profile.dump_stats(args.profile_out)
+        report_spots(profile)
         report_profile(profile, args.top)
         print(f"\nfull profile: {args.profile_out} (python -m pstats {args.profile_out})")
     return 0

@@ -46,7 +46,16 @@ def machine_busy() -> float:
     return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")  # minus idle, iowait
 
 
-def wait_for_quiet(threshold: float, timeout: float = 600) -> None:
+@dataclass(frozen=True)
+class Quiet:
+    """Before each run, wait up to `wait` seconds until other processes use at most `below` of
+    the machine's CPU."""
+
+    below: float = 0.15
+    wait: float = 300
+
+
+def wait_for_quiet(threshold: float, timeout: float) -> None:
     """Wait until other processes use at most `threshold` of the machine's CPU (sampled over 1 s)."""
     cores = os.cpu_count() or 1
     deadline = time.monotonic() + timeout
@@ -67,13 +76,13 @@ def measure(command: list[str], env: dict[str, str], cwd: Path) -> Measurement:
     with tempfile.TemporaryDirectory(prefix="bench-measure-") as tmp:
         report = Path(tmp) / "report.json"
         log = Path(tmp) / "log.txt"
-        busy = machine_busy()
+        busy, started = machine_busy(), time.perf_counter()
         with log.open("wb") as sink:
             subprocess.run([sys.executable, "-S", str(PEAK_RSS), str(report), *command], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, check=False)
-        busy = machine_busy() - busy
+        busy, elapsed = machine_busy() - busy, time.perf_counter() - started
         figures = json.loads(report.read_text())
         text = log.read_text(errors="replace")
-    others = max(0.0, busy - figures["cpu"]) / (figures["wall"] * (os.cpu_count() or 1))
+    others = max(0.0, busy - figures["cpu"]) / (elapsed * (os.cpu_count() or 1))
     return Measurement(figures["wall"], figures["peak_rss_mb"], figures["cpu"], figures["returncode"], text, others)
 
 
@@ -105,12 +114,12 @@ def make_tool(name: str, workdir: Path, extra_env: dict[str, str]) -> Tool:
     return Tool(name, [str(PROMPTFOO)], env)
 
 
-def run_eval(tool: Tool, suite: Suite, workdir: Path, concurrency: int | None, quiet: float) -> Measurement:
-    """One measured `eval` of `suite`, once other processes use at most `quiet` of the machine's
-    CPU; exits with the log if the run failed or miscounted."""
+def run_eval(tool: Tool, suite: Suite, workdir: Path, concurrency: int | None, quiet: Quiet) -> Measurement:
+    """One measured `eval` of `suite` (after waiting for a `quiet` machine); exits with the log
+    if the run failed or miscounted."""
     output = workdir / f"{tool.name}-results.json"
     output.unlink(missing_ok=True)
-    wait_for_quiet(quiet)
+    wait_for_quiet(quiet.below, quiet.wait)
     result = measure(tool.eval_command(suite, output, concurrency), tool.env, workdir)
     problem = _check(suite, output)
     if problem:
@@ -180,7 +189,7 @@ class Summary:
         return max(r.others for r in self.runs)
 
 
-def run_alternating(tools: list[Tool], suite: Suite, workdir: Path, runs: int, concurrency: int | None, quiet: float) -> list[Summary]:
+def run_alternating(tools: list[Tool], suite: Suite, workdir: Path, runs: int, concurrency: int | None, quiet: Quiet) -> list[Summary]:
     """`runs` measured evals per tool, interleaved (A B, B A, A B, ...) so drift hits both alike."""
     for tool in tools:  # warm the file cache (interpreter, node_modules) before measuring
         measure([*tool.base, "--version"], tool.env, workdir)
