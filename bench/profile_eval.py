@@ -81,6 +81,7 @@ EAGER = ["ci_grade.cli", "ci_grade.commands.eval_cmd", *sorted({module for _, mo
 class Phase:
     label: str
     seconds: float = 0.0
+    cpu: float = 0.0  # process CPU (all threads); top-level phases only
     calls: int = 0
     modules: int = 0
     rss_mb: float = 0.0
@@ -168,11 +169,12 @@ def wrap(phase: Phase, function: Callable[..., Any], memory: bool) -> Callable[.
         modules = len(sys.modules)
         if memory:
             tracemalloc.reset_peak()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return function(*args, **kwargs)
         finally:
             phase.seconds += time.perf_counter() - started
+            phase.cpu += time.process_time() - cpu
             phase.calls += 1
             phase.modules += len(sys.modules) - modules
             phase.rss_mb = rss_mb()[0]
@@ -200,16 +202,16 @@ def instrument(memory: bool) -> tuple[list[Phase], list[str]]:
 
 
 def report_phases(phases: list[Phase], imports: Phase, total: float, rows: int, memory: bool, waits: Waits) -> None:
-    print(f"{'phase':<54} {'wall s':>8} {'calls':>7} {'µs/row':>8} {'new modules':>11} {'RSS after MB':>12}", end="")
+    print(f"{'phase':<54} {'wall s':>8} {'calls':>7} {'µs/row':>8} {'CPU s':>7} {'new modules':>11} {'RSS after MB':>12}", end="")
     print(f" {'traced MB':>9} {'traced peak MB':>14}" if memory else "")
     for phase in [imports, *phases]:
         per_row = f"{phase.seconds / rows * 1e6:8.1f}" if phase.calls > 1 or phase.label.startswith("run") else " " * 8
         if phase.label.startswith(" "):
             print(f"{phase.label:<54} {phase.seconds:8.2f} {phase.calls:7d} {per_row}")
             continue
-        print(f"{phase.label:<54} {phase.seconds:8.2f} {phase.calls:7d} {per_row} {phase.modules:11d} {phase.rss_mb:12.0f}", end="")
+        print(f"{phase.label:<54} {phase.seconds:8.2f} {phase.calls:7d} {per_row} {phase.cpu:7.2f} {phase.modules:11d} {phase.rss_mb:12.0f}", end="")
         print(f" {phase.traced_mb:9.1f} {phase.traced_peak_mb:14.1f}" if memory else "")
-    print(f"{'total (import to exit of cli.main)':<54} {total:8.2f}")
+    print(f"{'total (import to exit of cli.main)':<54} {total:8.2f} {'':7} {'':8} {time.process_time():7.2f}")
     run = next((p.seconds for p in phases if p.label.startswith("run")), 0.0) or 1.0
     print(f"main thread idle in the event loop (epoll), nearly all in the run phase: {waits.select_seconds:.2f} s ({waits.select_seconds / run:.0%} of the run phase)")
     if waits.js_calls:
@@ -294,12 +296,13 @@ def main() -> int:
             tracemalloc.start(40)
         if profile:
             profile.enable()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         imports = Phase("import (cli and the eval pipeline's modules)", calls=1)
         modules = len(sys.modules)
         for name in EAGER:
             importlib.import_module(name)
-        imports.seconds, imports.modules, imports.rss_mb = time.perf_counter() - started, len(sys.modules) - modules, rss_mb()[0]
+        imports.seconds, imports.cpu = time.perf_counter() - started, time.process_time() - cpu
+        imports.modules, imports.rss_mb = len(sys.modules) - modules, rss_mb()[0]
         if memory:
             current, peak = tracemalloc.get_traced_memory()
             imports.traced_mb, imports.traced_peak_mb = current / 2**20, peak / 2**20
