@@ -9,6 +9,7 @@ against what the suite expects, so a fast but wrong run cannot pass for a result
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -38,6 +39,7 @@ class Measurement:
     returncode: int
     log: str
     others: float = 0.0  # share of the machine's CPU that other processes used meanwhile
+    problem: str | None = None  # set when the run's results were not what the suite expects
 
 
 def machine_busy() -> float:
@@ -114,19 +116,19 @@ def make_tool(name: str, workdir: Path, extra_env: dict[str, str]) -> Tool:
     return Tool(name, [str(PROMPTFOO)], env)
 
 
-def run_eval(tool: Tool, suite: Suite, workdir: Path, concurrency: int | None, quiet: Quiet) -> Measurement:
-    """One measured `eval` of `suite` (after waiting for a `quiet` machine); exits with the log
-    if the run failed or miscounted."""
+def run_eval(tool: Tool, suite: Suite, workdir: Path, concurrency: int | None, quiet: Quiet, strict: bool = True) -> Measurement:
+    """One measured `eval` of `suite` (after waiting for a `quiet` machine). A run that failed or
+    miscounted exits with its log when `strict`, else comes back with `problem` set."""
     output = workdir / f"{tool.name}-results.json"
     output.unlink(missing_ok=True)
     wait_for_quiet(quiet.below, quiet.wait)
     result = measure(tool.eval_command(suite, output, concurrency), tool.env, workdir)
     problem = _check(suite, output)
-    if problem:
+    output.unlink(missing_ok=True)
+    if problem and strict:
         tail = "\n".join(result.log.splitlines()[-30:])
         raise SystemExit(f"{tool.name} (exit {result.returncode}): {problem}\n{tail}")
-    output.unlink()
-    return result
+    return dataclasses.replace(result, problem=problem)
 
 
 def _check(suite: Suite, output: Path) -> str | None:
