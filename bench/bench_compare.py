@@ -106,7 +106,7 @@ def scaling(args: argparse.Namespace) -> None:
             for tests in args.tests:
                 suite = write_deterministic(workdir, tests)
                 runs = [run_eval(tool, suite, workdir, args.concurrency, quiet(args), strict=False) for _ in range(args.runs)]
-                problems += [f"{name} at {tests} tests: {r.problem}" for r in runs if r.problem]
+                problems += [f"{name} at {tests} tests (exit {r.returncode}): {r.problem}; output ends: {r.log.strip()[-300:]!r}" for r in runs if r.problem]
                 s = Summary(name, runs)
                 added = f"{(s.rss_max - previous[1]) / (tests - previous[0]) * 1000:.1f} MB" if previous else ""
                 rows.append(f"| {name} | {tests} | {s.wall_min:.1f} s | {s.cpu_median:.1f} s | {s.rss_max:.0f} MB | {s.rss_max / tests * 1000:.1f} MB | {added} | {s.others_max:.0%} |")
