@@ -123,7 +123,7 @@ def run_eval(tool: Tool, suite: Suite, workdir: Path, concurrency: int | None, q
     output.unlink(missing_ok=True)
     wait_for_quiet(quiet.below, quiet.wait)
     result = measure(tool.eval_command(suite, output, concurrency), tool.env, workdir)
-    problem = _check(suite, output)
+    problem = check_results(suite, output)
     output.unlink(missing_ok=True)
     if problem and strict:
         tail = "\n".join(result.log.splitlines()[-30:])
@@ -131,7 +131,8 @@ def run_eval(tool: Tool, suite: Suite, workdir: Path, concurrency: int | None, q
     return dataclasses.replace(result, problem=problem)
 
 
-def _check(suite: Suite, output: Path) -> str | None:
+def check_results(suite: Suite, output: Path) -> str | None:
+    """What is wrong with a run's results file (None: the counts the suite expects)."""
     if not output.exists():
         return "no results file written"
     stats = json.loads(output.read_text())["results"]["stats"]

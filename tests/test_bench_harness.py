@@ -35,7 +35,7 @@ def test_deterministic_suite_grades_as_expected(bench: tuple[ModuleType, ModuleT
     assert result.code == 1, result.err  # two failing tests fail the gate
     assert (suite.passes, suite.failures) == (18, 2)
     assert stats_of(out) == (18, 2, 0)
-    assert runner._check(suite, out) is None
+    assert runner.check_results(suite, out) is None
     rows = json.loads(out.read_text())["results"]["results"]
     failed = [row for row in rows if not row["success"]]
     assert all(row["vars"]["question"].startswith("why was my shipping") for row in failed)
@@ -51,16 +51,16 @@ def test_grader_suite_calls_the_grader_once_per_test(bench: tuple[ModuleType, Mo
     assert result.code == 0, result.err
     assert stats_of(out) == (3, 0, 0)
     assert len(openai_env.requests_to("/v1/chat/completions")) == 3
-    assert runner._check(suite, out) is None
+    assert runner.check_results(suite, out) is None
 
 
 def test_check_rejects_a_miscounted_or_missing_result(bench: tuple[ModuleType, ModuleType], tmp_path: Path) -> None:
     suites, runner = bench
     suite = suites.write_deterministic(tmp_path, 10)
     out = tmp_path / "results.json"
-    assert runner._check(suite, out) == "no results file written"
+    assert runner.check_results(suite, out) == "no results file written"
     out.write_text(json.dumps({"results": {"stats": {"successes": 10, "failures": 0, "errors": 0}}}))
-    assert "expected 9 passes, 1 failures" in str(runner._check(suite, out))
+    assert "expected 9 passes, 1 failures" in str(runner.check_results(suite, out))
 
 
 def test_measure_reports_the_childs_peak_memory_and_exit_code(bench: tuple[ModuleType, ModuleType], tmp_path: Path) -> None:
