@@ -371,10 +371,10 @@ def _use_filters(merged: dict[str, Any], sources: SourceMap) -> list[str]:
     filters: dict[str, Any] = {}
     problems: dict[str, str] = {}
     if spec:
-        from ci_grade.scripting import js_filters
+        from ci_grade.config import nunjucks_filters
 
         try:
-            filters, problems = js_filters.load(spec, Path.cwd())
+            filters, problems = nunjucks_filters.load(spec, Path.cwd())
         except ConfigError as exc:
             name = (exc.path or "").removeprefix("nunjucksFilters.")
             raise ConfigError.at(exc.message, sources.location(spec, name), exc.path) from None

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ci_grade.config import nunjucks, var_files
 from ci_grade.plan.build import PlannedRow
+from ci_grade.run import var_loaders
 from ci_grade.run.conversation import Conversations
-from ci_grade.scripting import var_loaders
 
 
 async def prepare(row: PlannedRow, template: str, base_dir: Path, conversations: Conversations) -> PlannedRow:
