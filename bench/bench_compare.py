@@ -9,7 +9,8 @@
 `deterministic`: N tests x (contains, regex, javascript) on the echo provider, the same config for
 both tools. `grader`: N tests x one llm-rubric, graded by the project's loopback OpenAI-compatible
 server (its own process) with a fixed latency; adds CPU time per grader call. `scaling`: ci-grade
-alone (or with --with-promptfoo) at growing sizes, to show whether memory per row stays flat.
+alone (both tools with --with-promptfoo) at growing sizes, to show whether memory per row stays
+flat.
 `startup`: `--version`, cold. promptfoo comes from `bash bench/setup_promptfoo.sh`.
 """
 
@@ -60,7 +61,8 @@ def ratio_line(summaries: list[Summary]) -> str:
     ours, theirs = by_name["ci-grade"], by_name["promptfoo"]
     return (
         f"ci-grade / promptfoo: wall {ours.wall_median / theirs.wall_median:.2f}x (median), "
-        f"{ours.wall_min / theirs.wall_min:.2f}x (min); peak RSS {ours.rss_max / theirs.rss_max:.2f}x"
+        f"{ours.wall_min / theirs.wall_min:.2f}x (min); CPU {ours.cpu_median / theirs.cpu_median:.2f}x; "
+        f"peak RSS {ours.rss_max / theirs.rss_max:.2f}x"
     )
 
 
