@@ -17,6 +17,7 @@ flat.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -108,7 +109,7 @@ def scaling(args: argparse.Namespace) -> None:
             for tests in args.tests:
                 suite = write_deterministic(workdir, tests)
                 runs = [run_eval(tool, suite, workdir, args.concurrency, quiet(args), strict=False) for _ in range(args.runs)]
-                problems += [f"{name} at {tests} tests (exit {r.returncode}): {r.problem}; output ends: {r.log.strip()[-300:]!r}" for r in runs if r.problem]
+                problems += [f"{name} at {tests} tests (exit {r.returncode}): {r.problem}; {first_error(r.log)}" for r in runs if r.problem]
                 s = Summary(name, runs)
                 added = f"{(s.rss_max - previous[1]) / (tests - previous[0]) * 1000:.1f} MB" if previous else ""
                 rows.append(f"| {name} | {tests} | {s.wall_min:.1f} s | {s.cpu_median:.1f} s | {s.rss_max:.0f} MB | {s.rss_max / tests * 1000:.1f} MB | {added} | {s.others_max:.0%} |")
@@ -119,6 +120,12 @@ def scaling(args: argparse.Namespace) -> None:
     for problem in problems:  # still measured, but say so: a wrong run is not a clean figure
         print(f"miscounted run: {problem}")
     print("goal: memory per row flat as tests grow; 100,000 tests under 1 GB")
+
+
+def first_error(log: str) -> str:
+    """The first line of a run's output that names an error, else how the output ends."""
+    match = re.search(r"^.*\b\w*(Error|Exception)\b.*$", log, re.M)
+    return f"first error: {match.group(0).strip()[:300]!r}" if match else f"output ends: {log.strip()[-300:]!r}"
 
 
 def startup(args: argparse.Namespace) -> None:
