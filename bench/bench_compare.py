@@ -9,13 +9,15 @@
 `deterministic`: N tests x (contains, regex, javascript) on the echo provider, the same config for
 both tools. `grader`: N tests x one llm-rubric, graded by the project's loopback OpenAI-compatible
 server (its own process) with a fixed latency; adds CPU time per grader call. `scaling`: ci-grade
-alone (or with --with-promptfoo) at growing sizes, to show whether memory per row stays flat.
+alone (both tools with --with-promptfoo) at growing sizes, to show whether memory per row stays
+flat.
 `startup`: `--version`, cold. promptfoo comes from `bash bench/setup_promptfoo.sh`.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -60,7 +62,8 @@ def ratio_line(summaries: list[Summary]) -> str:
     ours, theirs = by_name["ci-grade"], by_name["promptfoo"]
     return (
         f"ci-grade / promptfoo: wall {ours.wall_median / theirs.wall_median:.2f}x (median), "
-        f"{ours.wall_min / theirs.wall_min:.2f}x (min); peak RSS {ours.rss_max / theirs.rss_max:.2f}x"
+        f"{ours.wall_min / theirs.wall_min:.2f}x (min); CPU {ours.cpu_median / theirs.cpu_median:.2f}x; "
+        f"peak RSS {ours.rss_max / theirs.rss_max:.2f}x"
     )
 
 
@@ -106,7 +109,7 @@ def scaling(args: argparse.Namespace) -> None:
             for tests in args.tests:
                 suite = write_deterministic(workdir, tests)
                 runs = [run_eval(tool, suite, workdir, args.concurrency, quiet(args), strict=False) for _ in range(args.runs)]
-                problems += [f"{name} at {tests} tests (exit {r.returncode}): {r.problem}; output ends: {r.log.strip()[-300:]!r}" for r in runs if r.problem]
+                problems += [f"{name} at {tests} tests (exit {r.returncode}): {r.problem}; {first_error(r.log)}" for r in runs if r.problem]
                 s = Summary(name, runs)
                 added = f"{(s.rss_max - previous[1]) / (tests - previous[0]) * 1000:.1f} MB" if previous else ""
                 rows.append(f"| {name} | {tests} | {s.wall_min:.1f} s | {s.cpu_median:.1f} s | {s.rss_max:.0f} MB | {s.rss_max / tests * 1000:.1f} MB | {added} | {s.others_max:.0%} |")
@@ -117,6 +120,12 @@ def scaling(args: argparse.Namespace) -> None:
     for problem in problems:  # still measured, but say so: a wrong run is not a clean figure
         print(f"miscounted run: {problem}")
     print("goal: memory per row flat as tests grow; 100,000 tests under 1 GB")
+
+
+def first_error(log: str) -> str:
+    """The first line of a run's output that names an error, else how the output ends."""
+    match = re.search(r"^.*\b\w*(Error|Exception)\b.*$", log, re.M)
+    return f"first error: {match.group(0).strip()[:300]!r}" if match else f"output ends: {log.strip()[-300:]!r}"
 
 
 def startup(args: argparse.Namespace) -> None:

@@ -2,9 +2,9 @@
 
 Each run is one child process, started and reaped with `os.wait4` by the small `peak_rss.py`
 wrapper, whose resource usage gives that process's peak RSS (including any children it waited
-for) and its user and system CPU time. Both tools read
-the same config and write a promptfoo-format results JSON, whose pass/fail counts are checked
-against what the suite expects, so a fast but wrong run cannot pass for a result.
+for) and its user and system CPU time. Both tools read the same config and write a
+promptfoo-format results JSON, whose pass/fail counts are checked against what the suite
+expects, so a fast but wrong run cannot pass for a result.
 """
 
 from __future__ import annotations
