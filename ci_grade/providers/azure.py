@@ -106,7 +106,7 @@ class AzureEmbeddingProvider(AzureClientMixin, OpenAIEmbeddingProvider):
         return f"{self.family}:embedding:{self._model}"
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> OpenAIProvider:
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> OpenAIProvider:
     """Build the Azure provider an `azureopenai:...` or `azure:...` id names."""
     parts = spec.id.split(":", 2)
     kind = parts[1] if len(parts) > 1 else ""

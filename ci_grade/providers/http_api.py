@@ -64,8 +64,9 @@ class HttpApiProvider(Provider):
     """A provider with one lazily created `httpx.AsyncClient` and retrying request helpers."""
 
     cacheable = True
+    adaptive = True
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self._http: httpx.AsyncClient | None = None
         self._timeout = call_timeout(spec.config)
@@ -74,7 +75,7 @@ class HttpApiProvider(Provider):
     def http(self) -> httpx.AsyncClient:
         """The provider's one client (keep-alive connections are shared by all its calls)."""
         if self._http is None:
-            limits = httpx.Limits(max_connections=self._max_concurrency, max_keepalive_connections=self._max_concurrency)
+            limits = httpx.Limits(max_connections=self.limiter.ceiling, max_keepalive_connections=self.limiter.ceiling)
             self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits)
         return self._http
 
@@ -111,11 +112,11 @@ class HttpApiProvider(Provider):
             if response.status_code in ok_status:
                 return read(response)
             if response.status_code in RETRYABLE_STATUS:
-                raise TransientError(self.error_message(response), self.retry_after(response))
+                raise TransientError(self.error_message(response), self.retry_after(response), status=response.status_code)
             raise ProviderError(self.error_message(response))
 
         try:
-            return await with_retries(attempt, policy, self._timeout, liveness=self.liveness)
+            return await with_retries(attempt, policy, self._timeout, liveness=self.liveness, limiter=self.limiter)
         except TransientError as exc:
             attempts = "attempt" if policy.attempts == 1 else "attempts"
             raise ProviderError(f"{exc} (gave up after {policy.attempts} {attempts})") from None

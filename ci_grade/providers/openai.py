@@ -74,8 +74,9 @@ class OpenAIProvider(Provider):
     default_model: ClassVar[str | None] = None
     key_names: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     cacheable = True
+    adaptive = True
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self._model = model or self.default_model
         self._client: Any = None
@@ -133,7 +134,7 @@ class OpenAIProvider(Provider):
                 self.liveness.answered()
                 message = _error_message(exc)
                 if exc.status_code in RETRYABLE_STATUS:
-                    raise TransientError(message, retry_after_seconds(dict(exc.response.headers))) from None
+                    raise TransientError(message, retry_after_seconds(dict(exc.response.headers)), status=exc.status_code) from None
                 raise ProviderError(message) from None
             except openai.APITimeoutError as exc:
                 raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None
@@ -146,7 +147,7 @@ class OpenAIProvider(Provider):
             return read(result)
 
         try:
-            return await with_retries(attempt, timeout=call_timeout(self.spec.config), liveness=self.liveness)
+            return await with_retries(attempt, timeout=call_timeout(self.spec.config), liveness=self.liveness, limiter=self.limiter)
         except TransientError as exc:
             raise ProviderError(f"{exc} (after retries)") from None
 
@@ -400,7 +401,7 @@ def _error_message(exc: Any) -> str:
     return f"API error {exc.status_code}: {detail or exc.message}"
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> Provider:
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
     """Build the OpenAI provider an `openai:...` id names."""
     parts = spec.id.split(":", 2)
     kind = parts[1] if len(parts) > 1 else ""
