@@ -18,7 +18,12 @@ from typing import Any, ClassVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider, ProviderResponse
-from ci_grade.providers.openai import OpenAIChatProvider, OpenAIEmbeddingProvider, OpenAIProvider
+from ci_grade.providers.openai import (
+    OpenAIChatProvider,
+    OpenAIEmbeddingProvider,
+    OpenAIProvider,
+    sdk_http_client,
+)
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import call_timeout
 from ci_grade.results.usage import TokenUsage
@@ -71,6 +76,7 @@ class AzureClientMixin:
                 api_version=self.api_version(),
                 max_retries=0,
                 timeout=call_timeout(self.spec.config),
+                http_client=sdk_http_client(self.spec.config),
             )
         return self._client
 

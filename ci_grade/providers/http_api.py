@@ -1,6 +1,6 @@
 """Base class for providers that speak JSON over HTTP through one shared `httpx.AsyncClient`.
 
-The client is created on first use and closed by `aclose()`. Requests go through ci-grade's retry
+The client (on the lean `http1` transport) is created on first use and closed by `aclose()`. Requests go through ci-grade's retry
 policy: 408/409/425/429/5xx/529 responses, timeouts, dropped connections and 200 replies whose
 JSON is malformed, empty or lacks what the caller needs are retried (honouring `Retry-After`);
 anything else becomes a `ProviderError` whose message names the status and the server's own
@@ -19,6 +19,7 @@ import httpx
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import Provider
+from ci_grade.providers.http1 import Http1Transport
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
     Liveness,
@@ -76,7 +77,8 @@ class HttpApiProvider(Provider):
         """The provider's one client (keep-alive connections are shared by all its calls)."""
         if self._http is None:
             limits = httpx.Limits(max_connections=self.limiter.ceiling, max_keepalive_connections=self.limiter.ceiling)
-            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits)
+            transport: Any = Http1Transport(httpx)  # httpx's transport interface, not its base class
+            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, transport=transport)
         return self._http
 
     def retry_policy(self) -> RetryPolicy:

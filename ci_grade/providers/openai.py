@@ -1,5 +1,7 @@
 """OpenAI through the official SDK: chat, Responses API, embeddings and moderation.
 
+The SDK's HTTP client runs on `http1.Http1Transport` (far less CPU per call than its default).
+
 Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
 `openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
 The SDK's own retries are off; ci-grade's retry policy (which honours Retry-After) applies, also
@@ -25,6 +27,7 @@ from ci_grade.providers.base import (
     ProviderResponse,
     parse_chat_messages,
 )
+from ci_grade.providers.http1 import Http1Transport
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
@@ -62,6 +65,15 @@ CHAT_OPTIONS = (
     "store",
     "verbosity",
 )
+
+
+def sdk_http_client(config: Mapping[str, Any]) -> Any:
+    """The SDK's own HTTP client with its defaults, on the lean HTTP/1.1 transport (`http1`)."""
+    import httpx2
+    from openai import DefaultAsyncHttpxClient
+
+    transport: Any = Http1Transport(httpx2)  # httpx2's transport interface, not its base class
+    return DefaultAsyncHttpxClient(transport=transport, timeout=call_timeout(config))
 
 
 def _finish_reason(value: str | None) -> str | None:
@@ -119,6 +131,7 @@ class OpenAIProvider(Provider):
                 organization=self.spec.config.get("organization") or self.env_value("OPENAI_ORGANIZATION", "OPENAI_ORG_ID"),
                 max_retries=0,
                 timeout=call_timeout(self.spec.config),
+                http_client=sdk_http_client(self.spec.config),
             )
         return self._client
 
