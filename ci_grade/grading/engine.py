@@ -266,6 +266,8 @@ _CONSTANTS: dict[str, str] = {}
 def _render(text: str, variables: dict[str, Any], env_overrides: dict[str, str]) -> str:
     """A value rendered with the row's variables; text without tags renders the same for every row
     (once, as Jinja normalises newlines), so it is rendered once."""
+    if "{" not in text:
+        return text
     if "{{" in text or "{%" in text or "{#" in text:
         return nunjucks.render(text, variables, env_overrides)
     rendered = _CONSTANTS.get(text)

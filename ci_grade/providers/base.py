@@ -152,7 +152,7 @@ class Provider:
 
     def _slot(self) -> contextlib.AbstractAsyncContextManager[None]:
         """The slot a whole call holds (none for adaptive providers: their attempts take slots)."""
-        return contextlib.nullcontext() if self.adaptive else self.limiter.slot()
+        return _NO_SLOT if self.adaptive else self.limiter.slot()
 
     def api_key(self) -> str | None:
         """`config.apiKey`, else the variable `config.apiKeyEnvar` names, else the family's variables."""
@@ -249,6 +249,9 @@ class Provider:
 
     async def aclose(self) -> None:
         """Release the provider's HTTP client."""
+
+
+_NO_SLOT: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
 
 
 def _from_cache(response: ProviderResponse) -> ProviderResponse:

@@ -22,10 +22,8 @@ to it). Local providers (echo, scripts) never report overload, so they stay at t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator
 
 Ticket = tuple[int, int]
 """(sequence number, calls in flight when it was sent, itself included)."""
@@ -93,14 +91,9 @@ class Limiter:
         self._free()
         return explained
 
-    @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold a slot for the block (for calls that never report overload)."""
-        ticket = await self.acquire()
-        try:
-            yield
-        finally:
-            self.release(ticket, succeeded=True)
+    def slot(self) -> _Slot:
+        """`async with` it to hold a slot for the block (for calls that never report overload)."""
+        return _Slot(self)
 
     def _free(self) -> None:
         self.in_flight -= 1
@@ -122,3 +115,17 @@ class Limiter:
     def _resume(self) -> None:
         self._timer = None
         self._wake()
+
+
+class _Slot:
+    """One slot held for an `async with` block."""
+
+    def __init__(self, limiter: Limiter):
+        self._limiter = limiter
+        self._ticket: Ticket = (0, 0)
+
+    async def __aenter__(self) -> None:
+        self._ticket = await self._limiter.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._limiter.release(self._ticket, succeeded=True)

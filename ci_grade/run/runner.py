@@ -11,6 +11,7 @@ not finish as ERROR rows saying why.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -27,7 +28,7 @@ from ci_grade.grading.transforms import apply_transform
 from ci_grade.plan.build import Plan, PlannedRow
 from ci_grade.providers.base import CallContext, ProviderResponse
 from ci_grade.providers.cache import ResponseCache
-from ci_grade.providers.limiter import ADAPTIVE_CEILING
+from ci_grade.providers.limiter import ADAPTIVE_CEILING, Limiter
 from ci_grade.providers.registry import ProviderPool
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
 from ci_grade.results.usage import TokenUsage
@@ -36,6 +37,7 @@ from ci_grade.run.conversation import Conversations, template_of
 from ci_grade.run.stop import Stop
 
 Progress = Callable[[TestResult, int, int], None]
+_UNORDERED: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
 DEFAULT_ROW_TIMEOUT_MS = 15 * 60 * 1000
 
 
@@ -70,14 +72,14 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     pool = ProviderPool(options.env, max_concurrency=concurrency, base_dir=options.base_dir, cache=options.cache)
     graders = GraderResolver(pool, options.env)
     run_context = RunContext(env=options.env, base_dir=options.base_dir, graders=graders, env_overrides=options.env_overrides)
-    semaphore = asyncio.Semaphore(concurrency or ADAPTIVE_CEILING)
+    rows_in_flight = Limiter(concurrency or ADAPTIVE_CEILING)  # FIFO; unlike asyncio.Semaphore, no O(waiters) work per row
     conversations = Conversations(plan.rows, options.env)
     done = 0
     total = len(plan.rows)
 
     async def one(planned: PlannedRow) -> _Row:
         nonlocal done
-        async with conversations.turn(planned), semaphore:
+        async with conversations.turn(planned) if conversations.ordered(planned) else _UNORDERED, rows_in_flight.slot():
             if options.delay_ms:
                 await asyncio.sleep(options.delay_ms / 1000)
             row = await _run_row_with_timeout(planned, pool, run_context, options.timeout_ms, conversations)

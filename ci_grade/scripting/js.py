@@ -25,6 +25,8 @@ _runtime_lock = threading.Lock()
 def runtime() -> JsRuntime:
     """The process-wide JavaScript runtime (created on first use)."""
     global _runtime
+    if _runtime is not None:
+        return _runtime
     with _runtime_lock:
         if _runtime is None:
             _runtime = JsRuntime()
@@ -51,7 +53,13 @@ def run_inline(code: str, params: tuple[str, ...], args: list[Any]) -> tuple[boo
 async def arun_inline(code: str, params: tuple[str, ...], args: list[Any]) -> tuple[bool, Any]:
     """`run_inline` without blocking the event loop."""
     rt = runtime()
-    return await rt.acall(await rt.adefine(params, inline_body(code)), args)
+    name = _inline_names.get((code, params))
+    if name is None:
+        name = _inline_names[(code, params)] = await rt.adefine(params, inline_body(code))
+    return await rt.acall(name, args)
+
+
+_inline_names: dict[tuple[str, tuple[str, ...]], str] = {}
 
 
 _REGEX_TEST = """
