@@ -26,6 +26,7 @@ import hashlib
 import json
 import math
 import re
+import signal
 import socket
 import struct
 import threading
@@ -620,10 +621,14 @@ def main() -> None:
         server.fault_rate(args.fault_rate, args.fault_kinds.split(","), seed=args.fault_seed)
     server.start(args.port)
     print(f"listening on {server.url}", flush=True)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     try:
-        threading.Event().wait()
+        stopped.wait()
     except KeyboardInterrupt:
-        server.stop()
+        pass
+    server.stop()
+    print(f"served {len(server.requests)} requests, {server.over_limit} refused over the concurrency limit, at most {server.peak_active} at once", flush=True)
 
 
 if __name__ == "__main__":
