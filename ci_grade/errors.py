@@ -128,12 +128,13 @@ class ProviderError(EvaluationError):
 
 
 class TransientError(ProviderError):
-    """A failure worth retrying; carries the server's requested wait, if any."""
+    """A failure worth retrying; carries the server's requested wait and the HTTP status, if any."""
 
-    def __init__(self, message: str, retry_after: float | None = None, *, timeout: bool = False):
+    def __init__(self, message: str, retry_after: float | None = None, *, timeout: bool = False, status: int | None = None):
         super().__init__(message)
         self.retry_after = retry_after
         self.timeout = timeout
+        self.status = status
 
 
 class UnknownProviderError(ProviderError):

@@ -28,7 +28,8 @@ from ci_grade.results.models import EvalRun, ShardInfo, TestResult
 from ci_grade.run.runner import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
 from ci_grade.run.stop import Stop
 
-DEFAULT_CONCURRENCY = 16
+DEFAULT_CONCURRENCY: int | None = None
+"""Without -j or maxConcurrency: adaptive (each provider finds its rate limit, `providers.limiter`)."""
 
 
 @dataclass

@@ -137,7 +137,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--config", action="extend", nargs="+", default=[], metavar="CONFIG", help="config files or globs (several after one flag, or repeated; merged like promptfoo). Default: ./promptfooconfig.yaml")
     parser.add_argument("-o", "--output", action="extend", nargs="+", default=[], metavar="PATH", help="write results; format by extension: .json .jsonl .junit.xml .xml .md .csv .yaml (several after one flag, or repeated)")
     parser.add_argument("--grader", metavar="PROVIDER", help="default grader for model-graded assertions (replaces defaultTest.options.provider)")
-    parser.add_argument("-j", "--max-concurrency", type=int, metavar="N", help="tests run at once (default 16, or evaluateOptions.maxConcurrency)")
+    parser.add_argument("-j", "--max-concurrency", type=int, metavar="N", help="tests (and calls per provider) run at once, a hard cap (default: evaluateOptions.maxConcurrency, else adapts to each provider's rate limit)")
     parser.add_argument("--repeat", type=int, metavar="N", help="run every test N times (scores become means with a spread)")
     parser.add_argument("--delay", type=_count, metavar="MS", help="wait MS milliseconds before each test; any delay runs tests one at a time")
     parser.add_argument("--description", metavar="TEXT", help="the run's description in reports (default: the config's)")

@@ -80,10 +80,11 @@ async def grade(inp: GradingInput, run: RunContext) -> TestGrade:
     if not assertions:
         return TestGrade("pass", 1.0, "No assertions", output=output)
     results = await _grade_all(assertions, inp, output, run)
-    status, score, reason, named = aggregate(results, inp.test.threshold)
+    totals = assertion_totals(results)
+    status, score, reason = verdict(results, inp.test.threshold)
     usage, cost = grading_totals(results)
-    weights = {name: total.weight for name, total in assertion_totals(results).items()}
-    return TestGrade(status, score, reason, named, results, output, usage, cost, weights)
+    named = {name: total.value for name, total in totals.items()}
+    return TestGrade(status, score, reason, named, results, output, usage, cost, {name: total.weight for name, total in totals.items()})
 
 
 def _is_comparison(assertion: Assertion) -> bool:
@@ -92,6 +93,10 @@ def _is_comparison(assertion: Assertion) -> bool:
 
 
 async def _grade_all(assertions: list[Assertion], inp: GradingInput, output: Any, run: RunContext) -> list[AssertionResult]:
+    """The assertions' results in order: one after another, unless several of them wait on a
+    model or a service, which then run concurrently (bounded)."""
+    if sum(map(_waits, assertions)) < 2:
+        return [await _grade_one(assertion, inp, output, run) for assertion in assertions]
     semaphore = asyncio.Semaphore(ASSERTION_CONCURRENCY)
 
     async def one(assertion: Assertion) -> AssertionResult:
@@ -101,6 +106,20 @@ async def _grade_all(assertions: list[Assertion], inp: GradingInput, output: Any
             return await grade_assertion(assertion, inp, output, run)
 
     return list(await asyncio.gather(*(one(a) for a in assertions)))
+
+
+async def _grade_one(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext) -> AssertionResult:
+    if assertion.type == "assert-set":
+        return await _grade_set(assertion, inp, output, run)
+    return await grade_assertion(assertion, inp, output, run)
+
+
+def _waits(assertion: Assertion) -> bool:
+    """Whether grading it waits on a model or another service (an assert-set: any of its own)."""
+    if assertion.type == "assert-set":
+        return any(map(_waits, assertion.assert_ or []))
+    spec = registry.get(assertion.base_type)
+    return spec is not None and (spec.model_graded or not spec.reproducible)
 
 
 async def _grade_set(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext) -> AssertionResult:
@@ -125,14 +144,7 @@ async def _grade_set(assertion: Assertion, inp: GradingInput, output: Any, run: 
 
 async def grade_assertion(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext) -> AssertionResult:
     """Grade one (non-set) assertion; every failure mode ends as a result, never an exception."""
-    base = AssertionResult(
-        type=assertion.type,
-        value=assertion.value,
-        metric=_render_metric(assertion.metric, inp.vars),
-        weight=assertion.effective_weight,
-        threshold=assertion.threshold,
-        status="error",
-    )
+    fields = {"type": assertion.type, "metric": _render_metric(assertion.metric, inp.vars), "weight": assertion.effective_weight, "threshold": assertion.threshold}
     try:
         spec = registry.get(assertion.base_type)
         if spec is None:
@@ -145,21 +157,14 @@ async def grade_assertion(assertion: Assertion, inp: GradingInput, output: Any, 
         result = await (_graded(spec, ctx) if spec.graded else spec.handler(ctx))
         if assertion.inverse and not spec.handles_inverse and not result.error:
             result = Grade(not result.passed, 1.0 - result.score, result.reason, result.named_scores, result.token_usage, result.cost, result.grader, result.metadata)
-        base.value = ctx.value
-        return _apply_weight(_from_grade(base, result))
+        return _apply_weight(_from_grade(fields, ctx.value, result))
     except GraderError as exc:
-        base.reason = exc.reason
-        base.grader = exc.grader
-        base.token_usage = exc.token_usage or TokenUsage()
-        base.cost = exc.cost or 0.0
-        base.metadata = exc.metadata
-        return base
+        usage = exc.token_usage or TokenUsage()
+        return AssertionResult(**fields, value=assertion.value, status="error", reason=exc.reason, grader=exc.grader, token_usage=usage, cost=exc.cost or 0.0, metadata=exc.metadata)
     except TransformError as exc:
-        base.reason = str(exc)
-        return base
+        return AssertionResult(**fields, value=assertion.value, status="error", reason=str(exc))
     except Exception as exc:  # a bug or a bad value in one assertion must not sink the run
-        base.reason = f"{type(exc).__name__}: {exc}"
-        return base
+        return AssertionResult(**fields, value=assertion.value, status="error", reason=f"{type(exc).__name__}: {exc}")
 
 
 async def _graded(spec: registry.AssertionType, ctx: AssertionContext) -> Grade:
@@ -181,7 +186,8 @@ async def _graded(spec: registry.AssertionType, ctx: AssertionContext) -> Grade:
     return session.grade(passed, score, reason, named_scores=measure.named_scores, metadata=measure.metadata)
 
 
-def _from_grade(base: AssertionResult, grade: Grade) -> AssertionResult:
+def _from_grade(fields: dict[str, Any], value: Any, grade: Grade) -> AssertionResult:
+    """The result of an assertion (`fields`: type, metric, weight, threshold) that `grade` decided."""
     score = grade.score
     if grade.error:
         status: Status = "error"
@@ -190,16 +196,19 @@ def _from_grade(base: AssertionResult, grade: Grade) -> AssertionResult:
         score = 0.0
     else:
         status = "pass" if grade.passed else "fail"
-    base.status = status
-    base.score = float(score) if status != "error" else 0.0
-    base.reason = grade.reason
-    base.named_scores = grade.named_scores
-    base.grader = grade.grader
-    base.token_usage = grade.token_usage or TokenUsage()
-    base.cost = grade.cost or 0.0
-    base.metadata = grade.metadata
-    base.children = grade.children
-    return base
+    return AssertionResult(
+        **fields,
+        value=value,
+        status=status,
+        score=float(score) if status != "error" else 0.0,
+        reason=grade.reason,
+        named_scores=grade.named_scores,
+        grader=grade.grader,
+        token_usage=grade.token_usage or TokenUsage(),
+        cost=grade.cost or 0.0,
+        metadata=grade.metadata,
+        children=grade.children,
+    )
 
 
 def _apply_weight(result: AssertionResult) -> AssertionResult:
@@ -211,10 +220,9 @@ def _apply_weight(result: AssertionResult) -> AssertionResult:
 
 async def build_context(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext, spec: registry.AssertionType | None = None) -> AssertionContext:
     """Apply the assertion's transform and render its value."""
-    context = script_context(inp)
     if assertion.transform:
-        output = await apply_transform(assertion.transform, output, context, run.base_dir)
-    value = await render_assertion_value(assertion, inp, output, context, run)
+        output = await apply_transform(assertion.transform, output, script_context(inp), run.base_dir)
+    value = await render_assertion_value(assertion, inp, output, run)
     return AssertionContext(
         assertion=assertion,
         value=value,
@@ -231,12 +239,12 @@ async def build_context(assertion: Assertion, inp: GradingInput, output: Any, ru
     )
 
 
-async def render_assertion_value(assertion: Assertion, inp: GradingInput, output: Any, context: dict[str, Any], run: RunContext) -> Any:
+async def render_assertion_value(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext) -> Any:
     value = assertion.value
     if isinstance(value, str):
         if value.startswith("file://") and assertion.base_type not in _SCRIPT_TYPES:
             if is_script_ref(value):
-                returned, result = await run_script(value, [output, context], run.base_dir, ("output", "context"), "get_value")
+                returned, result = await run_script(value, [output, script_context(inp)], run.base_dir, ("output", "context"), "get_value")
                 return result if returned else None
             path = files.resolve(files.split_function(value)[0], run.base_dir)
             if not path.is_file():
@@ -246,10 +254,28 @@ async def render_assertion_value(assertion: Assertion, inp: GradingInput, output
             return files.read_text(path).strip()
         if value.startswith("file://"):
             return value
-        return nunjucks.render(value, inp.vars, run.env_overrides)
+        return _render(value, inp.vars, run.env_overrides)
     if isinstance(value, list):
-        return [nunjucks.render(v, inp.vars, run.env_overrides) if isinstance(v, str) else v for v in value]
+        return [_render(v, inp.vars, run.env_overrides) if isinstance(v, str) else v for v in value]
     return value
+
+
+_CONSTANTS: dict[str, str] = {}
+
+
+def _render(text: str, variables: dict[str, Any], env_overrides: dict[str, str]) -> str:
+    """A value rendered with the row's variables; text without tags renders the same for every row
+    (once, as Jinja normalises newlines), so it is rendered once."""
+    if "{" not in text:
+        return text
+    if "{{" in text or "{%" in text or "{#" in text:
+        return nunjucks.render(text, variables, env_overrides)
+    rendered = _CONSTANTS.get(text)
+    if rendered is None:
+        if len(_CONSTANTS) > 4096:
+            _CONSTANTS.clear()
+        rendered = _CONSTANTS[text] = nunjucks.render(text, variables, env_overrides)
+    return rendered
 
 
 def _render_metric(metric: str | None, variables: dict[str, Any]) -> str | None:
@@ -262,24 +288,28 @@ def _render_metric(metric: str | None, variables: dict[str, Any]) -> str | None:
 
 
 def aggregate(results: list[AssertionResult], threshold: float | None) -> tuple[Status, float, str, dict[str, float]]:
-    """promptfoo's test verdict over component results, with errors kept apart."""
+    """promptfoo's test verdict over component results, with errors kept apart, and the named scores."""
+    return (*verdict(results, threshold), named_scores(results))
+
+
+def verdict(results: list[AssertionResult], threshold: float | None) -> tuple[Status, float, str]:
+    """Status, score and reason over component results: errors first, then the threshold or every pass."""
     total_weight = sum(r.weight for r in results)
     weighted = sum(r.score * r.weight for r in results)
     score = weighted / total_weight if total_weight > 0 else (0.0 if results else 1.0)
-    named = named_scores(results)
     errors = [r for r in results if r.status == "error" and r.weight != 0]
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        return "error", score, f"{first.type} could not be graded: {first.reason}{more}", named
+        return "error", score, f"{first.type} could not be graded: {first.reason}{more}"
     if threshold is not None:
         passed = score >= threshold
         sign = "≥" if passed else "<"
-        return ("pass" if passed else "fail"), score, f"Aggregate score {score:.2f} {sign} {threshold:g} threshold", named
+        return ("pass" if passed else "fail"), score, f"Aggregate score {score:.2f} {sign} {threshold:g} threshold"
     failed = [r for r in results if r.status == "fail"]
     if failed:
-        return "fail", score, failed[0].reason or f"{failed[0].type} failed", named
-    return "pass", score, "All assertions passed", named
+        return "fail", score, failed[0].reason or f"{failed[0].type} failed"
+    return "pass", score, "All assertions passed"
 
 
 def named_scores(results: list[AssertionResult]) -> dict[str, float]:
@@ -290,11 +320,11 @@ def named_scores(results: list[AssertionResult]) -> dict[str, float]:
 def grading_totals(results: list[AssertionResult]) -> tuple[TokenUsage, float]:
     """Grader tokens and cost over results (a set's children are already in the set's totals)."""
     usage = TokenUsage()
-    cost = 0.0
     for result in results:
-        usage.add(result.token_usage)
-        cost += result.cost
-    return usage, cost
+        used = result.token_usage
+        if used.prompt or used.completion or used.total or used.cached or used.reasoning or used.num_requests:
+            usage.add(used)
+    return usage, sum(r.cost for r in results)
 
 
 async def grade_comparison(
@@ -333,8 +363,8 @@ async def grade_comparison(
             results[i].reason = f"{type(exc).__name__}: {exc}"
         return results
     for (i, inp, _output), grade_ in zip(valid, grades, strict=True):
-        result = AssertionResult(**{**base, "metric": _render_metric(assertion.metric, inp.vars)}, status="error")
-        results[i] = _apply_weight(_from_grade(result, grade_))
+        fields = {**base, "metric": _render_metric(assertion.metric, inp.vars)}
+        results[i] = _apply_weight(_from_grade({k: v for k, v in fields.items() if k != "value"}, fields["value"], grade_))
     return results
 
 

@@ -17,7 +17,6 @@ from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.results.models import AssertionResult
 from ci_grade.scripting import js, python
-from ci_grade.scripting.threads import run_in_thread
 
 
 def script_context(ctx: AssertionContext) -> dict[str, Any]:
@@ -51,7 +50,7 @@ async def javascript(ctx: AssertionContext) -> Grade:
             path = files.resolve(path_text, ctx.run.base_dir)
             if not path.is_file():
                 raise GraderError(f"file not found: {path}")
-            value, returned = await run_in_thread(js.call_js_file_function, path, function, args), True
+            value, returned = await js.acall_js_file_function(path, function, args), True
         else:
             returned, value = await js.arun_inline(code, ("output", "context"), args)
     except ScriptError as exc:

@@ -33,7 +33,7 @@ async def run_script(code: str, args: list[Any], base_dir: Path, params: tuple[s
                 raise TransformError(str(exc)) from None
             value = await python.call(fn, *args)
             return value is not None, value
-        value = js.call_js_file_function(path, function, args)
+        value = await js.acall_js_file_function(path, function, args)
         return value is not None, value
     try:
         return await js.arun_inline(code, params, args)

@@ -42,7 +42,7 @@ class AnthropicMessagesProvider(HttpApiProvider):
 
     default_model: ClassVar[str] = "claude-sonnet-4-5"
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self._model = model or self.default_model
 
@@ -194,7 +194,7 @@ def _is_forced(choice: Any) -> bool:
     return isinstance(choice, dict) and choice.get("type") in ("tool", "any")
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> AnthropicMessagesProvider:
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> AnthropicMessagesProvider:
     """`anthropic:messages:<model>` or `anthropic:<model>`."""
     rest = spec.id.split(":", 1)[1] if ":" in spec.id else ""
     kind, _, model = rest.partition(":")

@@ -18,7 +18,12 @@ from typing import Any, ClassVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider, ProviderResponse
-from ci_grade.providers.openai import OpenAIChatProvider, OpenAIEmbeddingProvider, OpenAIProvider
+from ci_grade.providers.openai import (
+    OpenAIChatProvider,
+    OpenAIEmbeddingProvider,
+    OpenAIProvider,
+    sdk_http_client,
+)
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import call_timeout
 from ci_grade.results.usage import TokenUsage
@@ -71,6 +76,7 @@ class AzureClientMixin:
                 api_version=self.api_version(),
                 max_retries=0,
                 timeout=call_timeout(self.spec.config),
+                http_client=sdk_http_client(self.spec.config),
             )
         return self._client
 
@@ -106,7 +112,7 @@ class AzureEmbeddingProvider(AzureClientMixin, OpenAIEmbeddingProvider):
         return f"{self.family}:embedding:{self._model}"
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> OpenAIProvider:
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> OpenAIProvider:
     """Build the Azure provider an `azureopenai:...` or `azure:...` id names."""
     parts = spec.id.split(":", 2)
     kind = parts[1] if len(parts) > 1 else ""

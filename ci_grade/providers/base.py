@@ -3,13 +3,14 @@
 A provider may serve several kinds of call: text (`call`), embeddings (`embed`), moderation
 (`moderate`) and classification (`classify`). Targets use `call`; graders use whichever kinds an
 assertion needs. Each provider owns one HTTP client for its lifetime and bounds its own
-concurrency. Text sent out is made well formed first (a lone surrogate, e.g. from an output cut
+concurrency with a `Limiter` (HTTP API providers per attempt, adapting to 429s; others per call).
+Text sent out is made well formed first (a lone surrogate, e.g. from an output cut
 mid-emoji that a grader prompt quotes, becomes U+FFFD): no API accepts it in a UTF-8 body.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import NotSupportedError
+from ci_grade.providers.limiter import ADAPTIVE_CEILING, ADAPTIVE_START, Limiter
 from ci_grade.results.usage import TokenUsage
 from ci_grade.safe_text import well_formed
 
@@ -93,17 +95,23 @@ class Provider:
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"text"})
     cacheable: ClassVar[bool] = False
+    adaptive: ClassVar[bool] = False
+    """Whether each attempt takes its own slot and reports overload (`retry.with_retries`); else
+    a call holds one slot throughout and the limit stays at its ceiling."""
     key_names: ClassVar[tuple[str, ...]] = ()
     """Environment variables that hold the family's API key, in order of preference."""
     # The folder of the config that named this provider (relative file paths resolve here); set by the registry.
     base_dir: Path | None = None
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None):
         self.spec = spec
         self.env = env
         self.cache: ResponseCache | None = None
-        self._max_concurrency = int(spec.config.get("maxConcurrency") or max_concurrency)
-        self._semaphore: asyncio.Semaphore | None = None
+        explicit = int(spec.config.get("maxConcurrency") or max_concurrency or 0)
+        start = explicit or (ADAPTIVE_START if self.adaptive else ADAPTIVE_CEILING)
+        self.limiter = Limiter(explicit or ADAPTIVE_CEILING, start)
+        """This provider's calls in flight: `maxConcurrency`, else the run's `-j`, as a hard cap;
+        neither: adaptive (see `limiter`)."""
 
     @property
     def id(self) -> str:
@@ -142,11 +150,9 @@ class Provider:
             return None
         return self.cache.key(self.cache_identity(), request)
 
-    @property
-    def semaphore(self) -> asyncio.Semaphore:
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self._max_concurrency)
-        return self._semaphore
+    def _slot(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The slot a whole call holds (none for adaptive providers: their attempts take slots)."""
+        return _NO_SLOT if self.adaptive else self.limiter.slot()
 
     def api_key(self) -> str | None:
         """`config.apiKey`, else the variable `config.apiKeyEnvar` names, else the family's variables."""
@@ -179,7 +185,7 @@ class Provider:
         if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
             return _from_cache(ProviderResponse.model_validate(hit))
         started = time.perf_counter()
-        async with self.semaphore:
+        async with self._slot():
             try:
                 response = await self._call(prompt, context)
             except NotSupportedError:
@@ -203,7 +209,7 @@ class Provider:
             cached.token_usage = TokenUsage(cached=cached.token_usage.total, total=cached.token_usage.total)
             cached.cost = 0.0
             return cached
-        async with self.semaphore:
+        async with self._slot():
             try:
                 response = await self._embed(text)
             except NotSupportedError:
@@ -218,7 +224,7 @@ class Provider:
         raise NotSupportedError(f"{self.id} does not provide embeddings")
 
     async def moderate(self, prompt: str, output: str) -> ModerationResponse:
-        async with self.semaphore:
+        async with self._slot():
             try:
                 return await self._moderate(well_formed(prompt), well_formed(output))
             except NotSupportedError:
@@ -230,7 +236,7 @@ class Provider:
         raise NotSupportedError(f"{self.id} does not moderate")
 
     async def classify(self, text: str) -> ClassificationResponse:
-        async with self.semaphore:
+        async with self._slot():
             try:
                 return await self._classify(well_formed(text))
             except NotSupportedError:
@@ -243,6 +249,9 @@ class Provider:
 
     async def aclose(self) -> None:
         """Release the provider's HTTP client."""
+
+
+_NO_SLOT: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
 
 
 def _from_cache(response: ProviderResponse) -> ProviderResponse:

@@ -29,7 +29,7 @@ _ANSI_ESCAPE = re.compile(r"\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
 class ExecProvider(Provider):
     """Runs the command once per call with `asyncio.create_subprocess_exec`."""
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self.command = spec.id.split(":", 1)[1].strip()
         configured = spec.config.get("timeout")

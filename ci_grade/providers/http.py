@@ -47,7 +47,7 @@ class HttpProvider(HttpApiProvider):
 
     cacheable = False
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         config = spec.config
         self._url = config.get("url") or (spec.id if spec.id.startswith(("http://", "https://")) else None)

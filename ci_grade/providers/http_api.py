@@ -1,6 +1,6 @@
 """Base class for providers that speak JSON over HTTP through one shared `httpx.AsyncClient`.
 
-The client is created on first use and closed by `aclose()`. Requests go through ci-grade's retry
+The client (on the lean `http1` transport) is created on first use and closed by `aclose()`. Requests go through ci-grade's retry
 policy: 408/409/425/429/5xx/529 responses, timeouts, dropped connections and 200 replies whose
 JSON is malformed, empty or lacks what the caller needs are retried (honouring `Retry-After`);
 anything else becomes a `ProviderError` whose message names the status and the server's own
@@ -19,6 +19,7 @@ import httpx
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import Provider
+from ci_grade.providers.http1 import Http1Transport
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
     Liveness,
@@ -64,8 +65,9 @@ class HttpApiProvider(Provider):
     """A provider with one lazily created `httpx.AsyncClient` and retrying request helpers."""
 
     cacheable = True
+    adaptive = True
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self._http: httpx.AsyncClient | None = None
         self._timeout = call_timeout(spec.config)
@@ -74,8 +76,9 @@ class HttpApiProvider(Provider):
     def http(self) -> httpx.AsyncClient:
         """The provider's one client (keep-alive connections are shared by all its calls)."""
         if self._http is None:
-            limits = httpx.Limits(max_connections=self._max_concurrency, max_keepalive_connections=self._max_concurrency)
-            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits)
+            limits = httpx.Limits(max_connections=self.limiter.ceiling, max_keepalive_connections=self.limiter.ceiling)
+            transport: Any = Http1Transport(httpx)  # httpx's transport interface, not its base class
+            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, transport=transport)
         return self._http
 
     def retry_policy(self) -> RetryPolicy:
@@ -111,11 +114,11 @@ class HttpApiProvider(Provider):
             if response.status_code in ok_status:
                 return read(response)
             if response.status_code in RETRYABLE_STATUS:
-                raise TransientError(self.error_message(response), self.retry_after(response))
+                raise TransientError(self.error_message(response), self.retry_after(response), status=response.status_code)
             raise ProviderError(self.error_message(response))
 
         try:
-            return await with_retries(attempt, policy, self._timeout, liveness=self.liveness)
+            return await with_retries(attempt, policy, self._timeout, liveness=self.liveness, limiter=self.limiter)
         except TransientError as exc:
             attempts = "attempt" if policy.attempts == 1 else "attempts"
             raise ProviderError(f"{exc} (gave up after {policy.attempts} {attempts})") from None

@@ -35,7 +35,7 @@ class HuggingFaceClassificationProvider(HttpApiProvider):
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"classification", "text"})
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self._model = model
 
@@ -108,7 +108,7 @@ def _label_scores(data: Any) -> dict[str, float] | None:
     return scores
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> HuggingFaceClassificationProvider:
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> HuggingFaceClassificationProvider:
     """`huggingface:<task>:<model>` / `hf:<task>:<model>`; only text classification is offered."""
     parts = spec.id.split(":", 2)
     task = parts[1] if len(parts) > 1 else ""

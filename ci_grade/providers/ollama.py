@@ -49,7 +49,7 @@ class OllamaProvider(HttpApiProvider):
             return None
         return ProviderSpec(id="ollama:embedding:nomic-embed-text", config={k: v for k, v in self.spec.config.items() if k in ("apiBaseUrl", "baseUrl", "timeout")})
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self._model = model
 
@@ -171,7 +171,7 @@ def _missing_embeddings(data: Any) -> str | None:
     return None if isinstance(embeddings, list) and embeddings and isinstance(embeddings[0], list) else "API reply has no embeddings"
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> OllamaProvider:
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> OllamaProvider:
     """Build the Ollama provider an `ollama:...` id names."""
     rest = spec.id.split(":", 1)[1]
     kind, _, model = rest.partition(":")

@@ -1,5 +1,7 @@
 """OpenAI through the official SDK: chat, Responses API, embeddings and moderation.
 
+The SDK's HTTP client runs on `http1.Http1Transport` (far less CPU per call than its default).
+
 Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
 `openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
 The SDK's own retries are off; ci-grade's retry policy (which honours Retry-After) applies, also
@@ -25,6 +27,7 @@ from ci_grade.providers.base import (
     ProviderResponse,
     parse_chat_messages,
 )
+from ci_grade.providers.http1 import Http1Transport
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
@@ -64,6 +67,15 @@ CHAT_OPTIONS = (
 )
 
 
+def sdk_http_client(config: Mapping[str, Any]) -> Any:
+    """The SDK's own HTTP client with its defaults, on the lean HTTP/1.1 transport (`http1`)."""
+    import httpx2
+    from openai import DefaultAsyncHttpxClient
+
+    transport: Any = Http1Transport(httpx2)  # httpx2's transport interface, not its base class
+    return DefaultAsyncHttpxClient(transport=transport, timeout=call_timeout(config))
+
+
 def _finish_reason(value: str | None) -> str | None:
     return {"function_call": "tool_calls", "max_tokens": "length", "end_turn": "stop"}.get(value or "", value)
 
@@ -74,8 +86,9 @@ class OpenAIProvider(Provider):
     default_model: ClassVar[str | None] = None
     key_names: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     cacheable = True
+    adaptive = True
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self._model = model or self.default_model
         self._client: Any = None
@@ -118,6 +131,7 @@ class OpenAIProvider(Provider):
                 organization=self.spec.config.get("organization") or self.env_value("OPENAI_ORGANIZATION", "OPENAI_ORG_ID"),
                 max_retries=0,
                 timeout=call_timeout(self.spec.config),
+                http_client=sdk_http_client(self.spec.config),
             )
         return self._client
 
@@ -133,7 +147,7 @@ class OpenAIProvider(Provider):
                 self.liveness.answered()
                 message = _error_message(exc)
                 if exc.status_code in RETRYABLE_STATUS:
-                    raise TransientError(message, retry_after_seconds(dict(exc.response.headers))) from None
+                    raise TransientError(message, retry_after_seconds(dict(exc.response.headers)), status=exc.status_code) from None
                 raise ProviderError(message) from None
             except openai.APITimeoutError as exc:
                 raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None
@@ -146,7 +160,7 @@ class OpenAIProvider(Provider):
             return read(result)
 
         try:
-            return await with_retries(attempt, timeout=call_timeout(self.spec.config), liveness=self.liveness)
+            return await with_retries(attempt, timeout=call_timeout(self.spec.config), liveness=self.liveness, limiter=self.limiter)
         except TransientError as exc:
             raise ProviderError(f"{exc} (after retries)") from None
 
@@ -400,7 +414,7 @@ def _error_message(exc: Any) -> str:
     return f"API error {exc.status_code}: {detail or exc.message}"
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> Provider:
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
     """Build the OpenAI provider an `openai:...` id names."""
     parts = spec.id.split(":", 2)
     kind = parts[1] if len(parts) > 1 else ""

@@ -30,7 +30,7 @@ DEFAULT_FUNCTION = "call_api"
 class PythonProvider(Provider):
     """Calls a function from a user's Python file for each prompt."""
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], path: str, function: str, max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], path: str, function: str, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self.path_text = path
         self.function = function
@@ -70,7 +70,7 @@ def _where(exc: BaseException, path: Path) -> str:
     return f" ({path.name}:{frame.lineno} in {frame.name})"
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int) -> Provider:
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
     """`file://x.py[:fn]` or `python:x.py[:fn]`; another kind of file provider fails every call."""
     reference = spec.id.removeprefix("python:") if spec.id.startswith("python:") else spec.id
     path, function = files.split_function(reference)

@@ -53,8 +53,10 @@ def is_known(provider_id: str) -> bool:
     return _family(provider_id) is not None
 
 
-def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int = 16, base_dir: Path | None = None) -> Provider:
+def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None) -> Provider:
     """Build the provider `spec.id` names (raises UnknownProviderError for unknown ids).
+
+    `max_concurrency` is the run's explicit cap on calls in flight (None: adaptive, see `limiter`).
 
     `base_dir` is the config's folder: relative paths in the id or config (a Python file, a
     script, a transform) resolve against it.
@@ -85,23 +87,40 @@ def as_spec(value: Any) -> ProviderSpec:
 class ProviderPool:
     """One provider instance (and so one HTTP client) per distinct configuration, per run."""
 
-    def __init__(self, env: Mapping[str, str], max_concurrency: int = 16, base_dir: Path | None = None, cache: ResponseCache | None = None):
+    def __init__(self, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None, cache: ResponseCache | None = None):
         self.env = env
         self.max_concurrency = max_concurrency
         self.base_dir = base_dir
         self.cache = cache
         self._providers: dict[str, Provider] = {}
+        self._by_spec: dict[int, tuple[ProviderSpec, Provider]] = {}
 
     def get(self, spec: ProviderSpec) -> Provider:
+        known = self._by_spec.get(id(spec))
+        if known is not None and known[0] is spec:  # rows share their spec: skip building the key
+            return known[1]
         key = json.dumps(spec.model_dump(exclude={"label", "prompts"}), sort_keys=True, default=str)
         provider = self._providers.get(key)
         if provider is None:
             provider = create_provider(spec, self.env, self.max_concurrency, self.base_dir)
             provider.cache = self.cache
             self._providers[key] = provider
+        if len(self._by_spec) >= 256:  # specs made per row (a test's own provider) are not kept
+            self._by_spec.clear()
+        self._by_spec[id(spec)] = (spec, provider)
         return provider
+
+    def slowed_down(self) -> list[str]:
+        """A line per provider whose replies cut its concurrency (429s or `Retry-After`)."""
+        return [
+            f"{p.id} asked to slow down (HTTP 429 or Retry-After): concurrent calls cut {p.limiter.cuts} time(s), "
+            f"to {int(p.limiter.lowest)} at the lowest; {int(p.limiter.limit)} at the end of the run"
+            for p in self._providers.values()
+            if p.limiter.cuts
+        ]
 
     async def aclose(self) -> None:
         for provider in self._providers.values():
             await provider.aclose()
         self._providers.clear()
+        self._by_spec.clear()

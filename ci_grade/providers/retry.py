@@ -11,6 +11,12 @@ CI_GRADE_CALL_TIMEOUT_SECONDS, else 120). A timed-out call is retried once; it i
 (up to the usual attempts) only while the endpoint is answering other calls, as its `Liveness`
 records. An endpoint that never answers costs two timeouts per call, not one per attempt, while
 a busy endpoint that drops the odd request does not turn a second unlucky timeout into an error.
+
+With the provider's `Limiter`, each attempt holds a slot while it is sent and answered (none
+while it waits to retry) and reports what it found: a success grows the limit, an overloaded
+reply (429, 529, or `Retry-After`) cuts it. An overloaded reply that the cut explains (the
+request went out under a larger limit) is tried again without using up an attempt, a few times
+at most: a run that starts above the provider's rate limit converges instead of erroring.
 """
 
 from __future__ import annotations
@@ -25,10 +31,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ci_grade.errors import TransientError
+from ci_grade.providers.limiter import Limiter
 
 T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+OVERLOAD_STATUS = frozenset({429, 529})
+FREE_RETRIES = 8
+"""Overloaded replies per call that a limit cut explains, and that do not use up an attempt."""
 DEFAULT_CALL_TIMEOUT_SECONDS = 120.0
 
 
@@ -99,29 +109,50 @@ async def with_retries(
     timeout: float | None = None,
     what: str = "request",
     liveness: Liveness | None = None,
+    limiter: Limiter | None = None,
 ) -> T:
     """Run `operation`, retrying on TransientError; the last TransientError propagates.
 
     With `timeout`, an attempt that takes longer is cancelled and counts as a timed-out attempt
     ("`what` timed out after N s"). After `policy.timeouts` timed-out attempts the call gives up,
-    unless `liveness` shows the endpoint answered since the last of them began.
+    unless `liveness` shows the endpoint answered since the last of them began. With `limiter`,
+    each attempt holds one of its slots (see the module's docstring).
     """
     policy = policy or RetryPolicy.from_env()
-    attempt, timeouts = 1, 0
+    attempt, timeouts, tries, free = 1, 0, 1, 0
     while True:
         began = time.monotonic()
+        ticket = await limiter.acquire() if limiter is not None else (0, 0)
         try:
             if timeout is None:
-                return await operation()
-            async with asyncio.timeout(timeout):
-                return await operation()
+                result = await operation()
+            else:
+                async with asyncio.timeout(timeout):
+                    result = await operation()
         except TimeoutError:
             failure = TransientError(f"{what} timed out after {timeout:g}s", timeout=True)
         except TransientError as exc:
             failure = exc
+        except BaseException:
+            if limiter is not None:
+                limiter.release(ticket)
+            raise
+        else:
+            if limiter is not None:
+                limiter.release(ticket, succeeded=True)
+            return result
+        wait = policy.delay(tries, failure.retry_after)
+        tries += 1
+        if limiter is not None:
+            asked = None if failure.retry_after is None else min(failure.retry_after, policy.max_delay)
+            overloaded = failure.status in OVERLOAD_STATUS or (asked is not None and failure.status is not None)
+            if limiter.release(ticket, overloaded=overloaded, retry_after=asked) and free < FREE_RETRIES:
+                free += 1
+                await asyncio.sleep(wait)
+                continue
         timeouts += failure.timeout
         dead = failure.timeout and (liveness is None or liveness.last_answer < began)
         if attempt >= policy.attempts or (timeouts >= policy.timeouts and dead):
             raise failure
-        await asyncio.sleep(policy.delay(attempt, failure.retry_after))
+        await asyncio.sleep(wait)
         attempt += 1

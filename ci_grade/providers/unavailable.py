@@ -24,7 +24,7 @@ def reason(path: str) -> str:
 class UnavailableProvider(Provider):
     """A provider whose every call fails with `reason`."""
 
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], why: str, max_concurrency: int = 16):
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], why: str, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self.why = why
 

@@ -75,6 +75,10 @@ class Conversations:
                 for index in before:
                     self._finished.setdefault(index, asyncio.Event())
 
+    def ordered(self, row: PlannedRow) -> bool:
+        """Whether the row waits for others or others wait for it (else `turn` has nothing to do)."""
+        return row.index in self._before or row.index in self._finished
+
     @contextlib.asynccontextmanager
     async def turn(self, row: PlannedRow) -> AsyncIterator[None]:
         """Wait until the rows this one depends on have finished; the row runs inside the block."""

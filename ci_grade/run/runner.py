@@ -11,6 +11,7 @@ not finish as ERROR rows saying why.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -27,6 +28,7 @@ from ci_grade.grading.transforms import apply_transform
 from ci_grade.plan.build import Plan, PlannedRow
 from ci_grade.providers.base import CallContext, ProviderResponse
 from ci_grade.providers.cache import ResponseCache
+from ci_grade.providers.limiter import ADAPTIVE_CEILING, Limiter
 from ci_grade.providers.registry import ProviderPool
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
 from ci_grade.results.usage import TokenUsage
@@ -35,6 +37,7 @@ from ci_grade.run.conversation import Conversations, template_of
 from ci_grade.run.stop import Stop
 
 Progress = Callable[[TestResult, int, int], None]
+_UNORDERED: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
 DEFAULT_ROW_TIMEOUT_MS = 15 * 60 * 1000
 
 
@@ -42,7 +45,9 @@ DEFAULT_ROW_TIMEOUT_MS = 15 * 60 * 1000
 class RunOptions:
     env: Mapping[str, str]
     base_dir: Path
-    concurrency: int = 16
+    concurrency: int | None = None
+    """Rows in flight and each provider's calls in flight, a hard cap (`-j`); None: adaptive, see
+    `providers.limiter` (up to ADAPTIVE_CEILING rows, each provider finding its own limit)."""
     delay_ms: int = 0
     timeout_ms: int | None = DEFAULT_ROW_TIMEOUT_MS
     env_overrides: dict[str, str] = field(default_factory=dict)
@@ -63,18 +68,18 @@ class _Row:
 async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     """Run every row of `plan`; returns the results (never raises for a single row's failure)."""
     started = time.perf_counter()
-    concurrency = 1 if options.delay_ms > 0 else max(1, options.concurrency)
+    concurrency = 1 if options.delay_ms > 0 else None if options.concurrency is None else max(1, options.concurrency)
     pool = ProviderPool(options.env, max_concurrency=concurrency, base_dir=options.base_dir, cache=options.cache)
     graders = GraderResolver(pool, options.env)
     run_context = RunContext(env=options.env, base_dir=options.base_dir, graders=graders, env_overrides=options.env_overrides)
-    semaphore = asyncio.Semaphore(concurrency)
+    rows_in_flight = Limiter(concurrency or ADAPTIVE_CEILING)  # FIFO; unlike asyncio.Semaphore, no O(waiters) work per row
     conversations = Conversations(plan.rows, options.env)
     done = 0
     total = len(plan.rows)
 
     async def one(planned: PlannedRow) -> _Row:
         nonlocal done
-        async with conversations.turn(planned), semaphore:
+        async with conversations.turn(planned) if conversations.ordered(planned) else _UNORDERED, rows_in_flight.slot():
             if options.delay_ms:
                 await asyncio.sleep(options.delay_ms / 1000)
             row = await _run_row_with_timeout(planned, pool, run_context, options.timeout_ms, conversations)
@@ -95,9 +100,11 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
         if stop.requested:
             _ungraded_comparisons(rows, graded, stop)
     finally:
+        slowed = pool.slowed_down()
         await pool.aclose()
     results = [row.result for row in rows]
     run = EvalRun(results=results, stats=EvalRun.summarize(results))
+    run.warnings += slowed
     unfinished = sum(1 for row in rows if row.stopped)
     if unfinished:
         run.warnings.append(f"{stop.reason}: {unfinished} of {total} rows did not finish and are recorded as errors")
@@ -122,7 +129,8 @@ async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: Ru
     if not timeout_ms:
         return await _run_row(planned, pool, run, conversations)
     try:
-        return await asyncio.wait_for(_run_row(planned, pool, run, conversations), timeout_ms / 1000)
+        async with asyncio.timeout(timeout_ms / 1000):
+            return await _run_row(planned, pool, run, conversations)
     except TimeoutError:
         result = _base_result(planned, planned.prompt.raw)
         result.status, result.error = "error", f"test timed out after {timeout_ms} ms"

@@ -10,8 +10,11 @@ connection is reset), `drop` (closed without a reply), `malformed` (a 200 with t
 `empty` (a 200 with no body), `no_choices` (a 200 completion without choices). A chat reply given
 as bytes is sent raw inside the JSON body (e.g. invalid UTF-8).
 
+A concurrency limit (`limit_concurrency`) answers 429 with Retry-After to any request that would
+make more than K in flight, as a rate-limited API does.
+
 Run standalone for benchmarks: `python -m tests.servers.llm_server --port 8765 --latency-ms 100`
-(add `--fault-rate 0.1 --fault-seed 1` for faults).
+(add `--fault-rate 0.1 --fault-seed 1` for faults, `--max-concurrent 8` for a concurrency limit).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import hashlib
 import json
 import math
 import re
+import signal
 import socket
 import struct
 import threading
@@ -173,6 +177,13 @@ class LLMServer:
         self._thread: threading.Thread | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._accepted = 0
+        self._max_concurrent: int | None = None
+        self._limit_reply = Response(429)
+        self.active = 0
+        """Requests being answered now (a concurrency limit counts these)."""
+        self.peak_active = 0
+        self.over_limit = 0
+        """Requests refused with 429 by the concurrency limit."""
         self.default_reply: Callable[[dict[str, Any]], str] = lambda req: f"echo: {last_user_text(req)}"
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -261,7 +272,17 @@ class LLMServer:
                 recorded = Recorded(method, target, headers, body, parsed)
                 with self._lock:
                     self.requests.append(recorded)
-                response = await loop.run_in_executor(self._executor, self.handle, recorded)
+                if self._max_concurrent is not None and self.active >= self._max_concurrent:
+                    self.over_limit += 1
+                    writer.write(_encode(self._limit_reply))
+                    await writer.drain()
+                    continue
+                self.active += 1
+                self.peak_active = max(self.peak_active, self.active)
+                try:
+                    response = await loop.run_in_executor(self._executor, self.handle, recorded)
+                finally:
+                    self.active -= 1  # before the reply goes out: a client that reads it may send again at once
                 if response is None:
                     return  # an injected dropped connection
                 if isinstance(response, _Hang):
@@ -325,6 +346,12 @@ class LLMServer:
         connection, or another fault `kind` (timeout, reset, malformed, empty, no_choices)."""
         with self._lock:
             self._faults.append(_Fault(path, status, times, retry_after, body, kind or ("drop" if drop else "status")))
+        return self
+
+    def limit_concurrency(self, limit: int | None, *, retry_after: str = "0.05") -> LLMServer:
+        """Answer 429 with `Retry-After: retry_after` (seconds) to requests beyond `limit` in flight."""
+        self._max_concurrent = limit
+        self._limit_reply = Response(429, json={"error": {"message": "Rate limit reached: too many concurrent requests", "type": "rate_limit_error"}}, headers={"Retry-After": retry_after})
         return self
 
     def clear_faults(self) -> LLMServer:
@@ -584,18 +611,24 @@ def main() -> None:
     parser.add_argument("--fault-rate", type=float, default=0.0, help="share of requests that fail (seeded, see fault_rate)")
     parser.add_argument("--fault-kinds", default=",".join(FAULT_KINDS), help="comma-separated fault kinds to draw from")
     parser.add_argument("--fault-seed", type=int, default=0)
+    parser.add_argument("--max-concurrent", type=int, default=None, help="answer 429 (Retry-After) beyond this many requests in flight")
     args = parser.parse_args()
     server = LLMServer(latency=args.latency_ms / 1000)
+    server.limit_concurrency(args.max_concurrent)
     if args.reply is not None:
         server.on_chat(None, args.reply)
     if args.fault_rate:
         server.fault_rate(args.fault_rate, args.fault_kinds.split(","), seed=args.fault_seed)
     server.start(args.port)
     print(f"listening on {server.url}", flush=True)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     try:
-        threading.Event().wait()
+        stopped.wait()
     except KeyboardInterrupt:
-        server.stop()
+        pass
+    server.stop()
+    print(f"served {len(server.requests)} requests, {server.over_limit} refused over the concurrency limit, at most {server.peak_active} at once", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,112 @@
+"""ci-grade's CPU per grader call without its start-up, and how its adaptive concurrency behaves.
+
+    python bench/grader_costs.py calls --sizes 100 1000 --runs 3            # start-up vs per call
+    python bench/grader_costs.py limited --tests 1000 --allowed 8 16 --runs 1  # a rate-limited grader
+
+`calls`: the `grader` suite (N tests x one llm-rubric, the loopback grader answering after
+`--latency-ms`) at two or more sizes, each a fresh `ci-grade eval` process measured like
+`bench_compare.py` does. A least-squares line through (calls, CPU) splits the process's CPU into
+start-up (the intercept: imports, config, writing results of an empty run) and CPU per call
+(the slope). `limited`: the same suite at default settings against a grader that allows only
+K requests at once and answers 429 with `Retry-After` beyond that: wall time, how many 429s,
+and the limiter's own report (the run's "asked to slow down" warning).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from runner import REPO, Quiet, free_port, make_tool, run_eval
+from suites import GRADER_VERDICT, write_grader
+
+
+@contextmanager
+def grader(latency_ms: float, allowed: int | None = None, report: list[str] | None = None) -> Iterator[dict[str, str]]:
+    """The loopback grader in its own process (optionally limited to `allowed` requests at once);
+    what it served is appended to `report` when it stops."""
+    port = free_port()
+    command = [sys.executable, "-m", "tests.servers.llm_server", "--port", str(port), "--latency-ms", str(latency_ms), "--reply", GRADER_VERDICT]
+    if allowed is not None:
+        command += ["--max-concurrent", str(allowed)]
+    server = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        server.stdout.readline()
+        base_url = f"http://127.0.0.1:{port}/v1"
+        yield {"OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": base_url, "OPENAI_API_BASE_URL": base_url}
+    finally:
+        server.terminate()
+        remaining, _ = server.communicate(timeout=10)
+        if report is not None:
+            report.append(remaining.strip())
+
+
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(intercept, slope) of the least-squares line through `points`."""
+    mean_x = statistics.fmean(x for x, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
+    return mean_y - slope * mean_x, slope
+
+
+def calls(args: argparse.Namespace) -> None:
+    quiet = Quiet(args.quiet_below, args.quiet_wait)
+    points: list[tuple[int, float]] = []
+    print(f"grader suite, {args.latency_ms:g} ms latency, -j {args.concurrency or 'default'}: CPU of whole `ci-grade eval` processes")
+    print("| calls | wall median | CPU median | others' CPU, max |\n| ---: | ---: | ---: | ---: |")
+    with grader(args.latency_ms) as env:
+        for size in args.sizes:
+            with tempfile.TemporaryDirectory(prefix="ci-grade-costs-") as tmp:
+                workdir = Path(tmp)
+                suite = write_grader(workdir, size)
+                tool = make_tool("ci-grade", workdir, env)
+                runs = [run_eval(tool, suite, workdir, args.concurrency, quiet) for _ in range(args.runs)]
+            points += [(size, r.cpu) for r in runs]
+            print(f"| {size} | {statistics.median(r.wall for r in runs):.2f} s | {statistics.median(r.cpu for r in runs):.2f} s | {max(r.others for r in runs):.0%} |")
+    start, per_call = fit(points)
+    print(f"start-up (intercept): {start:.2f} s CPU; per grader call (slope): {per_call * 1000:.2f} ms CPU")
+
+
+def limited(args: argparse.Namespace) -> None:
+    quiet = Quiet(args.quiet_below, args.quiet_wait)
+    print(f"grader suite, {args.tests} tests, {args.latency_ms:g} ms latency, default settings, grader allowing K requests at once")
+    print("| K | floor | wall median | the grader, over all runs | the limiter (last run) |\n| ---: | ---: | ---: | --- | --- |")
+    for allowed in args.allowed:
+        served: list[str] = []
+        with grader(args.latency_ms, allowed, served) as env, tempfile.TemporaryDirectory(prefix="ci-grade-limited-") as tmp:
+            workdir = Path(tmp)
+            suite = write_grader(workdir, args.tests)
+            tool = make_tool("ci-grade", workdir, env)
+            runs = [run_eval(tool, suite, workdir, None, quiet) for _ in range(args.runs)]
+        found = re.search(r"concurrent calls cut (\d+) time\(s\), to (\d+) at the lowest; (\d+) at the end", runs[-1].log)
+        report = f"cut {found[1]}x, lowest {found[2]}, ended at {found[3]}" if found else "never cut"
+        floor = args.tests * args.latency_ms / 1000 / allowed
+        print(f"| {allowed} | {floor:.2f} s | {statistics.median(r.wall for r in runs):.2f} s | {served[0]} | {report} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenario", choices=("calls", "limited"))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--tests", type=int, default=1000)
+    parser.add_argument("--allowed", type=int, nargs="+", default=[8, 16])
+    parser.add_argument("--latency-ms", type=float, default=100.0)
+    parser.add_argument("-j", "--concurrency", type=int, default=None)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quiet-below", type=float, default=0.15)
+    parser.add_argument("--quiet-wait", type=float, default=300)
+    args = parser.parse_args()
+    calls(args) if args.scenario == "calls" else limited(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""The lean HTTP/1.1 transport under httpx and the OpenAI SDK's httpx2: framing, reuse, errors.
+
+A raw loopback server answers each request with scripted bytes, so the tests cover what real
+servers send that the project's JSON test server does not: chunked bodies with trailers, gzip,
+1xx replies, `Connection: close` without a length, idle connections the server has closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+
+from ci_grade.providers.http1 import Http1Transport
+
+Reply = bytes | Callable[[bytes], bytes]
+
+
+async def serve(replies: list[Reply], check: Callable[[httpx.AsyncClient, str], Awaitable[Any]], *, close_after: bool = False) -> tuple[Any, list[bytes], int]:
+    """Answer requests in turn with `replies` (closing each connection after its reply with
+    `close_after`); returns what `check` returned, the raw requests and connections opened."""
+    requests: list[bytes] = []
+    connections = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        try:
+            while replies:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+                request = head + await reader.readexactly(length)
+                requests.append(request)
+                reply = replies.pop(0)
+                writer.write(reply(request) if callable(reply) else reply)
+                await writer.drain()
+                if close_after:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    transport: Any = Http1Transport(httpx)
+    async with server, httpx.AsyncClient(transport=transport) as client:
+        result = await check(client, f"http://127.0.0.1:{port}")
+    return result, requests, connections
+
+
+def run(replies: list[Reply], check: Callable[[httpx.AsyncClient, str], Awaitable[Any]], **kwargs: Any) -> tuple[Any, list[bytes], int]:
+    return asyncio.run(serve(list(replies), check, **kwargs))
+
+
+def ok(body: bytes, *headers: bytes) -> bytes:
+    return b"\r\n".join([b"HTTP/1.1 200 OK", b"Content-Length: " + str(len(body)).encode(), *headers]) + b"\r\n\r\n" + body
+
+
+def test_requests_reuse_one_keep_alive_connection() -> None:
+    async def check(client: httpx.AsyncClient, url: str) -> list[str]:
+        return [(await client.post(f"{url}/v1/x?q=1", json={"n": i})).text for i in range(3)]
+
+    texts, requests, connections = run([ok(b"a"), ok(b"b"), ok(b"c")], check)
+    assert texts == ["a", "b", "c"] and connections == 1
+    assert requests[0].startswith(b"POST /v1/x?q=1 HTTP/1.1\r\n") and requests[0].endswith(b'{"n":0}')
+    assert b"\r\nHost: 127.0.0.1:" in requests[0] and b"\r\nContent-Length: 7\r\n" in requests[0]
+
+
+def test_chunked_gzip_and_informational_replies_are_read() -> None:
+    packed = gzip.compress(b'{"ok": true}')
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Encoding: gzip\r\n\r\n"
+    chunked += b"".join(b"%x;ext=1\r\n%s\r\n" % (len(part), part) for part in (packed[:5], packed[5:])) + b"0\r\nX-Trailer: t\r\n\r\n"
+    informational = b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"after continue")
+
+    async def check(client: httpx.AsyncClient, url: str) -> list[Any]:
+        first = await client.get(url)
+        second = await client.get(url)
+        return [first.json(), second.text, second.status_code]
+
+    result, _, connections = run([chunked, informational], check)
+    assert result == [{"ok": True}, "after continue", 200] and connections == 1
+
+
+def test_a_reply_without_length_ends_with_the_connection_and_is_not_reused() -> None:
+    async def check(client: httpx.AsyncClient, url: str) -> list[str]:
+        return [(await client.get(url)).text, (await client.get(url)).text]
+
+    texts, _, connections = run([b"HTTP/1.0 200 OK\r\n\r\nuntil close", ok(b"fresh")], check, close_after=True)
+    assert texts == ["until close", "fresh"] and connections == 2
+
+
+def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
+    async def check(client: httpx.AsyncClient, url: str) -> list[str]:
+        first = (await client.get(url)).text
+        await asyncio.sleep(0.05)  # the server's close reaches the client while the connection is idle
+        return [first, (await client.get(url)).text]
+
+    texts, _, connections = run([ok(b"one"), ok(b"two")], check, close_after=True)
+    assert texts == ["one", "two"] and connections == 2
+
+
+def test_no_body_replies_and_connection_close() -> None:
+    async def check(client: httpx.AsyncClient, url: str) -> list[Any]:
+        head = await client.head(url)
+        empty = await client.get(url)
+        closing = await client.get(url)
+        return [head.status_code, head.content, empty.status_code, empty.content, closing.text]
+
+    replies = [b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", b"HTTP/1.1 204 No Content\r\n\r\n", ok(b"bye", b"Connection: close")]
+    result, _, connections = run(replies, check)
+    assert result == [200, b"", 204, b"", "bye"] and connections == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "error", "message"),
+    [
+        (b"", httpx.RemoteProtocolError, "Server disconnected without sending a response."),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", httpx.ReadError, "IncompleteReadError"),
+        (b"SMTP ready\r\n\r\n", httpx.RemoteProtocolError, "malformed status line"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", httpx.RemoteProtocolError, "malformed Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", httpx.RemoteProtocolError, "malformed chunk size"),
+    ],
+)
+def test_broken_replies_are_transport_errors(reply: bytes, error: type[Exception], message: str) -> None:
+    async def check(client: httpx.AsyncClient, url: str) -> str:
+        with pytest.raises(error) as caught:
+            await client.get(url)
+        return str(caught.value)
+
+    text, _, _ = run([reply], check, close_after=True)
+    assert message in text
+
+
+def test_headers_that_would_break_framing_are_refused_before_sending() -> None:
+    async def check(client: httpx.AsyncClient, url: str) -> str:
+        with pytest.raises(httpx.LocalProtocolError) as caught:
+            await client.get(url, headers={"X-Bad": "line\r\nInjected: yes"})
+        return str(caught.value)
+
+    text, requests, connections = run([ok(b"never")], check)
+    assert text.startswith("Illegal header value") and requests == [] and connections == 0
+
+
+def test_refused_connections_and_other_schemes() -> None:
+    async def main() -> list[str]:
+        transport: Any = Http1Transport(httpx)
+        async with httpx.AsyncClient(transport=transport) as client:
+            with pytest.raises(httpx.ConnectError) as refused:
+                await client.get("http://127.0.0.1:1/")
+            with pytest.raises(httpx.UnsupportedProtocol) as other:
+                await transport.handle_async_request(httpx.Request("GET", "ftp://127.0.0.1/"))
+        return [str(refused.value), str(other.value)]
+
+    refused, other = asyncio.run(main())
+    assert "ConnectionRefusedError" in refused and other == "Request URL has an unsupported protocol 'ftp://'."
+
+
+def test_the_sdks_httpx2_client_runs_on_it() -> None:
+    async def main(url: str) -> str:
+        transport: Any = Http1Transport(httpx2)
+        async with httpx2.AsyncClient(transport=transport) as client:
+            return (await client.post(url, json={"a": 1})).text
+
+    async def check(_: httpx.AsyncClient, url: str) -> str:
+        return await main(url)
+
+    text, requests, _ = run([ok(b"via httpx2")], check)
+    assert text == "via httpx2" and requests[0].endswith(b'{"a":1}')
