@@ -172,3 +172,42 @@ def test_the_sdks_httpx2_client_runs_on_it() -> None:
 
     text, requests, _ = run([ok(b"via httpx2")], check)
     assert text == "via httpx2" and requests[0].endswith(b'{"a":1}')
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
+def test_a_proxy_in_the_environment_keeps_the_clients_own_transport(monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
+    """With a proxy named, calls go through it (here a loopback proxy that answers itself; the
+    target port would refuse a direct connection)."""
+    from ci_grade.config.models import ProviderSpec
+    from ci_grade.providers.http_api import HttpApiProvider
+    from ci_grade.providers.openai import sdk_http_client
+
+    async def main() -> tuple[list[str], list[bool]]:
+        targets: list[str] = []
+
+        async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+            await reader.readexactly(length)
+            targets.append(head.split(b" ")[1].decode())
+            writer.write(ok(b"via the proxy", b"Connection: close"))
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(variable, f"http://127.0.0.1:{port}")
+        texts = []
+        async with server:
+            sdk = sdk_http_client({})
+            texts.append((await sdk.post("http://127.0.0.1:1/v1/chat/completions", json={})).text)
+            await sdk.aclose()
+            provider = HttpApiProvider(ProviderSpec(id="http://127.0.0.1:1/api"), {})
+            texts.append((await provider.http().post("http://127.0.0.1:1/api", json={})).text)
+            await provider.http().aclose()
+        return targets, [t == "via the proxy" for t in texts]
+
+    targets, answered = asyncio.run(main())
+    assert targets == ["http://127.0.0.1:1/v1/chat/completions", "http://127.0.0.1:1/api"] and answered == [True, True]

@@ -6,7 +6,9 @@ parses replies event by event. API calls need far less: one request at a time pe
 replies with Content-Length or chunked bodies. This transport does that on asyncio's streams and
 plugs in under the same clients (`httpx` for HTTP API providers, the OpenAI SDK's `httpx2`), so
 everything above it (the SDK's requests and errors, auth, timeouts, proxies from the environment,
-content decoding) is unchanged. Connections are opened as needed (each provider's `Limiter`
+content decoding) is unchanged. When the environment names a proxy (`HTTP_PROXY`, `HTTPS_PROXY`,
+`ALL_PROXY`, either case), `lean_transport` gives None and the library keeps its own transport,
+which routes through the proxy and honours `NO_PROXY`. Connections are opened as needed (each provider's `Limiter`
 bounds how many calls are in flight) and kept while idle; one the server closed is dropped
 before reuse. TLS uses the same trust store as httpx (certifi, or SSL_CERT_FILE / SSL_CERT_DIR).
 """
@@ -25,6 +27,17 @@ MAX_IDLE = 64
 """Idle connections kept per origin."""
 _HEAD_LIMIT = 256 * 1024
 _NO_BODY = frozenset({204, 304})
+
+
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def lean_transport(lib: ModuleType) -> Any:
+    """An `Http1Transport` for `lib` (httpx or httpx2), or None (the library's own transport)
+    when the environment names a proxy."""
+    if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES):
+        return None
+    return Http1Transport(lib)
 
 
 class _Connection:

@@ -19,7 +19,7 @@ import httpx
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import Provider
-from ci_grade.providers.http1 import Http1Transport
+from ci_grade.providers.http1 import lean_transport
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
     Liveness,
@@ -77,8 +77,7 @@ class HttpApiProvider(Provider):
         """The provider's one client (keep-alive connections are shared by all its calls)."""
         if self._http is None:
             limits = httpx.Limits(max_connections=self.limiter.ceiling, max_keepalive_connections=self.limiter.ceiling)
-            transport: Any = Http1Transport(httpx)  # httpx's transport interface, not its base class
-            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, transport=transport)
+            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, transport=lean_transport(httpx))
         return self._http
 
     def retry_policy(self) -> RetryPolicy:

@@ -1,6 +1,7 @@
 """OpenAI through the official SDK: chat, Responses API, embeddings and moderation.
 
-The SDK's HTTP client runs on `http1.Http1Transport` (far less CPU per call than its default).
+The SDK's HTTP client runs on `http1.Http1Transport` (far less CPU per call than its default)
+unless a proxy is configured.
 
 Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
 `openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
@@ -27,7 +28,7 @@ from ci_grade.providers.base import (
     ProviderResponse,
     parse_chat_messages,
 )
-from ci_grade.providers.http1 import Http1Transport
+from ci_grade.providers.http1 import lean_transport
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
@@ -72,8 +73,7 @@ def sdk_http_client(config: Mapping[str, Any]) -> Any:
     import httpx2
     from openai import DefaultAsyncHttpxClient
 
-    transport: Any = Http1Transport(httpx2)  # httpx2's transport interface, not its base class
-    return DefaultAsyncHttpxClient(transport=transport, timeout=call_timeout(config))
+    return DefaultAsyncHttpxClient(transport=lean_transport(httpx2), timeout=call_timeout(config))
 
 
 def _finish_reason(value: str | None) -> str | None:
