@@ -216,7 +216,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:
     """Rerun the tests `test_ids` `runs` more times with fresh samples; their rows (`--confirm N`)."""
     rerun = dataclasses.replace(options, outputs=[], repeat=runs, cache=False, only_test_ids=frozenset(test_ids))
-    return evaluate(rerun).run.results
+    return list(evaluate(rerun).run.results)
 
 
 def _run_to_completion(plan: Plan, options: RunOptions) -> EvalRun:

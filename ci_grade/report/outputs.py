@@ -12,7 +12,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,9 @@ from ci_grade.atomic import write_atomic
 from ci_grade.errors import InfrastructureError, UsageError
 from ci_grade.gate.models import Comparison, GateNote
 from ci_grade.report.junit import render_junit
-from ci_grade.results.models import EvalRun
+from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.results.promptfoo import row_to_promptfoo, to_promptfoo
+from ci_grade.results.spool import RowSpool
 from ci_grade.safe_text import json_dumps, well_formed
 
 SUPPORTED = (".json", ".jsonl", ".junit.xml", ".xml", ".md", ".csv", ".yaml", ".yml", ".txt")
@@ -61,29 +62,89 @@ def capped(run: EvalRun, limit: int) -> EvalRun:
     (0: no limit); a cut output is text ending in a note, and its row records the sizes."""
     if limit <= 0:
         return run
+    return run.model_copy(update={"results": [_capped_row(row, limit) for row in run.results]})
+
+
+def _capped_row(row: TestResult, limit: int) -> TestResult:
+    text = row.output if isinstance(row.output, str) else None if row.output is None else json_dumps(row.output, default=str)
+    if text is None or len(text) <= limit:
+        return row
+    text = redact.current().text(text)
+    note = f"… [output cut: {len(text) - limit:,} more characters]"
+    metadata = {**row.response_metadata, "outputCut": {"keptChars": limit, "totalChars": len(text)}}
+    return row.model_copy(update={"output": text[:limit] + note, "response_metadata": metadata})
+
+
+def _row_texts(run: EvalRun, limit: int) -> Iterator[str]:
+    """Each row's compact results JSON, outputs cut to `limit`: spooled rows as they were stored
+    (read back and cut only where the output is longer), rows in memory encoded here."""
+    rows = run.results
+    if not isinstance(rows, RowSpool):
+        for row in rows:
+            yield _compact(row_to_promptfoo(_capped_row(row, limit) if limit > 0 else row))
+        return
+    for position, summary in enumerate(rows.summaries()):
+        if 0 < limit < summary.output_chars:
+            yield _compact(row_to_promptfoo(_capped_row(rows[position], limit)))
+        else:
+            yield rows.text(position)
+
+
+def _compact(data: Any) -> str:
+    return json_dumps(data, separators=(",", ":"), default=str)
+
+
+def _json_parts(run: EvalRun, config: dict[str, Any] | None, limit: int) -> Iterator[str]:
+    """The results JSON in parts, each masked, the rows streamed in one at a time: the same text
+    as `to_promptfoo` encoded whole."""
     redactor = redact.current()
-    rows = []
-    for row in run.results:
-        text = row.output if isinstance(row.output, str) else None if row.output is None else json_dumps(row.output, default=str)
-        if text is None or len(text) <= limit:
-            rows.append(row)
-            continue
-        text = redactor.text(text)
-        note = f"… [output cut: {len(text) - limit:,} more characters]"
-        metadata = {**row.response_metadata, "outputCut": {"keptChars": limit, "totalChars": len(text)}}
-        rows.append(row.model_copy(update={"output": text[:limit] + note, "response_metadata": metadata}))
-    return run.model_copy(update={"results": rows})
+    shell = to_promptfoo(run, redactor.data(config), rows=False)
+    for part in _spliced(shell, ("results", "results"), _row_texts(run, limit)):
+        yield redactor.text(part)
+
+
+def _spliced(data: dict[str, Any], path: tuple[str, ...], rows: Iterator[str]) -> Iterator[str]:
+    """`data` as compact JSON with the list at `path` made of the already encoded `rows`."""
+    yield "{"
+    for index, (key, value) in enumerate(data.items()):
+        yield ("," if index else "") + _compact(key) + ":"
+        if key != path[0]:
+            yield _compact(value)
+        elif len(path) > 1:
+            yield from _spliced(value, path[1:], rows)
+        else:
+            yield "["
+            for number, row in enumerate(rows):
+                yield ("," if number else "") + row
+            yield "]"
+    yield "}"
+
+
+def _jsonl_parts(run: EvalRun, limit: int) -> Iterator[str]:
+    redactor = redact.current()
+    for text in _row_texts(run, limit):
+        yield redactor.text(json_dumps(json.loads(text), default=str) + "\n")
+
+
+def render_parts(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> Iterator[str]:
+    """`render` in parts: results JSON and JSONL rows one at a time, other formats whole."""
+    kind = output_kind(path)
+    if kind == ".json":
+        return _json_parts(run, config, max_output_chars)
+    if kind == ".jsonl":
+        return _jsonl_parts(run, max_output_chars)
+    return iter([render(path, run, config, regressions, max_output_chars)])
 
 
 def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
     """The run in the format `path`'s extension names, secrets masked (results files with outputs cut to `max_output_chars`)."""
     kind = output_kind(path)
+    if kind in (".json", ".jsonl"):
+        return "".join(render_parts(path, run, config, regressions, max_output_chars))
     redactor = redact.current()
     if kind in _RESULTS_FILES:
         run = capped(run, max_output_chars)
     renderers: dict[str, Callable[[], str]] = {
-        ".json": lambda: redactor.text(json_dumps(to_promptfoo(run, redactor.data(config)), separators=(",", ":"), default=str)),
-        ".jsonl": lambda: redactor.text("".join(json_dumps(row_to_promptfoo(r), default=str) + "\n" for r in run.results)),
         ".junit.xml": lambda: render_junit(run, regressions),
         ".xml": lambda: render_junit(run, regressions),
         ".md": lambda: redactor.text(markdown_table(run)),
@@ -95,7 +156,7 @@ def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regres
     return renderers[kind]()
 
 
-def _write_all(texts: list[tuple[Path, Callable[[], str]]], problems: list[str] | None) -> list[Path]:
+def _write_all(texts: list[tuple[Path, Callable[[], str | Iterable[str]]]], problems: list[str] | None) -> list[Path]:
     """Write every file it can; failures go to `problems`, or are raised once naming them all."""
     written, failed = [], []
     for target, text in texts:
@@ -122,7 +183,7 @@ def write_outputs(
     problems: list[str] | None = None,
 ) -> list[Path]:
     """Write every path it can (after trying them all, the failures are raised or put in `problems`)."""
-    return _write_all([(Path(path), partial(render, Path(path), run, config, regressions, max_output_chars)) for path in paths], problems)
+    return _write_all([(Path(path), partial(render_parts, Path(path), run, config, regressions, max_output_chars)) for path in paths], problems)
 
 
 def write_reports(
@@ -142,12 +203,12 @@ def write_reports(
 
     notes = comparison.gate_notes()
 
-    def text(target: Path) -> str:
+    def text(target: Path) -> str | Iterable[str]:
         if target.name.lower().endswith(".md"):
             return render_markdown(run, comparison, title=title, max_chars=1_000_000, max_bytes=1_000_000)
         if json_is_comparison and target.name.lower().endswith(".json"):
             return redact.text(json_dumps(comparison.model_dump(mode="json"), indent=2)) + "\n"
-        return render(target, run, config, notes, max_output_chars)
+        return render_parts(target, run, config, notes, max_output_chars)
 
     return _write_all([(Path(path), partial(text, Path(path))) for path in paths], problems)
 
