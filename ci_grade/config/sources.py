@@ -24,7 +24,7 @@ class Location:
         return f"{self.file}:{self.line}" if self.line else self.file
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     file: str
     line: int | None
@@ -43,6 +43,13 @@ class SourceMap:
         if id(obj) not in self._entries:
             self._keep.append(obj)
         self._entries[id(obj)] = _Entry(file, line, dict(children or {}))
+
+    def register_built(self, entries: list[tuple[Any, int | None, dict[Any, int | None]]], file: str) -> None:
+        """Register containers just built from `file`, each with its own (not shared) children's lines."""
+        for obj, line, children in entries:
+            if id(obj) not in self._entries:
+                self._keep.append(obj)
+            self._entries[id(obj)] = _Entry(file, line, children)
 
     def alias(self, obj: Any, new_key: Any, old_key: Any) -> None:
         """Let `new_key` of `obj` point at the line where `old_key` was written (a renamed key)."""
