@@ -62,14 +62,12 @@ class EvalOptions:
 class EvalOutcome:
     run: EvalRun
     loaded: LoadedConfig
+    """The config without its tests (`LoadedConfig.release`: the plan holds them while running)."""
     env: dict[str, str]
     output_paths: list[str]
     rerun: int | None = None  # with --retry-errors: the rows run again
-
-    @property
-    def config_for_output(self) -> dict[str, Any]:
-        """The resolved config for results files (secrets are redacted by the writer)."""
-        return {k: v for k, v in self.loaded.raw.items() if k != "assertionTemplates"}
+    config_for_output: outputs.EncodedConfig | None = None
+    """The resolved config for results files, encoded when the plan was built."""
 
 
 def build_env(options: EvalOptions, loaded: LoadedConfig | None = None) -> dict[str, str]:
@@ -176,8 +174,10 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     kept = None
     if previous is not None:
         plan, kept = retry.plan_retry(plan, previous)
-    _built()
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False  # promptfoo's switch
+    config_for_output = outputs.encode_config({k: v for k, v in loaded.raw.items() if k != "assertionTemplates"})
+    loaded.release()
+    _built()
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
     if options.stop.max_duration is None and eval_options.maxEvalTimeMs:
         options.stop.max_duration = eval_options.maxEvalTimeMs / 1000
@@ -210,7 +210,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
     run.warnings = [*loaded.warnings, *run.warnings]
-    return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=kept.rerun if kept else None)
+    return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=kept.rerun if kept else None, config_for_output=config_for_output)
 
 
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:

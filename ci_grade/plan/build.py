@@ -120,7 +120,10 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
             variables, script_vars = var_loader.row_variables(identity_vars, case.location, case.path)
             if case.test.options.transformVars:
                 variables = transform_vars(case.test, variables, case.location, case.path)
-            test = case.test.model_copy(update={"vars": variables})
+            if case.test.vars is not None and _same_vars(variables, case.test.vars):
+                test, variables = case.test, case.test.vars  # the test's own variables: shared, not copied
+            else:
+                test = case.test.model_copy(update={"vars": variables})
             identity = _identity(case.test, identity_vars)
             canonical_vars = _canonical(identity_vars)
             tiebreak = _digest(canonical_vars, _canonical(case.test.model_dump(mode="json", by_alias=True, exclude_none=True)))
@@ -174,6 +177,13 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     return Plan(
         rows=rows, prompts=config.prompts, providers=config.providers, groups=group,
         total_rows=len(cells) * options.repeat, fingerprint=fingerprint, shard=options.shard,
+    )
+
+
+def _same_vars(variables: dict[str, Any], test_vars: dict[str, Any]) -> bool:
+    """Whether a row's variables are the test's own, key for key and value for value."""
+    return len(variables) == len(test_vars) and all(
+        key == other and value is test_vars[other] for (key, value), other in zip(variables.items(), test_vars, strict=True)
     )
 
 
@@ -285,7 +295,13 @@ def merge_default(test: TestCase, default: TestCase) -> TestCase:
     """promptfoo's defaultTest merge: asserts first, shallow vars/options/metadata, test wins."""
     disable = test.options.disableDefaultAsserts is True
     own_options = test.options.model_dump(exclude_unset=True, by_alias=True)
-    merged_options = TestOptions.model_validate({**default.options.model_dump(exclude_unset=True, by_alias=True), **own_options})
+    default_options = default.options.model_dump(exclude_unset=True, by_alias=True)
+    if not default_options:  # nothing to merge: the test's own options as they are
+        merged_options = test.options
+    elif not own_options:
+        merged_options = default.options
+    else:
+        merged_options = TestOptions.model_validate({**default_options, **own_options})
     return test.model_copy(
         update={
             "assert_": [*([] if disable else (default.assert_ or [])), *(test.assert_ or [])],

@@ -13,6 +13,7 @@ import io
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,32 @@ from ci_grade.safe_text import json_dumps, well_formed
 SUPPORTED = (".json", ".jsonl", ".junit.xml", ".xml", ".md", ".csv", ".yaml", ".yml", ".txt")
 DEFAULT_MAX_OUTPUT_CHARS = 100_000
 _RESULTS_FILES = (".json", ".jsonl", ".csv", ".yaml", ".yml", ".txt")
+
+
+@dataclass(frozen=True)
+class EncodedConfig:
+    """A config for results files, encoded once with its secret-named fields masked (see
+    `encode_config`), so a run need not keep the config's data for the writers."""
+
+    text: str
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.text)
+        return data
+
+
+ConfigForOutput = dict[str, Any] | EncodedConfig | None
+"""The config a results file records: data, already encoded, or none."""
+
+
+def encode_config(config: dict[str, Any]) -> EncodedConfig:
+    """`config` as results files hold it: secret-named fields masked now, known secrets masked
+    again (with any learned since) when a file is written."""
+    return EncodedConfig(_compact(redact.current().data(config or {})))
+
+
+def _config_data(config: ConfigForOutput) -> dict[str, Any] | None:
+    return config.data() if isinstance(config, EncodedConfig) else config
 
 
 def output_kind(path: str | Path) -> str:
@@ -94,24 +121,28 @@ def _compact(data: Any) -> str:
     return json_dumps(data, separators=(",", ":"), default=str)
 
 
-def _json_parts(run: EvalRun, config: dict[str, Any] | None, limit: int) -> Iterator[str]:
+def _json_parts(run: EvalRun, config: ConfigForOutput, limit: int) -> Iterator[str]:
     """The results JSON in parts, each masked, the rows streamed in one at a time: the same text
     as `to_promptfoo` encoded whole."""
     redactor = redact.current()
-    shell = to_promptfoo(run, redactor.data(config), rows=False)
-    for part in _spliced(shell, ("results", "results"), _row_texts(run, limit)):
+    shell = to_promptfoo(run, None, rows=False)
+    encoded = {"config": (config if isinstance(config, EncodedConfig) else encode_config(config or {})).text}
+    for part in _spliced(shell, ("results", "results"), _row_texts(run, limit), encoded):
         yield redactor.text(part)
 
 
-def _spliced(data: dict[str, Any], path: tuple[str, ...], rows: Iterator[str]) -> Iterator[str]:
-    """`data` as compact JSON with the list at `path` made of the already encoded `rows`."""
+def _spliced(data: dict[str, Any], path: tuple[str, ...], rows: Iterator[str], encoded: dict[str, str]) -> Iterator[str]:
+    """`data` as compact JSON with the list at `path` made of the already encoded `rows`, and
+    the top-level values in `encoded` as given."""
     yield "{"
     for index, (key, value) in enumerate(data.items()):
         yield ("," if index else "") + _compact(key) + ":"
-        if key != path[0]:
+        if key in encoded:
+            yield encoded[key]
+        elif key != path[0]:
             yield _compact(value)
         elif len(path) > 1:
-            yield from _spliced(value, path[1:], rows)
+            yield from _spliced(value, path[1:], rows, {})
         else:
             yield "["
             for number, row in enumerate(rows):
@@ -126,7 +157,7 @@ def _jsonl_parts(run: EvalRun, limit: int) -> Iterator[str]:
         yield redactor.text(json_dumps(json.loads(text), default=str) + "\n")
 
 
-def render_parts(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> Iterator[str]:
+def render_parts(path: str | Path, run: EvalRun, config: ConfigForOutput, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> Iterator[str]:
     """`render` in parts: results JSON and JSONL rows one at a time, other formats whole."""
     kind = output_kind(path)
     if kind == ".json":
@@ -136,7 +167,7 @@ def render_parts(path: str | Path, run: EvalRun, config: dict[str, Any] | None, 
     return iter([render(path, run, config, regressions, max_output_chars)])
 
 
-def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+def render(path: str | Path, run: EvalRun, config: ConfigForOutput, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
     """The run in the format `path`'s extension names, secrets masked (results files with outputs cut to `max_output_chars`)."""
     kind = output_kind(path)
     if kind in (".json", ".jsonl"):
@@ -149,9 +180,9 @@ def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regres
         ".xml": lambda: render_junit(run, regressions),
         ".md": lambda: redactor.text(markdown_table(run)),
         ".csv": lambda: well_formed(redactor.text(csv_table(run))),
-        ".yaml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
-        ".yml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
-        ".txt": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
+        ".yaml": lambda: _yaml(redactor.data(to_promptfoo(run, _config_data(config)))),
+        ".yml": lambda: _yaml(redactor.data(to_promptfoo(run, _config_data(config)))),
+        ".txt": lambda: _yaml(redactor.data(to_promptfoo(run, _config_data(config)))),
     }
     return renderers[kind]()
 
@@ -176,7 +207,7 @@ def _write_all(texts: list[tuple[Path, Callable[[], str | Iterable[str]]]], prob
 def write_outputs(
     paths: list[str],
     run: EvalRun,
-    config: dict[str, Any] | None,
+    config: ConfigForOutput,
     regressions: Mapping[str, GateNote] | None = None,
     *,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
@@ -192,7 +223,7 @@ def write_reports(
     comparison: Comparison,
     title: str,
     *,
-    config: dict[str, Any] | None = None,
+    config: ConfigForOutput = None,
     json_is_comparison: bool = False,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
     problems: list[str] | None = None,
