@@ -156,6 +156,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     concurrency = _positive(options.concurrency or eval_options.maxConcurrency or cli_defaults.get("maxConcurrency"), "max concurrency") or DEFAULT_CONCURRENCY
     repeat = _positive(options.repeat or eval_options.repeat or cli_defaults.get("repeat"), "repeat") or 1
     grader = options.grader or cli_defaults.get("grader")
+    config_for_output = outputs.encode_config({k: v for k, v in loaded.raw.items() if k != "assertionTemplates"})
     plan = build_plan(
         loaded,
         PlanOptions(
@@ -169,14 +170,13 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
             only_test_ids=options.only_test_ids,
             shard=previous.shard(options.shard) if previous else options.shard,
             max_rows=_positive(env.get("CI_GRADE_MAX_ROWS"), "CI_GRADE_MAX_ROWS") or DEFAULT_MAX_ROWS,
+            release=True,
         ),
     )
     kept = None
     if previous is not None:
         plan, kept = retry.plan_retry(plan, previous)
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False  # promptfoo's switch
-    config_for_output = outputs.encode_config({k: v for k, v in loaded.raw.items() if k != "assertionTemplates"})
-    loaded.release()
     _built()
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
     if options.stop.max_duration is None and eval_options.maxEvalTimeMs:

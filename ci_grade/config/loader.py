@@ -59,8 +59,9 @@ class LoadedConfig:
         their source lines and their validated models (for a large config, most of its memory).
         The config's hash is kept; preflight and planning cannot run on a released config."""
         _ = self.config_hash
-        self.raw = {k: v for k, v in self.raw.items() if k not in ("tests", "scenarios")}
-        self.sources = SourceMap()
+        self.raw.pop("tests", None)
+        self.raw.pop("scenarios", None)
+        self.sources.retain(self.raw)
         self.config = self.config.model_copy(update={"tests": [], "scenarios": None})
 
 

@@ -51,6 +51,24 @@ class SourceMap:
                 self._keep.append(obj)
             self._entries[id(obj)] = _Entry(file, line, children)
 
+    def retain(self, root: Any) -> None:
+        """Forget every container but `root` and those still inside it."""
+        entries: dict[int, _Entry] = {}
+        keep: list[Any] = []
+        seen: set[int] = set()
+        pending = [root]
+        while pending:
+            node = pending.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            entry = self._entries.get(id(node))
+            if entry is not None:
+                entries[id(node)] = entry
+                keep.append(node)
+            pending.extend(child for child in (node.values() if isinstance(node, dict) else node) if isinstance(child, dict | list))
+        self._entries, self._keep = entries, keep
+
     def alias(self, obj: Any, new_key: Any, old_key: Any) -> None:
         """Let `new_key` of `obj` point at the line where `old_key` was written (a renamed key)."""
         entry = self._entries.get(id(obj))

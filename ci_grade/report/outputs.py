@@ -51,8 +51,13 @@ ConfigForOutput = dict[str, Any] | EncodedConfig | None
 
 def encode_config(config: dict[str, Any]) -> EncodedConfig:
     """`config` as results files hold it: secret-named fields masked now, known secrets masked
-    again (with any learned since) when a file is written."""
-    return EncodedConfig(_compact(redact.current().data(config or {})))
+    again (with any learned since) when a file is written. Tests and scenarios are masked and
+    encoded one at a time (a masked copy of a large config would briefly double it)."""
+    redactor = redact.current()
+    lists = {key: config[key] for key in ("tests", "scenarios") if isinstance(config.get(key), list)}
+    shell = redactor.data({key: [] if key in lists else value for key, value in config.items()})
+    parts = {key: "[" + ",".join(_compact(redactor.data(item)) for item in items) + "]" for key, items in lists.items()}
+    return EncodedConfig("".join(_spliced(shell, (), iter(()), parts)))
 
 
 def _config_data(config: ConfigForOutput) -> dict[str, Any] | None:
@@ -139,7 +144,7 @@ def _spliced(data: dict[str, Any], path: tuple[str, ...], rows: Iterator[str], e
         yield ("," if index else "") + _compact(key) + ":"
         if key in encoded:
             yield encoded[key]
-        elif key != path[0]:
+        elif not path or key != path[0]:
             yield _compact(value)
         elif len(path) > 1:
             yield from _spliced(value, path[1:], rows, {})
