@@ -17,12 +17,12 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
-from ci_grade.config.sources import SourceMap
+from ci_grade.config.sources import Packed, SourceMap
 
 _PARSER: Any = getattr(getattr(yaml, "cyaml", None), "CParser", None)
 """libyaml's event parser (absent from PyYAML built without it: the full reader does everything)."""
 
-_SHARED_LENGTH = 24
+_SHARED_LENGTH = 64
 """Scalars up to this length are shared between occurrences (assertion types, keys, ids)."""
 
 
@@ -49,9 +49,9 @@ def load(text: str, file: str, sources: SourceMap, resolvers: dict[Any, Any]) ->
     if _PARSER is None:
         return False, None
     parser = _PARSER(text)
-    registered: list[tuple[Any, int | None, dict[Any, int | None]]] = []
+    registered: list[tuple[Any, int | None, Packed]] = []
     try:
-        data = _build(parser, resolvers, registered)
+        data = _build(parser, resolvers, registered, sources)
     except (_Unusual, yaml.YAMLError):
         return False, None
     finally:
@@ -60,7 +60,7 @@ def load(text: str, file: str, sources: SourceMap, resolvers: dict[Any, Any]) ->
     return True, data
 
 
-def _build(parser: Any, resolvers: dict[Any, Any], registered: list[tuple[Any, int | None, dict[Any, int | None]]]) -> Any:
+def _build(parser: Any, resolvers: dict[Any, Any], registered: list[tuple[Any, int | None, Packed]], sources: SourceMap) -> Any:
     shared: dict[str, str] = {}
     scalar_event, mapping_start, sequence_start = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
     mapping_end, sequence_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
@@ -97,7 +97,7 @@ def _build(parser: Any, resolvers: dict[Any, Any], registered: list[tuple[Any, i
         elif kind is mapping_end or kind is sequence_end:
             frame = stack.pop()
             value, line = frame.data, frame.line
-            registered.append((value, line, _children(frame)))
+            registered.append((value, line, sources.pack(value, line, _children(frame))))
             line = frame.line
         elif kind is yaml.DocumentEndEvent:
             break

@@ -83,7 +83,7 @@ class Plan:
     shard: Shard | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Case:
     """A test after defaultTest (and scenario) merging, with where it was written."""
 
@@ -202,7 +202,7 @@ def _shard_groups(cells: list[_Cell], group_keys: list[str], options: PlanOption
     return {group for group, index in enumerate(deal(group_keys, sizes, shard.count)) if index == shard.index}
 
 
-@dataclass
+@dataclass(slots=True)
 class _Cell:
     group: int
     case: _Case
