@@ -85,7 +85,7 @@ def merge(patterns: list[str], cwd: Path, baseline: str | None, policy: GatePoli
         base = load_baseline(source, cwd) if source else None
         if source and base is None:
             warnings.append(f"no baseline at {source}{f' for {part.name}' if several else ''}; the gate judges thresholds only")
-        sections.append(Section(part.name, part.run, compare(part.run, base, policy)))
+        sections.append(Section(part.name, part.run, compare(part.run, base, policy, every_test=False)))
     return Merged(pooled, sections, warnings)
 
 

@@ -10,6 +10,7 @@ by kind; provider ids, prompt filters and prompt templates.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -132,14 +133,20 @@ def _regex_warning(pattern: Any, loc: Location | None, where: str) -> list[str]:
     """A static regex value JavaScript rejects: graded as a failure, so say so before the run."""
     if not isinstance(pattern, str) or not pattern or "{{" in pattern or "{%" in pattern or pattern.startswith("file://"):
         return []
-    from ci_grade.scripting.js import regex_error
-
-    problem = regex_error(pattern)
+    problem = _regex_error(pattern)
     if problem is None:
         return []
     hint = "; JavaScript has no inline flags such as (?i)" if re.search(r"\(\?[a-zA-Z]+[:)]", pattern) else ""
     place = f"{loc} {where}" if loc else where
     return [f"{place}: regex {pattern!r} is not a valid JavaScript regular expression ({problem}){hint}; every row will fail this assertion"]
+
+
+@functools.lru_cache(maxsize=1024)
+def _regex_error(pattern: str) -> str | None:
+    """V8's verdict on a pattern, asked once per pattern (a large suite repeats a few patterns)."""
+    from ci_grade.scripting.js import regex_error
+
+    return regex_error(pattern)
 
 
 def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: bool) -> None:

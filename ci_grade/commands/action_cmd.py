@@ -316,14 +316,14 @@ def step_outputs(graded: Graded, workspace: Path, comment_url: str) -> dict[str,
     from ci_grade.report.sections import verdict
 
     comparisons = [s.comparison for s in graded.sections]
-    tests = [t for c in comparisons for t in c.tests if t.change != "removed" and t.head_score is not None]
+    scores = [score for c in comparisons for score in c.head_scores]
     passed, total = sum(c.pass_rate_head.passed for c in comparisons), sum(c.pass_rate_head.total for c in comparisons)
     p_values = [p for c in comparisons if (p := c.mean_score.p_adjusted if c.mean_score.p_adjusted is not None else c.mean_score.p_value) is not None]
     return {
         "passed": "false" if graded.gate_failed else "true",
         "verdict": verdict(graded.sections),
         "pass-rate": _number(passed / total if total else 0.0),
-        "score": _number(sum(t.head_score or 0.0 for t in tests) / len(tests) if tests else None),
+        "score": _number(sum(scores) / len(scores) if scores else None),
         "score-delta": _number(_pooled_delta(comparisons)),
         "p-value": _number(min(p_values) if p_values else None),
         "regressions": str(sum(len(c.regressions) for c in comparisons)),

@@ -98,12 +98,12 @@ def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None,
     from ci_grade.evaluate import confirm as rerun
     from ci_grade.gate.compare import compare
 
-    comparison = compare(outcome.run, baseline, policy)
+    comparison = compare(outcome.run, baseline, policy, every_test=False)
     targets = [t.test_id for t in comparison.new_failures if not t.reproducible]
     if confirm and baseline is not None and targets:
         sys.stderr.write(f"confirming {len(targets)} newly failing sampled test(s) with {confirm} more run(s) each\n")
         outcome.run.confirmations = rerun(options, targets, confirm)
-        comparison = compare(outcome.run, baseline, policy)
+        comparison = compare(outcome.run, baseline, policy, every_test=False)
     return comparison
 
 

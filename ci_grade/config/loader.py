@@ -45,11 +45,24 @@ class LoadedConfig:
     raw: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     command_line_options: dict[str, Any] = field(default_factory=dict)
+    _hash: str | None = field(default=None, repr=False)
 
     @property
     def config_hash(self) -> str:
-        blob = json.dumps(self.raw, sort_keys=True, default=str, ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        if self._hash is None:
+            blob = json.dumps(self.raw, sort_keys=True, default=str, ensure_ascii=False)
+            self._hash = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return self._hash
+
+    def release(self) -> None:
+        """Drop the tests once the plan holds what it needs of them: the raw tests and scenarios,
+        their source lines and their validated models (for a large config, most of its memory).
+        The config's hash is kept; preflight and planning cannot run on a released config."""
+        _ = self.config_hash
+        self.raw.pop("tests", None)
+        self.raw.pop("scenarios", None)
+        self.sources.retain(self.raw)
+        self.config = self.config.model_copy(update={"tests": [], "scenarios": None})
 
 
 def find_default_config(cwd: Path) -> Path:

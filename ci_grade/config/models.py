@@ -71,6 +71,10 @@ class TestOptions(_Model):
         return self.transform or self.postprocess
 
 
+NO_OPTIONS = TestOptions()
+"""The options of every test that sets none (one shared instance; options are never changed in place)."""
+
+
 class TestCase(_Model):
     """One test (or `defaultTest`)."""
 
@@ -80,7 +84,7 @@ class TestCase(_Model):
     providers: list[str] | None = None
     prompts: list[str] | None = None
     assert_: list[Assertion] | None = Field(default=None, alias="assert")
-    options: TestOptions = Field(default_factory=TestOptions)
+    options: TestOptions = Field(default_factory=lambda: NO_OPTIONS)
     threshold: Score | None = None
     metadata: dict[str, Any] | None = None
     providerOutput: Any = None

@@ -7,7 +7,7 @@ then be turned into `file:line`. Containers are kept alive by the map so their i
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ci_grade.errors import ConfigError
@@ -24,11 +24,41 @@ class Location:
         return f"{self.file}:{self.line}" if self.line else self.file
 
 
-@dataclass
+Lines = tuple[int | None, ...]
+"""Lines as offsets from the container's own line (small numbers: Python shares them)."""
+Packed = Lines | tuple[tuple[Any, ...], Lines]
+"""A container's children's lines: a list's as `Lines`, a mapping's as (its keys, `Lines`)."""
+
+
+@dataclass(slots=True)
 class _Entry:
+    """Where a container was written; its keys' or items' lines, stored compactly (`_pack`)."""
+
     file: str
     line: int | None
-    children: dict[Any, int | None] = field(default_factory=dict)
+    children: Packed = ()
+
+    def child(self, key: Any) -> tuple[bool, int | None]:
+        """Whether `key` (or item index) was registered, and its line (None when unknown)."""
+        stored = self.children
+        offset: int | None
+        if stored and type(stored[0]) is tuple:
+            keys, offsets = stored
+            try:
+                offset = offsets[keys.index(key)]
+            except ValueError:
+                return False, None
+        elif isinstance(key, int) and 0 <= key < len(stored):
+            offset = stored[key]  # type: ignore[assignment]
+        else:
+            return False, None
+        return True, None if offset is None else (self.line or 0) + offset
+
+    def lines(self) -> dict[Any, int | None]:
+        """Every key's or item's line."""
+        stored = self.children
+        keys = stored[0] if stored and type(stored[0]) is tuple else range(len(stored))
+        return {key: self.child(key)[1] for key in keys}
 
 
 class SourceMap:
@@ -37,26 +67,68 @@ class SourceMap:
     def __init__(self) -> None:
         self._entries: dict[int, _Entry] = {}
         self._keep: list[Any] = []
+        self._shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
     def register(self, obj: Any, file: str, line: int | None, children: dict[Any, int | None] | None = None) -> None:
         """Record `obj` as defined at `file:line`, with the lines of its keys or items."""
         if id(obj) not in self._entries:
             self._keep.append(obj)
-        self._entries[id(obj)] = _Entry(file, line, dict(children or {}))
+        self._entries[id(obj)] = _Entry(file, line, self.pack(obj, line, children or {}))
+
+    def register_built(self, entries: list[tuple[Any, int | None, Packed]], file: str) -> None:
+        """Register containers just built from `file`, their children's lines already `pack`ed."""
+        for obj, line, children in entries:
+            if id(obj) not in self._entries:
+                self._keep.append(obj)
+            self._entries[id(obj)] = _Entry(file, line, children)
+
+    def pack(self, obj: Any, line: int | None, children: dict[Any, int | None]) -> Packed:
+        """A list's item lines as a tuple of offsets; a mapping's as (its keys, shared with other
+        mappings of the same keys, and their offsets)."""
+        base = line or 0
+        offsets = tuple(None if value is None else value - base for value in children.values())
+        if isinstance(obj, list) and all(key == index and type(key) is int for index, key in enumerate(children)):
+            return offsets
+        keys = tuple(children)
+        try:
+            keys = self._shapes.setdefault(keys, keys)
+        except TypeError:  # unhashable keys (never from a file, but keep them)
+            pass
+        return (keys, offsets)
+
+    def retain(self, root: Any) -> None:
+        """Forget every container but `root` and those still inside it."""
+        entries: dict[int, _Entry] = {}
+        keep: list[Any] = []
+        seen: set[int] = set()
+        pending = [root]
+        while pending:
+            node = pending.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            entry = self._entries.get(id(node))
+            if entry is not None:
+                entries[id(node)] = entry
+                keep.append(node)
+            pending.extend(child for child in (node.values() if isinstance(node, dict) else node) if isinstance(child, dict | list))
+        self._entries, self._keep = entries, keep
 
     def alias(self, obj: Any, new_key: Any, old_key: Any) -> None:
         """Let `new_key` of `obj` point at the line where `old_key` was written (a renamed key)."""
         entry = self._entries.get(id(obj))
-        if entry is not None and old_key in entry.children:
-            entry.children[new_key] = entry.children[old_key]
+        if entry is not None and entry.child(old_key)[0]:
+            self.register(obj, entry.file, entry.line, {**entry.lines(), new_key: entry.child(old_key)[1]})
 
     def location(self, obj: Any, key: Any = None) -> Location | None:
         """Where `obj` (or its `key`) was written, if it came from a file."""
         entry = self._entries.get(id(obj))
         if entry is None:
             return None
-        if key is not None and key in entry.children:
-            return Location(entry.file, entry.children[key])
+        if key is not None:
+            found, line = entry.child(key)
+            if found:
+                return Location(entry.file, line)
         return Location(entry.file, entry.line)
 
     def locate_path(self, root: Any, path: tuple[Any, ...]) -> Location | None:
@@ -83,7 +155,7 @@ class SourceMap:
         for old_id, copied in list(memo.items()):
             entry = self._entries.get(old_id)
             if entry is not None and isinstance(copied, dict | list):
-                self.register(copied, entry.file, entry.line, entry.children)
+                self.register(copied, entry.file, entry.line, entry.lines())
         return new
 
 

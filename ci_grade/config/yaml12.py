@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from ci_grade.config import yaml_events
 from ci_grade.config.sources import SourceMap
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -79,7 +80,11 @@ def loads(text: str) -> Any:
 
 
 def load_with_sources(text: str, file: str, sources: SourceMap) -> Any:
-    """Parse `text` and register the line of every mapping key and list item in `sources`."""
+    """Parse `text` and register the line of every mapping key and list item in `sources`
+    (straight from the parser's events when the text allows, see `yaml_events`)."""
+    done, data = yaml_events.load(text, file, sources, Yaml12Loader.yaml_implicit_resolvers)
+    if done:
+        return data
     loader = Yaml12Loader(text)
     try:
         node = loader.get_single_node()

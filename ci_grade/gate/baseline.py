@@ -13,16 +13,17 @@ Errored repeats are counted, never scored.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from ci_grade.results.models import EvalRun, RunInfo, Status, TestResult
-from ci_grade.results.named_metrics import run_totals
+from ci_grade.results.models import EvalRun, RunInfo, Status
+from ci_grade.results.summary import RowSummary, output_hash, summaries_of
+
+__all__ = ["Baseline", "BaselineAssertion", "BaselineTest", "Totals", "baseline_from_run", "baseline_from_runs", "fold_test", "group_rows", "output_hash"]
 
 BASELINE_VERSION = 1
 
@@ -119,29 +120,28 @@ def _mean_and_spread(values: list[float]) -> tuple[float, float]:
     return mean, math.sqrt(variance)
 
 
-def _fold_assertions(rows: list[TestResult]) -> list[BaselineAssertion]:
+def _fold_assertions(rows: Sequence[RowSummary]) -> list[BaselineAssertion]:
     """Flattened assertions matched across repeats by (type, metric, occurrence)."""
     scores: dict[tuple[str, str | None, int], list[float]] = defaultdict(list)
     passes: dict[tuple[str, str | None, int], list[bool]] = defaultdict(list)
     order: list[tuple[str, str | None, int]] = []
     for row in rows:
         seen: dict[tuple[str, str | None], int] = defaultdict(int)
-        for top in row.assertions:
-            for item in top.flat():
-                occurrence = seen[(item.type, item.metric)]
-                seen[(item.type, item.metric)] += 1
-                key = (item.type, item.metric, occurrence)
-                if key not in scores:
-                    order.append(key)
-                scores[key].append(item.score)
-                passes[key].append(item.status == "pass")
+        for kind, metric, score, passed in row.flat_assertions():
+            occurrence = seen[(kind, metric)]
+            seen[(kind, metric)] += 1
+            key = (kind, metric, occurrence)
+            if key not in scores:
+                order.append(key)
+            scores[key].append(score)
+            passes[key].append(passed)
     return [
         BaselineAssertion(type=key[0], metric=key[1], score=_mean_and_spread(scores[key])[0], passed=sum(passes[key]) * 2 > len(passes[key]))
         for key in order
     ]
 
 
-def fold_test(rows: list[TestResult]) -> BaselineTest:
+def fold_test(rows: Sequence[RowSummary]) -> BaselineTest:
     """The repeats of one test (same test id) as one baseline entry."""
     first = rows[0]
     scored = [r for r in rows if r.status != "error"]
@@ -149,21 +149,21 @@ def fold_test(rows: list[TestResult]) -> BaselineTest:
     named: dict[str, list[float]] = defaultdict(list)
     weights: dict[str, list[float]] = defaultdict(list)
     for row in scored:
-        for metric, value in row.named_scores.items():
+        for metric, value in (row.named_scores or {}).items():
             named[metric].append(value)
-        for metric, total in run_totals([row]).items():
-            weights[metric].append(total.weight)
+        for metric, _, weight, _ in row.metrics or ():
+            weights[metric].append(weight)
     folded = {metric: _mean_and_spread(values) for metric, values in named.items()}
     passes = sum(r.status == "pass" for r in scored)
     passed = bool(scored) and passes * 2 > len(scored)
-    hashes = {output_hash(r.output) for r in scored}
+    hashes = {r.output_digest for r in scored}
     return BaselineTest(
         test_id=first.test_id,
         fingerprint=first.fingerprint,
         description=first.description,
         name=first.name,
-        prompt_label=first.prompt.label,
-        provider=first.provider.display,
+        prompt_label=first.prompt_label,
+        provider=first.provider,
         score=score,
         score_spread=spread,
         repeats=len(rows),
@@ -181,15 +181,17 @@ def fold_test(rows: list[TestResult]) -> BaselineTest:
     )
 
 
-def output_hash(output: object) -> str:
-    """A short digest of an output (text as it is, data as canonical JSON); never the output itself."""
-    text = output if isinstance(output, str) else json.dumps(output, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+class _HasTestId(Protocol):
+    @property
+    def test_id(self) -> str: ...
 
 
-def group_rows(results: Iterable[TestResult]) -> dict[str, list[TestResult]]:
-    """Rows grouped by test id, in first-seen order."""
-    groups: dict[str, list[TestResult]] = {}
+_Row = TypeVar("_Row", bound=_HasTestId)
+
+
+def group_rows(results: Iterable[_Row]) -> dict[str, list[_Row]]:
+    """Rows (or their summaries) grouped by test id, in first-seen order."""
+    groups: dict[str, list[_Row]] = {}
     for row in results:
         groups.setdefault(row.test_id, []).append(row)
     return groups
@@ -207,5 +209,5 @@ def baseline_from_runs(runs: list[EvalRun]) -> Baseline:
         info=newest.info.model_copy(deep=True),
         totals=Totals.of(newest),
         runs=len(runs),
-        tests={test_id: fold_test(rows) for test_id, rows in group_rows(row for run in runs for row in run.results).items()},
+        tests={test_id: fold_test(rows) for test_id, rows in group_rows(row for run in runs for row in summaries_of(run.results)).items()},
     )

@@ -9,6 +9,8 @@ regressions (a grader outage is not a quality drop).
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from typing import Literal
 
 from ci_grade.gate.baseline import Baseline, BaselineAssertion, BaselineTest, Totals, fold_test, group_rows
@@ -16,19 +18,27 @@ from ci_grade.gate.decision import decide, provenance_warnings
 from ci_grade.gate.matching import portable_matches, renames
 from ci_grade.gate.models import AssertionDelta, CaseDelta, Comparison, GatePolicy, MetricDelta, Rate
 from ci_grade.gate.per_test import classify, confirmation, judge_reproducible, judge_sampled
-from ci_grade.gate.suite import Pair, measures, metric_weight, weighted_mean
+from ci_grade.gate.suite import Pair, measures, weighted_mean
 from ci_grade.results.models import EvalRun, TestResult
+from ci_grade.results.summary import RowSummary, summaries_of
 
 
-def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy) -> Comparison:
+def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, every_test: bool = True) -> Comparison:
     """Per-test, per-assertion and suite-level deltas, judged, and the gate's verdict.
 
     Confirmation reruns (`run.confirmations`) are evidence for the tests they rerun only; the
     suite-level measures use the run's own rows, so selecting tests to rerun cannot bias them.
+    Tests are folded from the rows' summaries; a test's rows are read whole only for the cases
+    kept. `every_test=False` keeps only the cases a report lists (failing, errored, changed,
+    judged or flipped tests), so a large run's comparison stays small; the measures, counts
+    and `head_scores` still cover every test.
     """
-    groups = group_rows(run.results)
-    head = {test_id: fold_test(rows) for test_id, rows in groups.items()}
-    base = dict(baseline.tests) if baseline else {}
+    summaries = summaries_of(run.results)
+    groups = group_rows(_Positioned(position, row) for position, row in enumerate(summaries))
+    if baseline is None:
+        return _without_baseline(run, groups, policy, every_test)
+    head = {test_id: fold_test([p.row for p in rows]) for test_id, rows in groups.items()}
+    base = dict(baseline.tests)
     same = {test_id: test_id for test_id in head if test_id in base}
     same.update(portable_matches(head, base, same))
     renamed = renames({k: v for k, v in head.items() if k not in same}, {k: v for k, v in base.items() if k not in same.values()})
@@ -37,10 +47,9 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy) -> Comp
     judged: list[tuple[CaseDelta, BaselineTest, BaselineTest]] = []
     pairs: list[Pair] = []
     for test_id, test in head.items():
-        rows = groups[test_id]
         if test_id in same:
             before = base[same[test_id]]
-            case = _case(test, rows, before, "same")
+            case = _case(test, before, "same")
             classify(case, before, test)
             if case.reproducible:
                 judge_reproducible(case, policy)
@@ -49,51 +58,127 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy) -> Comp
                 case.confirmation = confirmation(before, sum(r.status == "pass" for r in reruns), len(reruns))
             judged.append((case, before, test))
             if "error" not in (before.status, test.status):
-                pairs.append(Pair(before, test, case.reproducible, _cluster(rows, policy.cluster_key)))
+                pairs.append(Pair(before, test, case.reproducible, _cluster(groups[test_id][0].row, policy.cluster_key)))
         elif test_id in renamed:
-            case = _case(test, rows, base[renamed[test_id]], "renamed")
+            case = _case(test, base[renamed[test_id]], "renamed")
         else:
-            case = _case(test, rows, None, "added" if baseline else "same")
+            case = _case(test, None, "added")
         cases.append(case)
     judge_sampled(judged, policy)
+    cases = [_detailed(case, run, groups[case.test_id]) for case in cases if every_test or _listed(case)]
     matched = set(same.values()) | set(renamed.values())
     cases += [_removed(test) for test_id, test in base.items() if test_id not in matched]
-    if baseline is not None:
-        mean, rate, same_measure, metrics = measures(pairs, policy)
-    else:
-        mean, rate, same_measure, metrics = _head_only(list(head.values()))
+    mean, rate, same_measure, metrics = measures(pairs, policy)
     comparison = Comparison(
         verdict="passed",
         reason="",
         gate_failed=False,
-        has_baseline=baseline is not None,
+        has_baseline=True,
         policy=policy,
         head_info=run.info,
-        base_info=baseline.info if baseline else None,
+        base_info=baseline.info,
         tests=cases,
         mean_score=mean,
         pass_rate=rate,
         same_measure=same_measure,
         metrics=metrics,
         pass_rate_head=Rate(passed=sum(t.status == "pass" for t in head.values()), total=len(head)),
-        pass_rate_base=Rate(passed=sum(t.status == "pass" for t in base.values()), total=len(base)) if baseline else None,
+        pass_rate_base=Rate(passed=sum(t.status == "pass" for t in base.values()), total=len(base)),
         error_rows=sum(t.errors for t in head.values()),
         head_totals=Totals.of(run),
-        base_totals=baseline.totals if baseline else None,
-        base_runs=baseline.runs if baseline else 0,
-        warnings=provenance_warnings(run.info, baseline.info) if baseline else [],
+        base_totals=baseline.totals,
+        base_runs=baseline.runs,
+        warnings=provenance_warnings(run.info, baseline.info),
+        head_scores=[t.score for t in head.values() if t.status != "error"],
     )
     decide(comparison)
     return comparison
 
 
-def _cluster(rows: list[TestResult], key: str | None) -> str:
+def _without_baseline(run: EvalRun, groups: dict[str, list[_Positioned]], policy: GatePolicy, every_test: bool) -> Comparison:
+    """Thresholds only: each test folded, counted and (when listed) kept, one test at a time."""
+    cases: list[CaseDelta] = []
+    heads: list[_Head] = []
+    passed = errors = 0
+    for rows in groups.values():
+        quick = None if every_test else _passing(rows)
+        if quick is not None:
+            heads.append(quick)
+            passed += 1
+            continue
+        test = fold_test([p.row for p in rows])
+        passed += test.status == "pass"
+        errors += test.errors
+        heads.append(_Head(test.status, test.score, test.pass_rate, test.named_scores, test.named_weights))
+        case = _case(test, None, "same")
+        if every_test or _listed(case):
+            cases.append(_detailed(case, run, rows))
+    mean, rate, same_measure, metrics = _head_only(heads)
+    comparison = Comparison(
+        verdict="passed",
+        reason="",
+        gate_failed=False,
+        has_baseline=False,
+        policy=policy,
+        head_info=run.info,
+        tests=cases,
+        mean_score=mean,
+        pass_rate=rate,
+        same_measure=same_measure,
+        metrics=metrics,
+        pass_rate_head=Rate(passed=passed, total=len(heads)),
+        error_rows=errors,
+        head_totals=Totals.of(run),
+        head_scores=[h.score for h in heads if h.status != "error"],
+    )
+    decide(comparison)
+    return comparison
+
+
+@dataclass(frozen=True, slots=True)
+class _Positioned:
+    """A row's summary and its place in the run (to read the row whole when needed)."""
+
+    position: int
+    row: RowSummary
+
+    @property
+    def test_id(self) -> str:
+        return self.row.test_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """What the head-only measures need of a test."""
+
+    status: str
+    score: float
+    pass_rate: float | None
+    named_scores: dict[str, float]
+    named_weights: dict[str, float]
+
+
+def _passing(rows: list[_Positioned]) -> _Head | None:
+    """A test whose every row passed without named metrics, measured without folding it (no
+    report lists it); None for any other test."""
+    if any(p.row.status != "pass" or p.row.named_scores for p in rows):
+        return None
+    return _Head("pass", math.fsum(p.row.score for p in rows) / len(rows), 1.0, {}, {})
+
+
+def _listed(case: CaseDelta) -> bool:
+    """Whether any report lists the case: every case but an unchanged, passing, unjudged test."""
+    quiet = case.change == "same" and case.head_status == "pass" and not case.head_errors
+    return not (quiet and case.flip is None and not case.regressed and not case.inconclusive and case.confirmation is None)
+
+
+def _cluster(row: RowSummary, key: str | None) -> str:
     """The test's cluster: its `metadata[key]`, else the test itself."""
-    value = rows[0].metadata.get(key) if key else None
-    return f"{key}={value}" if value is not None else f"test:{rows[0].test_id}"
+    value = row.metadata.get(key) if key else None
+    return f"{key}={value}" if value is not None else f"test:{row.test_id}"
 
 
-def _head_only(heads: list[BaselineTest]) -> tuple[MetricDelta, MetricDelta, bool, list[MetricDelta]]:
+def _head_only(heads: list[_Head]) -> tuple[MetricDelta, MetricDelta, bool, list[MetricDelta]]:
     """Without a baseline: the head's means over its scored tests, nothing judged."""
     scored = [t for t in heads if t.status != "error"]
 
@@ -102,7 +187,7 @@ def _head_only(heads: list[BaselineTest]) -> tuple[MetricDelta, MetricDelta, boo
 
     def metric(name: str) -> MetricDelta:
         tests = [t for t in scored if name in t.named_scores]
-        return mean_of(name, [t.named_scores[name] for t in tests], [metric_weight(name, t) for t in tests])
+        return mean_of(name, [t.named_scores[name] for t in tests], [t.named_weights.get(name, 1.0) for t in tests])
 
     metrics = [metric(name) for name in sorted({m for t in scored for m in t.named_scores})]
     return mean_of("mean score", [t.score for t in scored]), mean_of("pass rate", [t.pass_rate or 0.0 for t in scored]), False, metrics
@@ -116,9 +201,8 @@ def _output_text(output: object) -> str:
     return json.dumps(output, ensure_ascii=False, default=str)
 
 
-def _case(test: BaselineTest, rows: list[TestResult], before: BaselineTest | None, change: Literal["same", "renamed", "added"]) -> CaseDelta:
-    shown = next((r for r in rows if r.status == "error"), None) or next((r for r in rows if r.status == "fail"), rows[0])
-    location = rows[0].location
+def _case(test: BaselineTest, before: BaselineTest | None, change: Literal["same", "renamed", "added"]) -> CaseDelta:
+    """The test's case from its folded results (the text a report shows is added by `_detailed`)."""
     case = CaseDelta(
         test_id=test.test_id,
         change=change,
@@ -131,12 +215,7 @@ def _case(test: BaselineTest, rows: list[TestResult], before: BaselineTest | Non
         head_repeats=test.scored,
         head_passes=test.passes,
         head_errors=test.errors,
-        reason=shown.reason,
-        error=shown.error,
-        output=_output_text(shown.output),
-        location=f"{location.file}:{location.line}" if location and location.line else location.file if location else None,
     )
-    reasons = _failure_reasons(rows)
     before_assertions: dict[tuple[str, int], BaselineAssertion] = {}
     if before is not None:
         case.base_id = before.test_id
@@ -152,12 +231,42 @@ def _case(test: BaselineTest, rows: list[TestResult], before: BaselineTest | Non
         case.assertions.append(
             AssertionDelta(
                 type=item.type, metric=item.metric, base=old.score if old else None, head=item.score,
-                base_passed=old.passed if old else None, head_passed=item.passed, reason=reasons.get(key, ""),
+                base_passed=old.passed if old else None, head_passed=item.passed,
             )
         )
     for item in before_assertions.values():
         case.assertions.append(AssertionDelta(type=item.type, metric=item.metric, base=item.score, base_passed=item.passed))
     return case
+
+
+def _detailed(case: CaseDelta, run: EvalRun, rows: list[_Positioned]) -> CaseDelta:
+    """The case with the text a report shows, from the test's rows read whole: the reason, error
+    and output of its first errored (else failing, else first) row, where it is defined, and the
+    grader's reason for each failing assertion."""
+    whole = [run.results[p.position] for p in rows]
+    shown = next((r for r in whole if r.status == "error"), None) or next((r for r in whole if r.status == "fail"), whole[0])
+    location = whole[0].location
+    case.reason = shown.reason
+    case.error = shown.error
+    case.output = _output_text(shown.output)
+    case.location = f"{location.file}:{location.line}" if location and location.line else location.file if location else None
+    reasons = _failure_reasons(whole)
+    for key, delta in zip(_keys(case), case.assertions, strict=False):
+        delta.reason = reasons.get(key, "")
+    return case
+
+
+def _keys(case: CaseDelta) -> list[tuple[str, int]]:
+    """The (type and metric, occurrence) key of each of the case's head assertions, in order."""
+    keys: list[tuple[str, int]] = []
+    seen: dict[str, int] = {}
+    for delta in case.assertions:
+        if delta.head is None:
+            break
+        key = f"{delta.type}\x1f{delta.metric or ''}"
+        seen[key] = seen.get(key, -1) + 1
+        keys.append((key, seen[key]))
+    return keys
 
 
 def _keyed(test: BaselineTest) -> dict[tuple[str, int], BaselineAssertion]:

@@ -222,6 +222,8 @@ class Comparison(BaseModel):
     base_totals: Totals | None = None
     base_runs: int = 0
     """How many runs the baseline folds (0 without a baseline)."""
+    head_scores: list[float] = Field(default_factory=list, exclude=True)
+    """The score of every scored test of the run, in order (`tests` may list only some tests)."""
 
     def _select(self, flag: str) -> list[CaseDelta]:
         return [t for t in self.tests if getattr(t, flag)]

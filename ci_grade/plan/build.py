@@ -21,7 +21,7 @@ from typing import Any
 
 from ci_grade.config import files
 from ci_grade.config.loader import LoadedConfig
-from ci_grade.config.models import Prompt, ProviderSpec, TestCase, TestOptions
+from ci_grade.config.models import Assertion, Prompt, ProviderSpec, TestCase, TestOptions
 from ci_grade.config.sources import Location
 from ci_grade.errors import ConfigError, UsageError
 from ci_grade.plan.shard import Shard, deal
@@ -44,9 +44,12 @@ class PlanOptions:
     grader: str | None = None
     filter_providers: str | None = None
     shard: Shard | None = None
+    release: bool = False
+    """Release the loaded config's tests once the plan's cases hold them (`LoadedConfig.release`):
+    a large config's data, source lines and models are not all kept while the rows are built."""
 
 
-@dataclass
+@dataclass(slots=True)
 class PlannedRow:
     """One provider call to make and grade."""
 
@@ -80,14 +83,13 @@ class Plan:
     shard: Shard | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Case:
     """A test after defaultTest (and scenario) merging, with where it was written."""
 
     test: TestCase
     location: Location | None
     path: str
-    raw: Any = None
 
 
 def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan:
@@ -96,6 +98,8 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     config = loaded.config
     default_test = _default_test(loaded, options)
     cases = _cases(loaded, default_test)
+    if options.release:
+        loaded.release()
     pattern = _compile_pattern(options.filter_pattern)
     if pattern is not None:
         cases = [c for c in cases if pattern.search(c.test.description or "")]
@@ -120,7 +124,10 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
             variables, script_vars = var_loader.row_variables(identity_vars, case.location, case.path)
             if case.test.options.transformVars:
                 variables = transform_vars(case.test, variables, case.location, case.path)
-            test = case.test.model_copy(update={"vars": variables})
+            if case.test.vars is not None and _same_vars(variables, case.test.vars):
+                test, variables = case.test, case.test.vars  # the test's own variables: shared, not copied
+            else:
+                test = case.test.model_copy(update={"vars": variables})
             identity = _identity(case.test, identity_vars)
             canonical_vars = _canonical(identity_vars)
             tiebreak = _digest(canonical_vars, _canonical(case.test.model_dump(mode="json", by_alias=True, exclude_none=True)))
@@ -177,6 +184,13 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     )
 
 
+def _same_vars(variables: dict[str, Any], test_vars: dict[str, Any]) -> bool:
+    """Whether a row's variables are the test's own, key for key and value for value."""
+    return len(variables) == len(test_vars) and all(
+        key == other and value is test_vars[other] for (key, value), other in zip(variables.items(), test_vars, strict=True)
+    )
+
+
 def _shard_groups(cells: list[_Cell], group_keys: list[str], options: PlanOptions) -> set[int] | None:
     """The groups of the shard in `options` (None: no shard, every group)."""
     shard = options.shard
@@ -188,7 +202,7 @@ def _shard_groups(cells: list[_Cell], group_keys: list[str], options: PlanOption
     return {group for group, index in enumerate(deal(group_keys, sizes, shard.count)) if index == shard.index}
 
 
-@dataclass
+@dataclass(slots=True)
 class _Cell:
     group: int
     case: _Case
@@ -285,19 +299,35 @@ def merge_default(test: TestCase, default: TestCase) -> TestCase:
     """promptfoo's defaultTest merge: asserts first, shallow vars/options/metadata, test wins."""
     disable = test.options.disableDefaultAsserts is True
     own_options = test.options.model_dump(exclude_unset=True, by_alias=True)
-    merged_options = TestOptions.model_validate({**default.options.model_dump(exclude_unset=True, by_alias=True), **own_options})
+    default_options = default.options.model_dump(exclude_unset=True, by_alias=True)
+    if not default_options:  # nothing to merge: the test's own options as they are
+        merged_options = test.options
+    elif not own_options:
+        merged_options = default.options
+    else:
+        merged_options = TestOptions.model_validate({**default_options, **own_options})
     return test.model_copy(
         update={
-            "assert_": [*([] if disable else (default.assert_ or [])), *(test.assert_ or [])],
-            "vars": {**(default.vars or {}), **(test.vars or {})},
+            "assert_": _joined(default.assert_ if not disable else None, test.assert_),
+            "vars": _merged(default.vars, test.vars),
             "options": merged_options,
-            "metadata": {**(default.metadata or {}), **(test.metadata or {})},
+            "metadata": _merged(default.metadata, test.metadata),
             "threshold": test.threshold if test.threshold is not None else default.threshold,
             "provider": test.provider or default.provider,
             "prompts": test.prompts if test.prompts is not None else default.prompts,
             "providers": test.providers if test.providers is not None else default.providers,
         }
     )
+
+
+def _joined(first: list[Assertion] | None, then: list[Assertion] | None) -> list[Assertion]:
+    """`first` then `then` (a test's own list itself when nothing comes first: lists are never changed in place)."""
+    return then if not first and then is not None else [*(first or []), *(then or [])]
+
+
+def _merged(default: dict[str, Any] | None, own: dict[str, Any] | None) -> dict[str, Any]:
+    """`own` over `default` (the test's own mapping itself when the default adds nothing)."""
+    return own if not default and own is not None else {**(default or {}), **(own or {})}
 
 
 def _cases(loaded: LoadedConfig, default: TestCase) -> list[_Case]:
@@ -307,7 +337,7 @@ def _cases(loaded: LoadedConfig, default: TestCase) -> list[_Case]:
     cases: list[_Case] = []
     for i, test in enumerate(config.tests):
         raw = _item(raw_tests, i)
-        cases.append(_Case(merge_default(test, default), sources.location(raw) if raw is not None else None, f"tests[{i}]", raw))
+        cases.append(_Case(merge_default(test, default), sources.location(raw) if raw is not None else None, f"tests[{i}]"))
     raw_scenarios = _list(loaded.raw.get("scenarios"))
     conversation = 0
     for s_index, scenario in enumerate(config.scenarios or []):
@@ -332,7 +362,7 @@ def _cases(loaded: LoadedConfig, default: TestCase) -> list[_Case]:
                 merged = merge_default(combined, default)
                 if (merged.metadata or {}).get("conversationId") is None:  # each scenario config is one conversation
                     merged.metadata = {**(merged.metadata or {}), "conversationId": f"__scenario_{conversation}__"}
-                cases.append(_Case(merged, location, path, raw))
+                cases.append(_Case(merged, location, path))
             conversation += 1
     if not cases and not config.scenarios:
         cases.append(_Case(merge_default(TestCase(), default), None, "defaultTest"))

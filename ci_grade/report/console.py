@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ci_grade import redact
 from ci_grade.results.models import EvalRun, TestResult
+from ci_grade.results.summary import summaries_of
 from ci_grade.safe_text import terminal
 
 _MAX_LISTED = 8
@@ -50,17 +51,18 @@ def summary(run: EvalRun) -> str:
     )
     if run.info.graders:
         lines.append(f"  graders: {', '.join(run.info.graders)}")
-    several_prompts = len({r.prompt.key for r in run.results}) > 1
+    summaries = summaries_of(run.results)
+    several_prompts = len({r.prompt_key for r in summaries}) > 1
     for status, heading in (("fail", "Failed"), ("error", "Errors")):
-        rows = [r for r in run.results if r.status == status]
-        if not rows:
+        positions = [position for position, r in enumerate(summaries) if r.status == status]
+        if not positions:
             continue
         lines.append(f"{heading}:")
-        for row in rows[:_MAX_LISTED]:
+        for row in (run.results[position] for position in positions[:_MAX_LISTED]):
             reason = row.error if status == "error" else row.reason
             target = f"{row.provider.display} | {_one_line(row.prompt.label, 30)}" if several_prompts else row.provider.display
             repeat = f" (repeat {row.repeat_index + 1})" if row.repeat_index else ""
             lines.append(f"  - [{target}] {_one_line(row.name, 60)}{repeat}{_where(row)}: {_one_line(reason or '')}")
-        if len(rows) > _MAX_LISTED:
-            lines.append(f"  ... and {len(rows) - _MAX_LISTED} more (see the results file)")
+        if len(positions) > _MAX_LISTED:
+            lines.append(f"  ... and {len(positions) - _MAX_LISTED} more (see the results file)")
     return terminal(redact.text("\n".join(lines)))

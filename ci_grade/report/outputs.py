@@ -12,7 +12,8 @@ import csv
 import io
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,45 @@ from ci_grade.atomic import write_atomic
 from ci_grade.errors import InfrastructureError, UsageError
 from ci_grade.gate.models import Comparison, GateNote
 from ci_grade.report.junit import render_junit
-from ci_grade.results.models import EvalRun
+from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.results.promptfoo import row_to_promptfoo, to_promptfoo
+from ci_grade.results.spool import RowSpool
 from ci_grade.safe_text import json_dumps, well_formed
 
 SUPPORTED = (".json", ".jsonl", ".junit.xml", ".xml", ".md", ".csv", ".yaml", ".yml", ".txt")
 DEFAULT_MAX_OUTPUT_CHARS = 100_000
 _RESULTS_FILES = (".json", ".jsonl", ".csv", ".yaml", ".yml", ".txt")
+
+
+@dataclass(frozen=True)
+class EncodedConfig:
+    """A config for results files, encoded once with its secret-named fields masked (see
+    `encode_config`), so a run need not keep the config's data for the writers."""
+
+    text: str
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.text)
+        return data
+
+
+ConfigForOutput = dict[str, Any] | EncodedConfig | None
+"""The config a results file records: data, already encoded, or none."""
+
+
+def encode_config(config: dict[str, Any]) -> EncodedConfig:
+    """`config` as results files hold it: secret-named fields masked now, known secrets masked
+    again (with any learned since) when a file is written. Tests and scenarios are masked and
+    encoded one at a time (a masked copy of a large config would briefly double it)."""
+    redactor = redact.current()
+    lists = {key: config[key] for key in ("tests", "scenarios") if isinstance(config.get(key), list)}
+    shell = redactor.data({key: [] if key in lists else value for key, value in config.items()})
+    parts = {key: "[" + ",".join(_compact(redactor.data(item)) for item in items) + "]" for key, items in lists.items()}
+    return EncodedConfig("".join(_spliced(shell, (), iter(()), parts)))
+
+
+def _config_data(config: ConfigForOutput) -> dict[str, Any] | None:
+    return config.data() if isinstance(config, EncodedConfig) else config
 
 
 def output_kind(path: str | Path) -> str:
@@ -61,41 +94,105 @@ def capped(run: EvalRun, limit: int) -> EvalRun:
     (0: no limit); a cut output is text ending in a note, and its row records the sizes."""
     if limit <= 0:
         return run
+    return run.model_copy(update={"results": [_capped_row(row, limit) for row in run.results]})
+
+
+def _capped_row(row: TestResult, limit: int) -> TestResult:
+    text = row.output if isinstance(row.output, str) else None if row.output is None else json_dumps(row.output, default=str)
+    if text is None or len(text) <= limit:
+        return row
+    text = redact.current().text(text)
+    note = f"… [output cut: {len(text) - limit:,} more characters]"
+    metadata = {**row.response_metadata, "outputCut": {"keptChars": limit, "totalChars": len(text)}}
+    return row.model_copy(update={"output": text[:limit] + note, "response_metadata": metadata})
+
+
+def _row_texts(run: EvalRun, limit: int) -> Iterator[str]:
+    """Each row's compact results JSON, outputs cut to `limit`: spooled rows as they were stored
+    (read back and cut only where the output is longer), rows in memory encoded here."""
+    rows = run.results
+    if not isinstance(rows, RowSpool):
+        for row in rows:
+            yield _compact(row_to_promptfoo(_capped_row(row, limit) if limit > 0 else row))
+        return
+    for position, summary in enumerate(rows.summaries()):
+        if 0 < limit < summary.output_chars:
+            yield _compact(row_to_promptfoo(_capped_row(rows[position], limit)))
+        else:
+            yield rows.text(position)
+
+
+def _compact(data: Any) -> str:
+    return json_dumps(data, separators=(",", ":"), default=str)
+
+
+def _json_parts(run: EvalRun, config: ConfigForOutput, limit: int) -> Iterator[str]:
+    """The results JSON in parts, each masked, the rows streamed in one at a time: the same text
+    as `to_promptfoo` encoded whole."""
     redactor = redact.current()
-    rows = []
-    for row in run.results:
-        text = row.output if isinstance(row.output, str) else None if row.output is None else json_dumps(row.output, default=str)
-        if text is None or len(text) <= limit:
-            rows.append(row)
-            continue
-        text = redactor.text(text)
-        note = f"… [output cut: {len(text) - limit:,} more characters]"
-        metadata = {**row.response_metadata, "outputCut": {"keptChars": limit, "totalChars": len(text)}}
-        rows.append(row.model_copy(update={"output": text[:limit] + note, "response_metadata": metadata}))
-    return run.model_copy(update={"results": rows})
+    shell = to_promptfoo(run, None, rows=False)
+    encoded = {"config": (config if isinstance(config, EncodedConfig) else encode_config(config or {})).text}
+    for part in _spliced(shell, ("results", "results"), _row_texts(run, limit), encoded):
+        yield redactor.text(part)
 
 
-def render(path: str | Path, run: EvalRun, config: dict[str, Any] | None, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+def _spliced(data: dict[str, Any], path: tuple[str, ...], rows: Iterator[str], encoded: dict[str, str]) -> Iterator[str]:
+    """`data` as compact JSON with the list at `path` made of the already encoded `rows`, and
+    the top-level values in `encoded` as given."""
+    yield "{"
+    for index, (key, value) in enumerate(data.items()):
+        yield ("," if index else "") + _compact(key) + ":"
+        if key in encoded:
+            yield encoded[key]
+        elif not path or key != path[0]:
+            yield _compact(value)
+        elif len(path) > 1:
+            yield from _spliced(value, path[1:], rows, {})
+        else:
+            yield "["
+            for number, row in enumerate(rows):
+                yield ("," if number else "") + row
+            yield "]"
+    yield "}"
+
+
+def _jsonl_parts(run: EvalRun, limit: int) -> Iterator[str]:
+    redactor = redact.current()
+    for text in _row_texts(run, limit):
+        yield redactor.text(json_dumps(json.loads(text), default=str) + "\n")
+
+
+def render_parts(path: str | Path, run: EvalRun, config: ConfigForOutput, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> Iterator[str]:
+    """`render` in parts: results JSON and JSONL rows one at a time, other formats whole."""
+    kind = output_kind(path)
+    if kind == ".json":
+        return _json_parts(run, config, max_output_chars)
+    if kind == ".jsonl":
+        return _jsonl_parts(run, max_output_chars)
+    return iter([render(path, run, config, regressions, max_output_chars)])
+
+
+def render(path: str | Path, run: EvalRun, config: ConfigForOutput, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
     """The run in the format `path`'s extension names, secrets masked (results files with outputs cut to `max_output_chars`)."""
     kind = output_kind(path)
+    if kind in (".json", ".jsonl"):
+        return "".join(render_parts(path, run, config, regressions, max_output_chars))
     redactor = redact.current()
     if kind in _RESULTS_FILES:
         run = capped(run, max_output_chars)
     renderers: dict[str, Callable[[], str]] = {
-        ".json": lambda: redactor.text(json_dumps(to_promptfoo(run, redactor.data(config)), separators=(",", ":"), default=str)),
-        ".jsonl": lambda: redactor.text("".join(json_dumps(row_to_promptfoo(r), default=str) + "\n" for r in run.results)),
         ".junit.xml": lambda: render_junit(run, regressions),
         ".xml": lambda: render_junit(run, regressions),
         ".md": lambda: redactor.text(markdown_table(run)),
         ".csv": lambda: well_formed(redactor.text(csv_table(run))),
-        ".yaml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
-        ".yml": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
-        ".txt": lambda: _yaml(redactor.data(to_promptfoo(run, config))),
+        ".yaml": lambda: _yaml(redactor.data(to_promptfoo(run, _config_data(config)))),
+        ".yml": lambda: _yaml(redactor.data(to_promptfoo(run, _config_data(config)))),
+        ".txt": lambda: _yaml(redactor.data(to_promptfoo(run, _config_data(config)))),
     }
     return renderers[kind]()
 
 
-def _write_all(texts: list[tuple[Path, Callable[[], str]]], problems: list[str] | None) -> list[Path]:
+def _write_all(texts: list[tuple[Path, Callable[[], str | Iterable[str]]]], problems: list[str] | None) -> list[Path]:
     """Write every file it can; failures go to `problems`, or are raised once naming them all."""
     written, failed = [], []
     for target, text in texts:
@@ -115,14 +212,14 @@ def _write_all(texts: list[tuple[Path, Callable[[], str]]], problems: list[str] 
 def write_outputs(
     paths: list[str],
     run: EvalRun,
-    config: dict[str, Any] | None,
+    config: ConfigForOutput,
     regressions: Mapping[str, GateNote] | None = None,
     *,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
     problems: list[str] | None = None,
 ) -> list[Path]:
     """Write every path it can (after trying them all, the failures are raised or put in `problems`)."""
-    return _write_all([(Path(path), partial(render, Path(path), run, config, regressions, max_output_chars)) for path in paths], problems)
+    return _write_all([(Path(path), partial(render_parts, Path(path), run, config, regressions, max_output_chars)) for path in paths], problems)
 
 
 def write_reports(
@@ -131,7 +228,7 @@ def write_reports(
     comparison: Comparison,
     title: str,
     *,
-    config: dict[str, Any] | None = None,
+    config: ConfigForOutput = None,
     json_is_comparison: bool = False,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
     problems: list[str] | None = None,
@@ -142,12 +239,12 @@ def write_reports(
 
     notes = comparison.gate_notes()
 
-    def text(target: Path) -> str:
+    def text(target: Path) -> str | Iterable[str]:
         if target.name.lower().endswith(".md"):
             return render_markdown(run, comparison, title=title, max_chars=1_000_000, max_bytes=1_000_000)
         if json_is_comparison and target.name.lower().endswith(".json"):
             return redact.text(json_dumps(comparison.model_dump(mode="json"), indent=2)) + "\n"
-        return render(target, run, config, notes, max_output_chars)
+        return render_parts(target, run, config, notes, max_output_chars)
 
     return _write_all([(Path(path), partial(text, Path(path))) for path in paths], problems)
 

@@ -38,7 +38,7 @@ def verdict(sections: list[Section]) -> str:
 
 def mean_score(c: Comparison) -> float | None:
     """The mean score of the tests in the run (removed ones excluded)."""
-    scores = [t.head_score for t in c.tests if t.change != "removed" and t.head_score is not None]
+    scores = c.head_scores
     return sum(scores) / len(scores) if scores else None
 
 

@@ -6,9 +6,11 @@ file written on another machine (or by promptfoo itself; see `promptfoo.py`).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WrapValidator
 
 from ci_grade.results.usage import TokenUsage
 
@@ -186,11 +188,31 @@ class RunInfo(_Model):
     source: Literal["ci-grade", "promptfoo"] = "ci-grade"
 
 
+class StoredRows(Sequence[TestResult]):
+    """Rows kept outside memory (`spool.RowSpool`): in plan order, sized, readable any number of
+    times, each row read when it is asked for; their summaries stay in memory."""
+
+    @abstractmethod
+    def summaries(self) -> Sequence[Any]:
+        """One `summary.RowSummary` per row, in plan order."""
+
+
+def _rows(value: Any, handler: Callable[[Any], Any]) -> Any:
+    """Stored rows are taken as they are; anything else is validated as a list of rows."""
+    return value if isinstance(value, StoredRows) else handler(value)
+
+
+Rows = Annotated[Sequence[TestResult], WrapValidator(_rows)]
+"""A run's rows: a list in memory, or `StoredRows`."""
+
+
 class EvalRun(_Model):
     """Everything one `ci-grade eval` produced."""
 
+    model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True)
+
     info: RunInfo = Field(default_factory=RunInfo)
-    results: list[TestResult] = Field(default_factory=list)
+    results: Rows = Field(default_factory=list)
     stats: Stats = Field(default_factory=Stats)
     warnings: list[str] = Field(default_factory=list)
     confirmations: list[TestResult] = Field(default_factory=list)
@@ -198,7 +220,7 @@ class EvalRun(_Model):
     kept out of `results` and the run's statistics."""
 
     @classmethod
-    def summarize(cls, results: list[TestResult]) -> Stats:
+    def summarize(cls, results: Sequence[TestResult]) -> Stats:
         stats = Stats()
         for row in results:
             if row.status == "pass":

@@ -64,24 +64,40 @@ def assertion_totals(results: Iterable[AssertionResult], scale: float = 1.0) -> 
     return totals
 
 
-def run_totals(rows: Iterable[TestResult]) -> dict[str, MetricTotal]:
-    """Named metrics across rows, per assertion (promptfoo's `accumulateNamedMetric`); ERROR rows
-    are left out, as everywhere a run is scored.
+MetricPart = tuple[str, float, float, int]
+"""What one row adds to a named metric across a run: (name, value, weight, assertions)."""
+
+
+def metric_parts(row: TestResult) -> tuple[MetricPart, ...]:
+    """The row's contribution to each named metric across a run (none for an ERROR row).
 
     A row without recorded weights for a metric (a results file from an older promptfoo) weighs
     its value by the number of its assertions carrying the metric (promptfoo adds such a value
     once but counts its weight that many times, which pulls the metric down)."""
+    if row.status == "error":
+        return ()
+    parts = []
+    for name, value in row.named_scores.items():
+        count = sum(1 for top in row.assertions for item in top.flat() if item.metric == name) or 1
+        weight = row.named_score_weights.get(name)
+        parts.append((name, value, count if weight is None else weight, count))
+    return tuple(parts)
+
+
+def add_parts(totals: dict[str, MetricTotal], parts: Iterable[MetricPart]) -> None:
+    """Add rows' parts into `totals` (in place)."""
+    for name, value, weight, count in parts:
+        total = totals.setdefault(name, MetricTotal())
+        total.weighted += value * weight
+        total.weight += weight
+        total.count += count
+        total.plain += value * count
+
+
+def run_totals(rows: Iterable[TestResult]) -> dict[str, MetricTotal]:
+    """Named metrics across rows, per assertion (promptfoo's `accumulateNamedMetric`); ERROR rows
+    are left out, as everywhere a run is scored (see `metric_parts`)."""
     totals: dict[str, MetricTotal] = {}
     for row in rows:
-        if row.status == "error":
-            continue
-        for name, value in row.named_scores.items():
-            count = sum(1 for top in row.assertions for item in top.flat() if item.metric == name) or 1
-            weight = row.named_score_weights.get(name)
-            total = totals.setdefault(name, MetricTotal())
-            weight = count if weight is None else weight
-            total.weighted += value * weight
-            total.weight += weight
-            total.count += count
-            total.plain += value * count
+        add_parts(totals, metric_parts(row))
     return totals

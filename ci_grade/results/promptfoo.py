@@ -28,7 +28,8 @@ from ci_grade.results.models import (
     SourceRef,
     TestResult,
 )
-from ci_grade.results.named_metrics import run_totals
+from ci_grade.results.named_metrics import MetricTotal, add_parts
+from ci_grade.results.summary import add_usage, summaries_of
 from ci_grade.results.usage import TokenUsage
 
 FAILURE_REASON = {"pass": 0, "fail": 1, "error": 2}
@@ -141,45 +142,45 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
 
 def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
     prompts: dict[tuple[str, str], dict[str, Any]] = {}
-    rows: dict[tuple[str, str], list[TestResult]] = {}
-    for row in run.results:
-        rows.setdefault((row.prompt.key, row.provider.display), []).append(row)
-        key = (row.prompt.key, row.provider.display)
-        entry = prompts.setdefault(
-            key,
-            {
-                "raw": row.prompt.template,
-                "label": row.prompt.label,
-                "id": hashlib.sha256(row.prompt.template.encode()).hexdigest(),
-                "provider": row.provider.display,
+    totals: dict[tuple[str, str], dict[str, MetricTotal]] = {}
+    for row in summaries_of(run.results):
+        key = (row.prompt_key, row.provider)
+        entry = prompts.get(key)
+        if entry is None:
+            entry = prompts[key] = {
+                "raw": row.prompt_template,
+                "label": row.prompt_label,
+                "id": hashlib.sha256(row.prompt_template.encode()).hexdigest(),
+                "provider": row.provider,
                 "metrics": {
                     "score": 0.0, "testPassCount": 0, "testFailCount": 0, "testErrorCount": 0,
                     "assertPassCount": 0, "assertFailCount": 0, "totalLatencyMs": 0.0,
                     "tokenUsage": TokenUsage(), "namedScores": {}, "namedScoresCount": {}, "namedScoreWeights": {}, "cost": 0.0,
                 },
-            },
-        )
+            }
         metrics = entry["metrics"]
         metrics["score"] += row.score
         metrics[{"pass": "testPassCount", "fail": "testFailCount", "error": "testErrorCount"}[row.status]] += 1
-        for assertion in row.assertions:
-            for item in assertion.flat():
-                metrics["assertPassCount" if item.status == "pass" else "assertFailCount"] += 1
+        passed = sum(1 for _, _, _, ok in row.flat_assertions() if ok)
+        metrics["assertPassCount"] += passed
+        metrics["assertFailCount"] += len(row.assertions) // 4 - passed
         metrics["totalLatencyMs"] += row.latency_ms
-        metrics["tokenUsage"].add(row.token_usage)
+        add_usage(metrics["tokenUsage"], row.usage)
         metrics["cost"] += row.total_cost
+        add_parts(totals.setdefault(key, {}), row.metrics or ())
     for key, entry in prompts.items():
         metrics = entry["metrics"]
         metrics["tokenUsage"] = _usage(metrics["tokenUsage"])
-        for name, total in run_totals(rows[key]).items():
+        for name, total in totals[key].items():
             metrics["namedScores"][name] = total.weighted
             metrics["namedScoresCount"][name] = total.count
             metrics["namedScoreWeights"][name] = total.weight
     return list(prompts.values())
 
 
-def to_promptfoo(run: EvalRun, config: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The whole run in promptfoo's OutputFile shape."""
+def to_promptfoo(run: EvalRun, config: dict[str, Any] | None = None, *, rows: bool = True) -> dict[str, Any]:
+    """The whole run in promptfoo's OutputFile shape (`rows=False`: `results.results` left empty,
+    for a writer that streams the rows in)."""
     created = run.info.created_at or datetime.now(UTC).isoformat()
     token_usage = _usage(run.stats.token_usage)
     token_usage["assertions"] = _usage(run.stats.grading_token_usage)
@@ -188,7 +189,7 @@ def to_promptfoo(run: EvalRun, config: dict[str, Any] | None = None) -> dict[str
         "results": {
             "version": 3,
             "timestamp": created,
-            "results": [row_to_promptfoo(row) for row in run.results],
+            "results": [row_to_promptfoo(row) for row in run.results] if rows else [],
             "prompts": _prompt_metrics(run),
             "stats": {
                 "successes": run.stats.successes,
@@ -221,16 +222,17 @@ def from_promptfoo(data: dict[str, Any]) -> EvalRun:
         raise ValueError("not a promptfoo results file: expected results.results[]")
     ours = data.get("ciGrade") if isinstance(data.get("ciGrade"), dict) else None
     info = RunInfo.model_validate(ours["info"]) if ours and isinstance(ours.get("info"), dict) else RunInfo(source="promptfoo", created_at=str(summary.get("timestamp") or ""))
-    rows = [_row_from(item) for item in summary["results"] if isinstance(item, dict)]
+    rows = [row_from_promptfoo(item) for item in summary["results"] if isinstance(item, dict)]
     run = EvalRun(info=info, results=rows, stats=EvalRun.summarize(rows), warnings=list(ours.get("warnings") or []) if ours else [])
     stats = summary.get("stats")
     run.stats.duration_ms = float(stats.get("durationMs") or 0) if isinstance(stats, dict) else 0.0
     confirmations = ours.get("confirmations") if ours else None
-    run.confirmations = [_row_from(item) for item in confirmations if isinstance(item, dict)] if isinstance(confirmations, list) else []
+    run.confirmations = [row_from_promptfoo(item) for item in confirmations if isinstance(item, dict)] if isinstance(confirmations, list) else []
     return run
 
 
-def _row_from(item: dict[str, Any]) -> TestResult:
+def row_from_promptfoo(item: dict[str, Any]) -> TestResult:
+    """One row of a results JSON as a `TestResult`."""
     ours = (item.get("metadata") or {}).get("ciGrade") or {}
     prompt = item.get("prompt") or {}
     provider = item.get("provider") or {}

@@ -31,8 +31,10 @@ from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.limiter import ADAPTIVE_CEILING, Limiter
 from ci_grade.providers.registry import ProviderPool
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
+from ci_grade.results.spool import RowSpool
+from ci_grade.results.summary import summarize
 from ci_grade.results.usage import TokenUsage
-from ci_grade.run import row_vars
+from ci_grade.run import collect, row_vars
 from ci_grade.run.conversation import Conversations, template_of
 from ci_grade.run.stop import Stop
 
@@ -76,8 +78,9 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     conversations = Conversations(plan.rows, options.env)
     done = 0
     total = len(plan.rows)
+    spool = RowSpool(total)
 
-    async def one(planned: PlannedRow) -> _Row:
+    async def one(position: int, planned: PlannedRow) -> _Row | None:
         nonlocal done
         async with conversations.turn(planned) if conversations.ordered(planned) else _UNORDERED, rows_in_flight.slot():
             if options.delay_ms:
@@ -87,25 +90,29 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
         done += 1
         if options.progress:
             options.progress(row.result, done, total)
-        return row
+        if _compares(planned):
+            return row  # graded with the test's other rows at the end
+        collect.store(spool, position, row.result)
+        return None
 
     stop = options.stop
-    tasks = [asyncio.create_task(one(p)) for p in plan.rows]
+    tasks = [asyncio.create_task(one(position, p)) for position, p in enumerate(plan.rows)]
     try:
         await stop.wait(tasks)
-        rows = [_row_of(task, planned, stop) for task, planned in zip(tasks, plan.rows, strict=True)]
+        rows = _unstored(tasks, plan.rows, spool, stop)
         graded: set[int] = set()
         if not stop.requested:
-            await stop.wait([asyncio.create_task(_grade_comparisons(rows, run_context, graded))])
+            await stop.wait([asyncio.create_task(_grade_comparisons(list(rows.values()), run_context, graded))])
         if stop.requested:
-            _ungraded_comparisons(rows, graded, stop)
+            _ungraded_comparisons(list(rows.values()), graded, stop)
     finally:
         slowed = pool.slowed_down()
         await pool.aclose()
-    results = [row.result for row in rows]
-    run = EvalRun(results=results, stats=EvalRun.summarize(results))
+    for position, row in rows.items():
+        collect.store(spool, position, row.result)
+    run = EvalRun(results=spool, stats=summarize(spool.summaries()))
     run.warnings += slowed
-    unfinished = sum(1 for row in rows if row.stopped)
+    unfinished = sum(1 for row in rows.values() if row.stopped)
     if unfinished:
         run.warnings.append(f"{stop.reason}: {unfinished} of {total} rows did not finish and are recorded as errors")
     run.stats.duration_ms = (time.perf_counter() - started) * 1000
@@ -114,11 +121,17 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     return run
 
 
-def _row_of(task: asyncio.Task[_Row], planned: PlannedRow, stop: Stop) -> _Row:
+def _unstored(tasks: list[asyncio.Task[_Row | None]], planned: list[PlannedRow], spool: RowSpool, stop: Stop) -> dict[int, _Row]:
+    """The rows not in the spool yet, by plan position: those held for comparisons, and the
+    rows of tasks that failed or that the run stopped before they finished."""
+    return {position: _row_of(task, row, stop) for position, (task, row) in enumerate(zip(tasks, planned, strict=True)) if not spool.has(position)}
+
+
+def _row_of(task: asyncio.Task[_Row | None], planned: PlannedRow, stop: Stop) -> _Row:
     """The task's row; one the run stopped before it finished is an ERROR row saying why."""
     if task.done() and not task.cancelled():
-        if (failure := task.exception()) is None:
-            return task.result()
+        if (failure := task.exception()) is None and (row := task.result()) is not None:
+            return row
         return _error_row(planned, planned.prompt.raw, f"{type(failure).__name__}: {failure}")
     row = _error_row(planned, planned.prompt.raw, f"{stop.reason} before this row finished")
     row.stopped = True
@@ -239,11 +252,16 @@ def _fail_row(planned: PlannedRow, result: TestResult, message: str) -> _Row:
     return _Row(planned, result)
 
 
+def _compares(planned: PlannedRow) -> bool:
+    """Whether the row's test has comparison assertions (select-best, max-score)."""
+    return any(_is_comparison(a.base_type) for a in (planned.test.assert_ or []))
+
+
 def _comparison_groups(rows: list[_Row]) -> dict[int, list[_Row]]:
     """The rows of each test that has comparison assertions, by test index."""
     groups: dict[int, list[_Row]] = defaultdict(list)
     for row in rows:
-        if any(_is_comparison(a.base_type) for a in (row.planned.test.assert_ or [])):
+        if _compares(row.planned):
             groups[row.planned.test_index].append(row)
     return groups
 
