@@ -48,6 +48,7 @@ def test_baseline_keeps_scores_and_provenance_but_no_outputs() -> None:
     assert baseline.info.grader_templates == {"llm-rubric": "t1"} and baseline.info.ci_grade_version == "0.1.0"
     assert baseline.totals.rows == 3
     text = baseline.model_dump_json()
+    assert '"rubric"' in text and '"accuracy"' in text and '"abc123"' in text  # the names and scores are kept
     assert "provider timed out" not in text and '"output"' not in text
 
 

@@ -164,7 +164,8 @@ def test_secrets_are_masked() -> None:
 def test_secrets_from_the_environment_are_masked_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-abcdef123")
     run = run_of(row("leaky", 0.0, reason="echo sk-env-abcdef123"))
-    assert "sk-env-abcdef123" not in render_markdown(run, compare(run, None, GatePolicy()))
+    md = render_markdown(run, compare(run, None, GatePolicy()))
+    assert "sk-env-abcdef123" not in md and "echo \\*\\*\\*" in md
 
 
 def test_marker_forms() -> None:

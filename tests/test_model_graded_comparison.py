@@ -216,6 +216,7 @@ tests:
     for component in max_results(alone):
         assert status(component) == "error" and "at least one other assertion" in component["reason"]
     bad = run_eval(tmp_path, MAX_SCORE.format(value="        value: {method: median}\n"))
+    assert len(max_results(bad)) == len(bad.rows) == 3
     assert all(status(c) == "error" and "'average' or 'sum'" in c["reason"] for c in max_results(bad))
 
 
@@ -259,4 +260,5 @@ tests:
 
 def test_not_max_score_is_an_error(tmp_path: Path, openai_env: LLMServer) -> None:
     result = run_eval(tmp_path, MAX_SCORE.format(value="").replace("type: max-score", "type: not-max-score"))
+    assert len(max_results(result)) == len(result.rows) > 0
     assert all(status(c) == "error" and "cannot be inverted" in c["reason"] for c in max_results(result))
