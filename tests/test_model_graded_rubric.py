@@ -143,11 +143,32 @@ tests:
     assert result.rows[1]["failureReason"] == 2
 
 
+def test_not_keeps_an_out_of_range_score_within_0_and_1(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("is long", verdict(True, 1.5))
+    openai_env.on_chat("is short", verdict(False, -0.5))
+    result = run_eval(
+        tmp_path,
+        ECHO
+        + """
+tests:
+  - vars: {out: x}
+    assert:
+      - {type: not-llm-rubric, value: is long}
+      - {type: not-llm-rubric, value: is short}
+""",
+    )
+    long, short = result.rows[0]["gradingResult"]["componentResults"]
+    assert (long["pass"], long["score"]) == (False, 0.0)
+    assert (short["pass"], short["score"]) == (True, 1.0)
+
+
 @pytest.mark.parametrize(
     ("reply", "message"),
     [
         ("The output looks fine to me.", "no JSON object with 'pass'"),
         ('{"reason": "ok", "pass": "maybe", "score": 1}', "'pass' is not true or false"),
+        ('{"reason": "ok", "pass": "", "score": 1}', "'pass' is not true or false"),
+        ('{"pass": true, "score": 1, "reason": "fine", "echo": {"pass": false}}', "conflicting"),
         ('{"reason": "ok", "pass": true, "score": "high"}', "'score' is not a number"),
         ('{"pass": true, "score": 1, "reason": "a"}\n{"pass": false, "score": 0, "reason": "b"}', "conflicting"),
         (
