@@ -190,3 +190,30 @@ def test_same_named_tests_stay_apart_and_bad_characters_are_replaced(tmp_path: P
     assert len(cases) == 2 and all(name.startswith("same name [") for name in cases)
     outputs = [c.findtext("system-out") or "" for c in root.iter("testcase")]
     assert any("one \ufffd two" in out for out in outputs)
+
+
+def test_suite_scores_leave_errored_rows_out_and_repeats_are_numbered_from_one(tmp_path: Path) -> None:
+    write(tmp_path / "promptfooconfig.yaml", """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - description: good
+            vars: {q: hello}
+            assert: [{type: contains, value: hello, metric: m}]
+          - description: half
+            vars: {q: hello}
+            assert: [{type: contains, value: hello, metric: m}, {type: contains, value: zzz}]
+          - description: broken
+            vars: {q: hello}
+            assert: [{type: javascript, value: output.nope.deeper}]
+        """)
+    assert run_cli("eval", "--repeat", "2", "-o", "r.junit.xml", "--no-progress", cwd=tmp_path).code == 1
+    root, cases = _cases(tmp_path / "r.junit.xml")
+    assert sorted(cases) == ["broken", "broken (repeat 2)", "good", "good (repeat 2)", "half", "half (repeat 2)"]
+    (suite,) = root.iter("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("6", "2", "2")
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["mean_score"] == "0.7500"  # (1 + 0.5) x 2 over the 4 scored rows: errors are not zeros
+    assert properties["pass_rate"] == "0.3333"  # 2 of the 6 rows
+    assert properties["metric:m"] == "1.0000"
+    assert properties["score:good (repeat 2)"] == "1.0000" and properties["score:half"] == "0.5000"
