@@ -61,6 +61,25 @@ def test_repeats_fold_into_mean_spread_and_majority() -> None:
     assert test.assertions[0].score == pytest.approx(0.6) and test.assertions[0].passed
 
 
+@pytest.mark.parametrize(("outcomes", "passed"), [("PFF", False), ("PPFF", False), ("FPP", True), ("F", False), ("P", True)])
+def test_a_test_passes_over_repeats_only_when_most_of_them_pass(outcomes: str, passed: bool) -> None:
+    run = run_of(*[row("a", 1.0 if o == "P" else 0.0, "pass" if o == "P" else "fail", repeat=i) for i, o in enumerate(outcomes)], repeat=len(outcomes))
+    (test,) = baseline_from_run(run).tests.values()
+    assert (test.passed, test.status, test.passes, test.repeats) == (passed, "pass" if passed else "fail", outcomes.count("P"), len(outcomes))
+    assert test.assertions[0].passed is passed
+    assert test.pass_rate == pytest.approx(outcomes.count("P") / len(outcomes))
+
+
+def test_errored_repeats_are_counted_never_scored() -> None:
+    rows = [row("a", 1.0, "pass", repeat=0), row("a", 0.0, "error", repeat=1, error="timeout"), row("a", 0.0, "fail", repeat=2)]
+    (test,) = baseline_from_run(run_of(*rows, repeat=3)).tests.values()
+    assert (test.repeats, test.errors, test.scored, test.passes) == (3, 1, 2, 1)
+    assert test.passed is False and test.score == pytest.approx(0.5) and test.pass_rate == pytest.approx(0.5)
+    everything_errored = baseline_from_run(run_of(row("b", 0.0, "error", error="x"))).tests
+    (broken,) = everything_errored.values()
+    assert (broken.status, broken.passed, broken.pass_rate, broken.assertions) == ("error", False, None, [])
+
+
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
     baseline = baseline_from_run(sample_run())
     path = tmp_path / ".ci-grade" / "baseline.json"
@@ -176,6 +195,8 @@ def test_missing_file_is_no_baseline(tmp_path: Path) -> None:
         ("[1, 2]", "expected a JSON object"),
         ('{"hello": "world"}', "neither a ci-grade baseline"),
         ('{"version": 9, "tests": {}}', "written by a newer ci-grade"),
+        ('{"version": 2, "tests": {}}', "baseline version 2 was written by a newer ci-grade"),
+        ('{"version": 0, "tests": {}}', "invalid baseline version 0"),
         ('{"version": 1, "tests": {"x": {"score": "high"}}}', "invalid baseline"),
         ('{"results": {"results": 3}}', "unreadable results file"),
     ],
