@@ -285,6 +285,23 @@ def test_grader_change_is_warned() -> None:
     ]
 
 
+def test_grader_change_is_warned_whichever_grader_changed() -> None:
+    def warnings(base_graders: list[str], head_graders: list[str], base_templates: dict[str, str], head_templates: dict[str, str]) -> list[str]:
+        base = run_of(row("a", 1.0), graders=base_graders, grader_templates=base_templates)
+        head = run_of(row("a", 1.0), graders=head_graders, grader_templates=head_templates)
+        return compare(head, baseline_from_run(base), GatePolicy()).warnings
+
+    same = {"llm-rubric": "aaa", "factuality": "fff"}
+    assert warnings(["openai:gpt-4.1", "anthropic:claude"], ["openai:gpt-4.1", "anthropic:claude-2"], same, same) == [
+        "graders differ from the baseline's (openai:gpt-4.1, anthropic:claude → openai:gpt-4.1, anthropic:claude-2): score changes may come from the grader",
+    ]
+    assert warnings(["b:x", "a:y"], ["a:y", "b:x"], same, same) == []  # the same graders, listed in another order
+    assert warnings([], ["a:y"], same, same) == []  # a baseline that recorded no graders cannot tell
+    assert warnings(["a:y"], ["a:y"], same, {"llm-rubric": "aaa", "factuality": "ggg", "g-eval": "new"}) == [
+        "grader templates changed since the baseline: factuality",  # a template the baseline never used is not a change
+    ]
+
+
 def test_comparison_serialises_with_deltas() -> None:
     c = judge([row("a", 0.9)], [row("a", 0.6)])
     data = c.model_dump(mode="json")
