@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -157,8 +158,11 @@ def mutmut_command() -> Path:
 
 
 def run_mutmut(args: list[str]) -> None:
-    """Run mutmut in the repository; its progress goes to the terminal."""
-    code = subprocess.run([str(mutmut_command()), *args], cwd=REPO, check=False).returncode
+    """Run mutmut in the repository; its progress goes to the terminal. The interpreter's own
+    scripts come first on PATH, so the type check runs this environment's mypy."""
+    command = mutmut_command()
+    env = {**os.environ, "PATH": os.pathsep.join([str(command.parent), os.environ.get("PATH", "")])}
+    code = subprocess.run([str(command), *args], cwd=REPO, env=env, check=False).returncode
     if code != 0:
         raise SystemExit(f"mutmut {' '.join(args)} exited with {code}")
 

@@ -63,6 +63,18 @@ def test_named_metric_drop_beyond_tolerance_regresses() -> None:
     assert c.reason == "metric 'accuracy' dropped 0.90 → 0.85 (-0.05, max drop 0.02)"
 
 
+@pytest.mark.parametrize(("margin", "regressed"), [(0.25, False), (0.2499, True)])
+def test_a_drop_exactly_at_the_margin_is_tolerated(margin: float, regressed: bool) -> None:
+    base = [row(n, 0.75, "pass", metrics={"m": 0.75}) for n in "ab"]
+    head = [row(n, 0.5, "pass", metrics={"m": 0.5}) for n in "ab"]
+    c = judge(base, head, max_metric_drop=margin, max_score_drop=margin)
+    assert [t.regressed for t in c.tests] == [regressed, regressed]
+    assert (c.mean_score.regressed, c.metrics[0].regressed) == (regressed, regressed)
+    assert c.mean_score.method == "exact" and c.mean_score.delta == pytest.approx(-0.25)
+    assert (c.verdict, c.gate_failed) == (("regressed", True) if regressed else ("passed", False))
+    assert not c.mean_score.inconclusive and not c.metrics[0].inconclusive
+
+
 def test_small_metric_drop_within_tolerance_passes() -> None:
     c = judge([row("a", 1.0, metrics={"accuracy": 0.9})], [row("a", 1.0, metrics={"accuracy": 0.89})])
     assert c.verdict == "passed" and not c.metrics[0].regressed
