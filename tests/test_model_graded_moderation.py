@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ci_grade.grading.model_graded.moderation import user_prompt
 from tests.assertion_runs import Outcome, evaluate, outcome
 from tests.servers.llm_server import LLMServer
 
@@ -107,3 +108,18 @@ def test_grader_choice(tmp_path: Path, server: LLMServer) -> None:
 def test_without_any_grader_configured_the_error_says_what_to_set(tmp_path: Path) -> None:
     (result,) = grade(tmp_path, VIOLENT, {"type": "moderation"})
     assert result.status == "error" and "OPENAI_API_KEY" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("prompt", "shown"),
+    [
+        ("plain prompt", "plain prompt"),
+        ('[{"role": "system", "content": "be nice"}, {"role": "user", "content": "first"}, {"role": "assistant", "content": "a"}, {"role": "user", "content": "last"}]', "last"),
+        ('[{"role": "user", "content": [{"type": "text", "text": "look at"}, {"type": "image_url", "image_url": {}}, "raw", {"type": "text", "text": "this"}]}]', "look at  this"),
+        ('[{"role": "user", "content": null}]', ""),
+        ('[{"role": "system", "content": "only a system message"}]', '[{"role": "system", "content": "only a system message"}]'),
+    ],
+)
+def test_the_moderated_prompt_is_the_last_user_message(prompt: str, shown: str) -> None:
+    """What a moderation grader is told the user asked (providers that judge the exchange read it)."""
+    assert user_prompt(prompt) == shown
