@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ci_grade.gate.baseline import baseline_from_run
+from ci_grade.gate.baseline import baseline_from_run, baseline_from_runs
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import Comparison, GatePolicy
 from ci_grade.results.models import AssertionResult
@@ -285,6 +285,32 @@ def test_assertion_deltas_carry_the_graders_reason() -> None:
         ("llm-rubric", "tone", 0.9, 0.2, False, "rude reply"),
     ]
     assert deltas[1].delta == pytest.approx(-0.7)
+
+
+def test_confirmation_reruns_are_the_evidence_for_the_tests_they_rerun() -> None:
+    base = baseline_from_runs([run_of(*sampled("a", "P"), *sampled("b", "P"), *sampled("c", "P")) for _ in range(4)])
+    head = run_of(*sampled("a", "F"), *sampled("b", "F"), *sampled("c", "P"))
+    head.confirmations = [*sampled("a", "FFFF"), *sampled("b", "PPF"), row("b", 0.0, "error", sampled=True, repeat=3, error="timeout")]
+    c = compare(head, base, GatePolicy(max_metric_drop=1.0))
+    a, b, untouched = by_name(c, "a"), by_name(c, "b"), by_name(c, "c")
+    assert a.confirmation is not None and (a.confirmation.runs, a.confirmation.passes, a.confirmation.verdict) == (4, 0, "confirmed")
+    assert a.confirmation.p_value == pytest.approx(1 / 70) and a.p_value == pytest.approx(1 / 70)  # Fisher: 4/4 -> 0/4
+    assert a.significant and a.regressed and not a.inconclusive
+    assert b.confirmation is not None and (b.confirmation.runs, b.confirmation.passes, b.confirmation.verdict) == (3, 2, "flaky")
+    assert b.p_value == pytest.approx(3 / 7) and not b.significant and not b.regressed and b.inconclusive
+    assert untouched.confirmation is None and not untouched.regressed
+    assert c.regressions == [a]
+    # the suite measures use the run's own rows only: two of three tests newly failing, whatever the reruns said
+    assert c.mean_score.head == pytest.approx(1 / 3) and c.mean_score.base == pytest.approx(1.0)
+
+
+def test_an_empty_confirmation_is_no_evidence() -> None:
+    base = baseline_from_runs([run_of(*sampled("a", "P")) for _ in range(2)])
+    head = run_of(*sampled("a", "F"))
+    head.confirmations = [row("a", 0.0, "error", sampled=True, error="timeout")]
+    a = by_name(compare(head, base, GatePolicy(max_metric_drop=1.0)), "a")
+    assert a.confirmation is not None and (a.confirmation.runs, a.confirmation.passes, a.confirmation.p_value) == (0, 0, 1.0)
+    assert a.p_value is None and not a.regressed and a.inconclusive
 
 
 def test_grader_change_is_warned() -> None:
