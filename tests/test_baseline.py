@@ -10,7 +10,8 @@ import pytest
 
 from ci_grade.errors import ConfigError, ExitCode, InfrastructureError, UsageError
 from ci_grade.gate.baseline import Baseline, baseline_from_run
-from ci_grade.gate.store import load_baseline, save_baseline
+from ci_grade.gate.store import baseline_from_sources, load_baseline, load_baselines, save_baseline
+from ci_grade.results import models
 from ci_grade.results.models import AssertionResult
 from ci_grade.results.promptfoo import to_promptfoo
 from tests.results_factory import row, run_of
@@ -224,3 +225,54 @@ def test_a_directory_is_a_usage_error(tmp_path: Path) -> None:
 def test_baseline_model_validates_its_own_dump() -> None:
     baseline = baseline_from_run(sample_run())
     assert Baseline.model_validate_json(baseline.model_dump_json()) == baseline
+
+
+def _results_file(path: Path, *rows: models.TestResult, config_hash: str = "cfg1") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_promptfoo(run_of(*rows, config_hash=config_hash))))
+
+
+def test_several_results_files_fold_into_one_baseline(tmp_path: Path) -> None:
+    for i, outcome in enumerate(["pass", "fail", "pass"]):
+        _results_file(tmp_path / "runs" / f"r{i}.json", row("a", 1.0 if outcome == "pass" else 0.0, outcome), row("b", 1.0))
+    folded = baseline_from_sources(["runs/r0.json", "runs/r1.json", "runs/r2.json"], tmp_path)
+    assert folded.runs == 3
+    a = next(t for t in folded.tests.values() if t.name == "a")
+    assert (a.repeats, a.passes, a.passed) == (3, 2, True)
+    for pattern in ("runs/r*.json", str(tmp_path / "runs" / "*.json")):
+        globbed = load_baselines(pattern, tmp_path)
+        assert globbed is not None and globbed.runs == 3 and globbed.tests == folded.tests
+    single = load_baselines("runs/r1.*", tmp_path)
+    assert single is not None and single.runs == 1 and next(t for t in single.tests.values() if t.name == "a").passed is False
+    assert load_baselines("runs/none-*.json", tmp_path) is None
+    assert baseline_from_sources(["runs/r1.json"], tmp_path).tests == single.tests
+    with pytest.raises(UsageError, match="nowhere.json does not exist"):
+        baseline_from_sources(["nowhere.json"], tmp_path)
+
+
+def test_results_files_that_cannot_fold_together_are_refused(tmp_path: Path) -> None:
+    _results_file(tmp_path / "one.json", row("a", 1.0))
+    _results_file(tmp_path / "other.json", row("a", 1.0), config_hash="cfg2")
+    _results_file(tmp_path / "anon.json", row("a", 1.0), config_hash="")
+    save_baseline(baseline_from_run(run_of(row("a", 1.0))), tmp_path / "baseline.json")
+    (tmp_path / "broken.json").write_text('{"results": {"results": 3}}')
+    with pytest.raises(UsageError) as mixed:
+        baseline_from_sources(["one.json", "other.json", "anon.json"], tmp_path)
+    assert str(mixed.value) == ("these results come from different configs and cannot form one baseline: "
+                                "one.json (cfg1), other.json (cfg2), anon.json (unknown)")
+    with pytest.raises(ConfigError) as not_results:
+        baseline_from_sources(["one.json", "baseline.json"], tmp_path)
+    assert (not_results.value.file, not_results.value.message) == ("baseline.json", "expected a results file (results.results[]): only results files combine into one baseline")
+    with pytest.raises(ConfigError) as unreadable:
+        baseline_from_sources(["one.json", "broken.json"], tmp_path)
+    assert unreadable.value.file == "broken.json" and unreadable.value.message.startswith("unreadable results file: ")
+    with pytest.raises(UsageError, match="missing.json does not exist"):
+        baseline_from_sources(["one.json", "missing.json"], tmp_path)
+
+
+def test_an_invalid_baseline_names_the_key(tmp_path: Path) -> None:
+    (tmp_path / "b.json").write_text('{"version": 1, "tests": {"x": {"test_id": "x", "score": "high"}}}')
+    with pytest.raises(ConfigError) as info:
+        load_baseline("b.json", tmp_path)
+    assert (info.value.file, info.value.path) == ("b.json", "tests.x.score")
+    assert info.value.message.startswith("invalid baseline: ")

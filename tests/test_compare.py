@@ -6,7 +6,7 @@ import pytest
 
 from ci_grade.gate.baseline import baseline_from_run, baseline_from_runs
 from ci_grade.gate.compare import compare
-from ci_grade.gate.models import Comparison, GatePolicy
+from ci_grade.gate.models import Comparison, GateNote, GatePolicy
 from ci_grade.results.models import AssertionResult
 from tests.results_factory import row, run_of
 
@@ -126,6 +126,37 @@ def test_a_failing_added_test_is_a_failure_not_a_regression() -> None:
     assert fresh.change == "added" and not fresh.regressed and not fresh.new_failure
     assert c.failures == [fresh] and c.regressions == []
     assert c.verdict == "failed" and c.reason == "1 test failed"
+
+
+def test_a_removed_test_keeps_its_baseline_name_status_and_score() -> None:
+    c = judge([row("kept", 1.0), row("gone", 0.0, metrics={"m": 0.5})], [row("kept", 1.0)])
+    (gone,) = c.changed("removed")
+    assert (gone.name, gone.base_name, gone.base_status, gone.base_score, gone.head_score) == ("gone", "gone", "fail", 0.0, None)
+    assert (gone.prompt_label, gone.provider) == ("prompt", "bot") and not gone.regressed
+
+
+def test_gate_notes_name_known_failures_and_flips_without_evidence() -> None:
+    base = [row("known", 0.0), row("flaky", 1.0, sampled=True), row("fine", 1.0)]
+    head = [row("known", 0.0), row("flaky", 0.0, sampled=True), row("fine", 1.0)]
+    c = judge(base, head, max_metric_drop=1.0)
+    known, flaky = by_name(c, "known"), by_name(c, "flaky")
+    assert c.gate_notes() == {
+        known.test_id: GateNote(kind="known failure", text="failing in the baseline too; does not fail the gate"),
+        flaky.test_id: GateNote(kind="not significant", text="newly failing, not significant (sampled, no repeats to judge it by); does not fail the gate"),
+    }
+    repeated = judge(sampled("flaky", "PPP"), sampled("flaky", "PFF"), max_metric_drop=1.0)
+    (note,) = repeated.gate_notes().values()
+    assert note.text == "newly failing, not significant (sampled, p=0.2); does not fail the gate"  # Fisher: 3/3 -> 1/3
+    assert judge(base, head, max_metric_drop=1.0, fail_on="failures").gate_notes() == {}
+
+
+def test_a_significant_drop_within_the_margin_is_not_a_regression() -> None:
+    base, head = sampled("a", "P" * 20), sampled("a", "P" * 15 + "F" * 5)
+    within = by_name(judge(base, head, max_score_drop=0.3, max_metric_drop=1.0), "a")
+    assert within.p_value is not None and within.p_value < 0.05 and within.significant
+    assert not within.regressed and not within.inconclusive
+    beyond = by_name(judge(base, head, max_score_drop=0.2, max_metric_drop=1.0), "a")
+    assert beyond.significant and beyond.regressed
 
 
 def test_renamed_test_matched_by_fingerprint() -> None:
