@@ -246,7 +246,7 @@ def test_several_results_files_fold_into_one_baseline(tmp_path: Path) -> None:
     assert single is not None and single.runs == 1 and next(t for t in single.tests.values() if t.name == "a").passed is False
     assert load_baselines("runs/none-*.json", tmp_path) is None
     assert baseline_from_sources(["runs/r1.json"], tmp_path).tests == single.tests
-    with pytest.raises(UsageError, match="nowhere.json does not exist"):
+    with pytest.raises(UsageError, match=r"nowhere\.json does not exist"):
         baseline_from_sources(["nowhere.json"], tmp_path)
 
 
@@ -266,7 +266,7 @@ def test_results_files_that_cannot_fold_together_are_refused(tmp_path: Path) -> 
     with pytest.raises(ConfigError) as unreadable:
         baseline_from_sources(["one.json", "broken.json"], tmp_path)
     assert unreadable.value.file == "broken.json" and unreadable.value.message.startswith("unreadable results file: ")
-    with pytest.raises(UsageError, match="missing.json does not exist"):
+    with pytest.raises(UsageError, match=r"missing\.json does not exist"):
         baseline_from_sources(["one.json", "missing.json"], tmp_path)
 
 
