@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import xmlschema
 
+from ci_grade.report.junit import render_junit, render_junit_sections
 from tests.conftest import run_cli, write
+from tests.results_factory import row, run_of
 from tests.servers.llm_server import LLMServer
 
 JUNIT_XSD = Path(__file__).resolve().parent / "fixtures" / "junit-10.xsd"
@@ -217,3 +219,19 @@ def test_suite_scores_leave_errored_rows_out_and_repeats_are_numbered_from_one(t
     assert properties["pass_rate"] == "0.3333"  # 2 of the 6 rows
     assert properties["metric:m"] == "1.0000"
     assert properties["score:good (repeat 2)"] == "1.0000" and properties["score:half"] == "0.5000"
+
+
+def test_document_level_attributes_for_no_sections_and_long_names() -> None:
+    empty = ET.fromstring(render_junit_sections([]).split("\n", 1)[1])
+    assert (empty.get("name"), empty.get("tests"), empty.get("failures"), empty.get("errors"), empty.get("skipped"), empty.get("time")) == ("ci-grade", "0", "0", "0", "0", "0.000")
+    long_name = "suite " * 100
+    run = run_of(row("a", 1.0), row("b", 0.0), row("c", 0.0, "error", error="boom"), description=long_name)
+    root = ET.fromstring(render_junit(run).split("\n", 1)[1])
+    name = root.get("name") or ""
+    assert name == "suite " * 30 + "… [420 more chars]"  # cut to 200 characters with its note
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("time")) == ("3", "1", "1", "1.500")
+    second = run_of(row("d", 1.0))
+    second.stats.duration_ms = 2500
+    both = ET.fromstring(render_junit_sections([("one", run, {}), ("two", second, {})]).split("\n", 1)[1])
+    assert both.get("time") == "2.500" and both.get("tests") == "4"  # the longest run's duration: configs run side by side
+    assert [s.get("name") for s in both] == ["one: [bot] prompt", "two: [bot] prompt"]
