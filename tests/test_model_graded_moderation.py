@@ -70,6 +70,14 @@ def test_a_value_that_is_not_a_list_is_an_error(tmp_path: Path, server: LLMServe
     assert result.status == "error" and "must be a list of category names" in result.reason
 
 
+def test_every_category_must_be_a_name(tmp_path: Path, server: LLMServer) -> None:
+    empty, number = grade(tmp_path, VIOLENT, {"type": "moderation", "value": ["violence", ""]}, {"type": "moderation", "value": ["violence", 3]})
+    assert empty.status == number.status == "error"
+    assert empty.reason == "moderation value must be a list of category names (e.g. [harassment, hate/threatening]), got ['violence', '']"
+    assert number.reason.endswith("got ['violence', 3]")
+    assert server.requests_to("/v1/moderations") == []
+
+
 def test_api_errors_are_errors_never_inverted_and_rate_limits_are_retried(tmp_path: Path, server: LLMServer) -> None:
     server.fail(429, times=1, path="/v1/moderations", retry_after="0")
     (retried,) = grade(tmp_path, VIOLENT, {"type": "moderation"})
