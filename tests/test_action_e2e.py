@@ -359,6 +359,7 @@ def test_cache_dir_serves_the_second_run(workspace: Path, gh: GitHubServer, open
     second = run_action(workspace, gh, config="model.yaml", baseline="", cache_dir=".cache/replies")
     assert second.code == 0
     assert len(openai_env.requests_to("/v1/chat/completions")) == 1, "the second run is served from the cache"
+    assert "::add-mask::sk-test-0123456789" in second.result.out  # the key is known to the run, and masked
     assert "sk-test-0123456789" not in second.result.out.replace("::add-mask::sk-test-0123456789", "")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from ci_grade.grading.structured.html import html_indicators
@@ -122,9 +121,11 @@ def test_json_extraction_unit() -> None:
     assert extract_json("[1, 2] [3]") == [[1, 2], [3]]
     assert extract_json("{ unbalanced [ } ") == []
     assert extract_json("{ outer never closes [ ] ") == [[]]
-    started = time.perf_counter()
+    # The scan is bounded by the characters it examines, not by the clock: a prefix of unclosed
+    # brackets that costs more than the budget hides an object after it; a short one does not.
+    assert extract_json("[" * 10 + "x" * 1000 + '{"a": 1}') == [{"a": 1}]
+    assert extract_json("[" * 1500 + "x" * 1000 + '{"a": 1}') == []
     assert extract_json("[" * 100_000 + "{" * 100_000) == []
-    assert time.perf_counter() - started < 2.0
 
 
 def test_is_xml(tmp_path: Path) -> None:

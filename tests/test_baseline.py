@@ -10,7 +10,8 @@ import pytest
 
 from ci_grade.errors import ConfigError, ExitCode, InfrastructureError, UsageError
 from ci_grade.gate.baseline import Baseline, baseline_from_run
-from ci_grade.gate.store import load_baseline, save_baseline
+from ci_grade.gate.store import baseline_from_sources, load_baseline, load_baselines, save_baseline
+from ci_grade.results import models
 from ci_grade.results.models import AssertionResult
 from ci_grade.results.promptfoo import to_promptfoo
 from tests.results_factory import row, run_of
@@ -48,6 +49,7 @@ def test_baseline_keeps_scores_and_provenance_but_no_outputs() -> None:
     assert baseline.info.grader_templates == {"llm-rubric": "t1"} and baseline.info.ci_grade_version == "0.1.0"
     assert baseline.totals.rows == 3
     text = baseline.model_dump_json()
+    assert '"rubric"' in text and '"accuracy"' in text and '"abc123"' in text  # the names and scores are kept
     assert "provider timed out" not in text and '"output"' not in text
 
 
@@ -58,6 +60,25 @@ def test_repeats_fold_into_mean_spread_and_majority() -> None:
     assert test.score == pytest.approx(0.6) and test.score_spread == pytest.approx(0.4)
     assert test.named_scores["m"] == pytest.approx(0.6) and test.named_spreads["m"] == pytest.approx(0.4)
     assert test.assertions[0].score == pytest.approx(0.6) and test.assertions[0].passed
+
+
+@pytest.mark.parametrize(("outcomes", "passed"), [("PFF", False), ("PPFF", False), ("FPP", True), ("F", False), ("P", True)])
+def test_a_test_passes_over_repeats_only_when_most_of_them_pass(outcomes: str, passed: bool) -> None:
+    run = run_of(*[row("a", 1.0 if o == "P" else 0.0, "pass" if o == "P" else "fail", repeat=i) for i, o in enumerate(outcomes)], repeat=len(outcomes))
+    (test,) = baseline_from_run(run).tests.values()
+    assert (test.passed, test.status, test.passes, test.repeats) == (passed, "pass" if passed else "fail", outcomes.count("P"), len(outcomes))
+    assert test.assertions[0].passed is passed
+    assert test.pass_rate == pytest.approx(outcomes.count("P") / len(outcomes))
+
+
+def test_errored_repeats_are_counted_never_scored() -> None:
+    rows = [row("a", 1.0, "pass", repeat=0), row("a", 0.0, "error", repeat=1, error="timeout"), row("a", 0.0, "fail", repeat=2)]
+    (test,) = baseline_from_run(run_of(*rows, repeat=3)).tests.values()
+    assert (test.repeats, test.errors, test.scored, test.passes) == (3, 1, 2, 1)
+    assert test.passed is False and test.score == pytest.approx(0.5) and test.pass_rate == pytest.approx(0.5)
+    everything_errored = baseline_from_run(run_of(row("b", 0.0, "error", error="x"))).tests
+    (broken,) = everything_errored.values()
+    assert (broken.status, broken.passed, broken.pass_rate, broken.assertions) == ("error", False, None, [])
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
@@ -175,6 +196,8 @@ def test_missing_file_is_no_baseline(tmp_path: Path) -> None:
         ("[1, 2]", "expected a JSON object"),
         ('{"hello": "world"}', "neither a ci-grade baseline"),
         ('{"version": 9, "tests": {}}', "written by a newer ci-grade"),
+        ('{"version": 2, "tests": {}}', "baseline version 2 was written by a newer ci-grade"),
+        ('{"version": 0, "tests": {}}', "invalid baseline version 0"),
         ('{"version": 1, "tests": {"x": {"score": "high"}}}', "invalid baseline"),
         ('{"results": {"results": 3}}', "unreadable results file"),
     ],
@@ -202,3 +225,54 @@ def test_a_directory_is_a_usage_error(tmp_path: Path) -> None:
 def test_baseline_model_validates_its_own_dump() -> None:
     baseline = baseline_from_run(sample_run())
     assert Baseline.model_validate_json(baseline.model_dump_json()) == baseline
+
+
+def _results_file(path: Path, *rows: models.TestResult, config_hash: str = "cfg1") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_promptfoo(run_of(*rows, config_hash=config_hash))))
+
+
+def test_several_results_files_fold_into_one_baseline(tmp_path: Path) -> None:
+    for i, outcome in enumerate(["pass", "fail", "pass"]):
+        _results_file(tmp_path / "runs" / f"r{i}.json", row("a", 1.0 if outcome == "pass" else 0.0, outcome), row("b", 1.0))
+    folded = baseline_from_sources(["runs/r0.json", "runs/r1.json", "runs/r2.json"], tmp_path)
+    assert folded.runs == 3
+    a = next(t for t in folded.tests.values() if t.name == "a")
+    assert (a.repeats, a.passes, a.passed) == (3, 2, True)
+    for pattern in ("runs/r*.json", str(tmp_path / "runs" / "*.json")):
+        globbed = load_baselines(pattern, tmp_path)
+        assert globbed is not None and globbed.runs == 3 and globbed.tests == folded.tests
+    single = load_baselines("runs/r1.*", tmp_path)
+    assert single is not None and single.runs == 1 and next(t for t in single.tests.values() if t.name == "a").passed is False
+    assert load_baselines("runs/none-*.json", tmp_path) is None
+    assert baseline_from_sources(["runs/r1.json"], tmp_path).tests == single.tests
+    with pytest.raises(UsageError, match=r"nowhere\.json does not exist"):
+        baseline_from_sources(["nowhere.json"], tmp_path)
+
+
+def test_results_files_that_cannot_fold_together_are_refused(tmp_path: Path) -> None:
+    _results_file(tmp_path / "one.json", row("a", 1.0))
+    _results_file(tmp_path / "other.json", row("a", 1.0), config_hash="cfg2")
+    _results_file(tmp_path / "anon.json", row("a", 1.0), config_hash="")
+    save_baseline(baseline_from_run(run_of(row("a", 1.0))), tmp_path / "baseline.json")
+    (tmp_path / "broken.json").write_text('{"results": {"results": 3}}')
+    with pytest.raises(UsageError) as mixed:
+        baseline_from_sources(["one.json", "other.json", "anon.json"], tmp_path)
+    assert str(mixed.value) == ("these results come from different configs and cannot form one baseline: "
+                                "one.json (cfg1), other.json (cfg2), anon.json (unknown)")
+    with pytest.raises(ConfigError) as not_results:
+        baseline_from_sources(["one.json", "baseline.json"], tmp_path)
+    assert (not_results.value.file, not_results.value.message) == ("baseline.json", "expected a results file (results.results[]): only results files combine into one baseline")
+    with pytest.raises(ConfigError) as unreadable:
+        baseline_from_sources(["one.json", "broken.json"], tmp_path)
+    assert unreadable.value.file == "broken.json" and unreadable.value.message.startswith("unreadable results file: ")
+    with pytest.raises(UsageError, match=r"missing\.json does not exist"):
+        baseline_from_sources(["one.json", "missing.json"], tmp_path)
+
+
+def test_an_invalid_baseline_names_the_key(tmp_path: Path) -> None:
+    (tmp_path / "b.json").write_text('{"version": 1, "tests": {"x": {"test_id": "x", "score": "high"}}}')
+    with pytest.raises(ConfigError) as info:
+        load_baseline("b.json", tmp_path)
+    assert (info.value.file, info.value.path) == ("b.json", "tests.x.score")
+    assert info.value.message.startswith("invalid baseline: ")

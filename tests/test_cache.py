@@ -35,7 +35,7 @@ def test_second_run_is_served_from_the_cache(tmp_path: Path, openai_env: LLMServ
     assert _eval(tmp_path) == 0
     first = _rows(tmp_path)
     assert len(openai_env.requests_to("/v1/chat/completions")) == 2
-    assert all(row["response"]["cached"] is False for row in first)
+    assert len(first) == 2 and all(row["response"]["cached"] is False for row in first)
 
     assert _eval(tmp_path) == 0
     second = _rows(tmp_path)

@@ -159,3 +159,4 @@ def test_progress_goes_to_stderr_and_stdout_stays_clean(tmp_path: Path) -> None:
     assert result.code == 0
     assert "1/1 rows done" in result.err
     assert "rows done" not in result.out
+    assert "1 passed, 0 failed, 0 errors" in result.out

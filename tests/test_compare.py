@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ci_grade.gate.baseline import baseline_from_run
+from ci_grade.gate.baseline import baseline_from_run, baseline_from_runs
 from ci_grade.gate.compare import compare
-from ci_grade.gate.models import Comparison, GatePolicy
+from ci_grade.gate.models import Comparison, GateNote, GatePolicy
 from ci_grade.results.models import AssertionResult
 from tests.results_factory import row, run_of
 
@@ -63,6 +63,18 @@ def test_named_metric_drop_beyond_tolerance_regresses() -> None:
     assert c.reason == "metric 'accuracy' dropped 0.90 → 0.85 (-0.05, max drop 0.02)"
 
 
+@pytest.mark.parametrize(("margin", "regressed"), [(0.25, False), (0.2499, True)])
+def test_a_drop_exactly_at_the_margin_is_tolerated(margin: float, regressed: bool) -> None:
+    base = [row(n, 0.75, "pass", metrics={"m": 0.75}) for n in "ab"]
+    head = [row(n, 0.5, "pass", metrics={"m": 0.5}) for n in "ab"]
+    c = judge(base, head, max_metric_drop=margin, max_score_drop=margin)
+    assert [t.regressed for t in c.tests] == [regressed, regressed]
+    assert (c.mean_score.regressed, c.metrics[0].regressed) == (regressed, regressed)
+    assert c.mean_score.method == "exact" and c.mean_score.delta == pytest.approx(-0.25)
+    assert (c.verdict, c.gate_failed) == (("regressed", True) if regressed else ("passed", False))
+    assert not c.mean_score.inconclusive and not c.metrics[0].inconclusive
+
+
 def test_small_metric_drop_within_tolerance_passes() -> None:
     c = judge([row("a", 1.0, metrics={"accuracy": 0.9})], [row("a", 1.0, metrics={"accuracy": 0.89})])
     assert c.verdict == "passed" and not c.metrics[0].regressed
@@ -114,6 +126,37 @@ def test_a_failing_added_test_is_a_failure_not_a_regression() -> None:
     assert fresh.change == "added" and not fresh.regressed and not fresh.new_failure
     assert c.failures == [fresh] and c.regressions == []
     assert c.verdict == "failed" and c.reason == "1 test failed"
+
+
+def test_a_removed_test_keeps_its_baseline_name_status_and_score() -> None:
+    c = judge([row("kept", 1.0), row("gone", 0.0, metrics={"m": 0.5})], [row("kept", 1.0)])
+    (gone,) = c.changed("removed")
+    assert (gone.name, gone.base_name, gone.base_status, gone.base_score, gone.head_score) == ("gone", "gone", "fail", 0.0, None)
+    assert (gone.prompt_label, gone.provider) == ("prompt", "bot") and not gone.regressed
+
+
+def test_gate_notes_name_known_failures_and_flips_without_evidence() -> None:
+    base = [row("known", 0.0), row("flaky", 1.0, sampled=True), row("fine", 1.0)]
+    head = [row("known", 0.0), row("flaky", 0.0, sampled=True), row("fine", 1.0)]
+    c = judge(base, head, max_metric_drop=1.0)
+    known, flaky = by_name(c, "known"), by_name(c, "flaky")
+    assert c.gate_notes() == {
+        known.test_id: GateNote(kind="known failure", text="failing in the baseline too; does not fail the gate"),
+        flaky.test_id: GateNote(kind="not significant", text="newly failing, not significant (sampled, no repeats to judge it by); does not fail the gate"),
+    }
+    repeated = judge(sampled("flaky", "PPP"), sampled("flaky", "PFF"), max_metric_drop=1.0)
+    (note,) = repeated.gate_notes().values()
+    assert note.text == "newly failing, not significant (sampled, p=0.2); does not fail the gate"  # Fisher: 3/3 -> 1/3
+    assert judge(base, head, max_metric_drop=1.0, fail_on="failures").gate_notes() == {}
+
+
+def test_a_significant_drop_within_the_margin_is_not_a_regression() -> None:
+    base, head = sampled("a", "P" * 20), sampled("a", "P" * 15 + "F" * 5)
+    within = by_name(judge(base, head, max_score_drop=0.3, max_metric_drop=1.0), "a")
+    assert within.p_value is not None and within.p_value < 0.05 and within.significant
+    assert not within.regressed and not within.inconclusive
+    beyond = by_name(judge(base, head, max_score_drop=0.2, max_metric_drop=1.0), "a")
+    assert beyond.significant and beyond.regressed
 
 
 def test_renamed_test_matched_by_fingerprint() -> None:
@@ -275,6 +318,32 @@ def test_assertion_deltas_carry_the_graders_reason() -> None:
     assert deltas[1].delta == pytest.approx(-0.7)
 
 
+def test_confirmation_reruns_are_the_evidence_for_the_tests_they_rerun() -> None:
+    base = baseline_from_runs([run_of(*sampled("a", "P"), *sampled("b", "P"), *sampled("c", "P")) for _ in range(4)])
+    head = run_of(*sampled("a", "F"), *sampled("b", "F"), *sampled("c", "P"))
+    head.confirmations = [*sampled("a", "FFFF"), *sampled("b", "PPF"), row("b", 0.0, "error", sampled=True, repeat=3, error="timeout")]
+    c = compare(head, base, GatePolicy(max_metric_drop=1.0))
+    a, b, untouched = by_name(c, "a"), by_name(c, "b"), by_name(c, "c")
+    assert a.confirmation is not None and (a.confirmation.runs, a.confirmation.passes, a.confirmation.verdict) == (4, 0, "confirmed")
+    assert a.confirmation.p_value == pytest.approx(1 / 70) and a.p_value == pytest.approx(1 / 70)  # Fisher: 4/4 -> 0/4
+    assert a.significant and a.regressed and not a.inconclusive
+    assert b.confirmation is not None and (b.confirmation.runs, b.confirmation.passes, b.confirmation.verdict) == (3, 2, "flaky")
+    assert b.p_value == pytest.approx(3 / 7) and not b.significant and not b.regressed and b.inconclusive
+    assert untouched.confirmation is None and not untouched.regressed
+    assert c.regressions == [a]
+    # the suite measures use the run's own rows only: two of three tests newly failing, whatever the reruns said
+    assert c.mean_score.head == pytest.approx(1 / 3) and c.mean_score.base == pytest.approx(1.0)
+
+
+def test_an_empty_confirmation_is_no_evidence() -> None:
+    base = baseline_from_runs([run_of(*sampled("a", "P")) for _ in range(2)])
+    head = run_of(*sampled("a", "F"))
+    head.confirmations = [row("a", 0.0, "error", sampled=True, error="timeout")]
+    a = by_name(compare(head, base, GatePolicy(max_metric_drop=1.0)), "a")
+    assert a.confirmation is not None and (a.confirmation.runs, a.confirmation.passes, a.confirmation.p_value) == (0, 0, 1.0)
+    assert a.p_value is None and not a.regressed and a.inconclusive
+
+
 def test_grader_change_is_warned() -> None:
     base = run_of(row("a", 1.0), graders=["openai:gpt-4.1"], grader_templates={"llm-rubric": "aaa"})
     head = run_of(row("a", 1.0), graders=["openai:gpt-5"], grader_templates={"llm-rubric": "bbb"})
@@ -282,6 +351,23 @@ def test_grader_change_is_warned() -> None:
     assert c.warnings == [
         "graders differ from the baseline's (openai:gpt-4.1 → openai:gpt-5): score changes may come from the grader",
         "grader templates changed since the baseline: llm-rubric",
+    ]
+
+
+def test_grader_change_is_warned_whichever_grader_changed() -> None:
+    def warnings(base_graders: list[str], head_graders: list[str], base_templates: dict[str, str], head_templates: dict[str, str]) -> list[str]:
+        base = run_of(row("a", 1.0), graders=base_graders, grader_templates=base_templates)
+        head = run_of(row("a", 1.0), graders=head_graders, grader_templates=head_templates)
+        return compare(head, baseline_from_run(base), GatePolicy()).warnings
+
+    same = {"llm-rubric": "aaa", "factuality": "fff"}
+    assert warnings(["openai:gpt-4.1", "anthropic:claude"], ["openai:gpt-4.1", "anthropic:claude-2"], same, same) == [
+        "graders differ from the baseline's (openai:gpt-4.1, anthropic:claude → openai:gpt-4.1, anthropic:claude-2): score changes may come from the grader",
+    ]
+    assert warnings(["b:x", "a:y"], ["a:y", "b:x"], same, same) == []  # the same graders, listed in another order
+    assert warnings([], ["a:y"], same, same) == []  # a baseline that recorded no graders cannot tell
+    assert warnings(["a:y"], ["a:y"], same, {"llm-rubric": "aaa", "factuality": "ggg", "g-eval": "new"}) == [
+        "grader templates changed since the baseline: factuality",  # a template the baseline never used is not a change
     ]
 
 

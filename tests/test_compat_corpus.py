@@ -100,7 +100,7 @@ def test_eval_json_output(tmp_path: Path, openai_env: LLMServer) -> None:
     assert verdicts(rows, "item") == [("Banana", True), ("Passion fruit", True)]
     assert [c["assertion"]["type"] for c in rows[1]["gradingResult"]["componentResults"]] == ["is-json", "javascript", "contains-any"]
     requests = openai_env.requests_to("/v1/chat/completions")
-    assert all(r.json["response_format"] == {"type": "json_object"} for r in requests)
+    assert len(requests) == 2 and all(r.json["response_format"] == {"type": "json_object"} for r in requests)
 
 
 def test_eval_json_output_catches_a_wrong_answer(tmp_path: Path, openai_env: LLMServer) -> None:

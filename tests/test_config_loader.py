@@ -269,6 +269,7 @@ def test_unknown_keys_warn_once_on_stderr_and_never_crash(tmp_path: Path) -> Non
         "warning: promptfooconfig.yaml:10: unknown key 'assert[].colour' ignored",
     ]
     assert "colour" not in result.out
+    assert "2 passed, 0 failed, 0 errors" in result.out
 
 
 def test_unsupported_promptfoo_keys_are_named(tmp_path: Path) -> None:

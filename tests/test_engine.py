@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from ci_grade.grading import registry
 from tests.conftest import run_cli, write
 
 
@@ -222,3 +224,89 @@ def test_the_suite_cannot_reach_the_network(tmp_path: Path) -> None:
     )
     assert code == 1
     assert rows[0]["failureReason"] == 2
+
+
+def test_an_unexpected_exception_in_a_handler_is_an_error_never_a_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug inside one handler (here: `contains` raising) errors that assertion and its row only."""
+
+    async def broken(ctx: object) -> object:
+        raise RuntimeError("handler bug")
+
+    spec = registry.get("contains")
+    assert spec is not None
+    monkeypatch.setitem(registry._REGISTRY, "contains", dataclasses.replace(spec, handler=broken))
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - description: bug
+            vars: {q: hello}
+            assert: [{type: contains, value: hello}, {type: icontains, value: HELLO}]
+          - description: informational bug
+            vars: {q: hello}
+            assert: [{type: contains, value: hello, weight: 0}, {type: icontains, value: HELLO}]
+          - description: inverted bug
+            vars: {q: hello}
+            assert: [{type: not-contains, value: bye}]
+        """,
+    )
+    assert code == 1
+    bug, informational, inverted = rows
+    broken_part, fine = components(bug)
+    assert (broken_part["pass"], broken_part["score"], broken_part["metadata"]["ciGrade"]["status"]) == (False, 0, "error")
+    assert broken_part["reason"] == "RuntimeError: handler bug"
+    assert fine["pass"] is True
+    assert bug["success"] is False and bug["failureReason"] == 2
+    assert bug["error"] == "contains could not be graded: RuntimeError: handler bug"
+    # weight 0: the row's verdict ignores it, but the component still shows the error, not a pass
+    zero, _ = components(informational)
+    assert zero["pass"] is False and zero["metadata"]["ciGrade"]["status"] == "error"
+    assert informational["success"] is True and informational["score"] == pytest.approx(1.0)
+    # not- never turns an error into a pass
+    (not_part,) = components(inverted)
+    assert not_part["pass"] is False and not_part["metadata"]["ciGrade"]["status"] == "error" and inverted["failureReason"] == 2
+
+
+def test_a_weight_zero_error_stays_an_error_and_its_failure_is_informational(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - vars: {q: hello}
+            assert:
+              - {type: javascript, value: 'output.nope.deeper', weight: 0, metric: info}
+              - {type: contains, value: zzz, weight: 0}
+              - {type: contains, value: hello}
+        """,
+    )
+    assert code == 0
+    (row,) = rows
+    errored, failed, passed = components(row)
+    assert errored["metadata"]["ciGrade"]["status"] == "error" and errored["pass"] is False and "TypeError" in errored["reason"]
+    assert failed["metadata"]["ciGrade"]["status"] == "pass" and failed["pass"] is True and failed["score"] == 0
+    assert passed["pass"] is True
+    assert row["success"] is True and row["score"] == pytest.approx(1.0)
+
+
+def test_named_scores_weigh_each_assertion_and_sets_count_once(tmp_path: Path) -> None:
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - vars: {q: hello world}
+            assert:
+              - {type: contains, value: hello, metric: quality, weight: 3}
+              - {type: contains, value: zzz, metric: quality, weight: 1}
+              - {type: contains, value: world, metric: other, weight: 0}
+              - {type: contains, value: zzz, metric: other, weight: 0}
+        """,
+    )
+    assert code == 1
+    assert rows[0]["namedScores"] == {"quality": pytest.approx(0.75), "other": pytest.approx(0.5)}
+    assert rows[0]["score"] == pytest.approx(0.75)

@@ -196,6 +196,7 @@ def test_exit_codes_of_the_real_process(saved: Path) -> None:
     project(saved, REGRESSED)
     regressed = run_cli_process("eval", "--no-progress", "--baseline", ".ci-grade/baseline.json", cwd=saved)
     assert regressed.code == 1 and "Traceback" not in regressed.err
+    assert "regress" in regressed.out.lower()  # the verdict is printed: the process did not crash
     assert run_cli_process("compare", "--baseline", ".ci-grade/baseline.json", "good.json", cwd=saved).code == 0
     assert run_cli_process("compare", "--baseline", ".ci-grade/baseline.json", "nope.json", cwd=saved).code == 2
 

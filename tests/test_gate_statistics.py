@@ -8,6 +8,7 @@ fractions) give further independent checks.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
@@ -582,3 +583,38 @@ def test_units_needed_edges() -> None:
     for args in ((1.0, 0.0), (-1.0, 0.1), (1.0, 0.1, 0.0), (1.0, 0.1, 0.05, 0.4)):
         with pytest.raises(ValueError):
             units_needed(*args)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: t_cdf(math.nan, 3), "x must be a number"),
+        (lambda: t_cdf(1.0, 0.5), "degrees of freedom must be finite and >= 1, got 0.5"),
+        (lambda: t_ppf(1.0, 3), "probability must lie strictly between 0 and 1, got 1.0"),
+        (lambda: normal_ppf(-0.1), "probability must lie strictly between 0 and 1, got -0.1"),
+        (lambda: binomial_sf(1, -1), "n must be >= 0"),
+        (lambda: binomial_sf(1, 5, 1.5), "p must lie in [0, 1]"),
+        (lambda: mcnemar(-1, 3), "flip counts must be >= 0"),
+        (lambda: mcnemar(3, -1), "flip counts must be >= 0"),
+        (lambda: fisher_drop(6, 5, 0, 5), "passes must lie in [0, runs], got 6 of 5"),
+        (lambda: fisher_drop(1, 5, -1, 5), "passes must lie in [0, runs], got -1 of 5"),
+        (lambda: wilson(4, 3), "passes must lie in [0, runs], got 4 of 3"),
+        (lambda: wilson(1, 3, 1.0), "confidence must lie strictly between 0 and 1, got 1.0"),
+        (lambda: holm([0.1], 1.0), "alpha must lie strictly between 0 and 1, got 1.0"),
+        (lambda: holm([1.5], 0.05), "p-values must lie in [0, 1]"),
+        (lambda: holm_adjusted([-0.01]), "p-values must lie in [0, 1]"),
+        (lambda: paired([0.0, 1.0], clusters=["a"]), "1 cluster keys for 2 differences"),
+        (lambda: paired([0.0, math.inf]), "differences must be finite numbers"),
+        (lambda: paired([0.0, 1.0], alpha=0.0), "alpha must lie strictly between 0 and 1, got 0.0"),
+        (lambda: mde(-1.0), "the standard error must be >= 0"),
+        (lambda: mde(1.0, alpha=0.6), "alpha must lie in (0, 0.5], got 0.6"),
+        (lambda: mde(1.0, power=0.3), "power must lie in [0.5, 1), got 0.3"),
+        (lambda: units_needed(-1.0, 0.1), "the standard deviation must be >= 0"),
+        (lambda: units_needed(1.0, 0.0), "the drop to detect must be > 0"),
+        (lambda: units_needed(1.0, 0.1, 0.05, 1.0), "power must lie in [0.5, 1), got 1.0"),
+    ],
+)
+def test_invalid_arguments_say_what_is_wrong(call: Callable[[], object], message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message

@@ -146,3 +146,14 @@ def test_the_stand_in_serves_repository_and_pull_request_reads(gh: GitHubServer)
         Github(base_url=gh.api_url, auth=Auth.Token("wrong-token"), retry=None).get_repo("octo/demo")
     with pytest.raises(UnknownObjectException):
         client.get_repo("octo/other")
+
+
+def test_comment_body_drops_markers_already_in_the_report_and_cuts_exactly_to_the_limit() -> None:
+    assert comment_body(f"report {MARKER} text\n\n", MARKER) == f"report  text\n{MARKER}"
+    note = "\n\n_This comment was cut to fit GitHub's size limit; the job summary has the full report._\n"
+    limit = 500
+    body = comment_body("y" * 1000, MARKER, limit)
+    assert body == "y" * (limit - len(MARKER) - 1 - len(note)) + note + "\n" + MARKER
+    assert len(body) == limit
+    fits = "z" * (limit - len(MARKER) - 1)
+    assert comment_body(fits, MARKER, limit) == f"{fits}\n{MARKER}"

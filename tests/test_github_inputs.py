@@ -62,7 +62,7 @@ def test_values_are_parsed() -> None:
     assert (inputs.max_concurrency, inputs.repeat, inputs.comment) == (4, 3, False)
     assert inputs.grader == "openai:gpt-4.1-mini" and inputs.cache_dir == ".cache/ci-grade"
     assert inputs.github_token == "ghp_fromInput123"
-    assert "ghp_fromInput123" not in repr(inputs)
+    assert "ghp_fromInput123" not in repr(inputs) and "evals/a.yaml" in repr(inputs)
     assert read_inputs({"GITHUB_TOKEN": "ghs_fromEnv456"}).github_token == "ghs_fromEnv456"
     assert read_inputs({"INPUT_MIN_PASS_RATE": "0.5"}).min_pass_rate == 0.5
 

@@ -139,3 +139,4 @@ def test_annotate_uses_every_slot_when_everything_fits() -> None:
     items = [Finding("failure", f"t{i}", "c.yaml", i + 1, [f"reason {i}"]) for i in range(10)]
     assert annotate(WorkflowCommands(out), items, "warning") == 10
     assert "more failing" not in out.getvalue()
+    assert [parse_command(line)[1].get("line") for line in out.getvalue().splitlines()] == [str(i + 1) for i in range(10)]

@@ -164,7 +164,8 @@ def test_secrets_are_masked() -> None:
 def test_secrets_from_the_environment_are_masked_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-abcdef123")
     run = run_of(row("leaky", 0.0, reason="echo sk-env-abcdef123"))
-    assert "sk-env-abcdef123" not in render_markdown(run, compare(run, None, GatePolicy()))
+    md = render_markdown(run, compare(run, None, GatePolicy()))
+    assert "sk-env-abcdef123" not in md and "echo \\*\\*\\*" in md
 
 
 def test_marker_forms() -> None:
@@ -175,3 +176,19 @@ def test_marker_forms() -> None:
     hostile = render_markdown(run, comparison, marker="x --> <script>alert(1)</script> <!--")
     assert hostile.endswith("\n<!-- x - -&gt; &lt;script&gt;alert(1)&lt;/script&gt; &lt;! -->\n")
     assert "<script>" not in hostile
+
+
+def test_the_smallest_report_is_the_verdict_with_as_much_of_the_reason_as_fits() -> None:
+    run = run_of(*[row(f"t{i}", 0.0) for i in range(50)])
+    comparison = compare(run, None, GatePolicy())
+    comparison.reason = " ".join(f"reason{i}" for i in range(300))
+    note = "\n\n_The full report does not fit here; see the job summary or the results file._\n"
+    marker = "<!-- ci-grade:sticky-comment abc -->"
+    for limit in (400, 300, 200):
+        md = render_markdown(run, comparison, max_chars=limit, marker=marker)
+        assert md.startswith("❌ **Failed**: reason0 reason1") and md.endswith(f"{note}\n{marker}\n")
+        assert limit - 2 <= len(md) <= limit, (limit, len(md))  # the reason is cut to fill the room, no more
+    whole = render_markdown(run, comparison.model_copy(update={"reason": "short"}), max_chars=200, marker=marker)
+    assert whole == f"❌ **Failed**: short{note}\n{marker}\n"
+    assert render_markdown(run, comparison, max_chars=10) == "❌ **Failed"
+    assert render_markdown(run, comparison, max_chars=100, max_bytes=10) == "❌ **Fail"  # the emoji is 3 bytes

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from ci_grade.grading.model_graded.comparison import aggregate_row
+from ci_grade.results.models import AssertionResult
 from tests.model_graded_helpers import all_text, fenced_blocks, grader_calls, run_eval, status
 from tests.servers.llm_server import LLMServer
 
@@ -216,7 +218,46 @@ tests:
     for component in max_results(alone):
         assert status(component) == "error" and "at least one other assertion" in component["reason"]
     bad = run_eval(tmp_path, MAX_SCORE.format(value="        value: {method: median}\n"))
+    assert len(max_results(bad)) == len(bad.rows) == 3
     assert all(status(c) == "error" and "'average' or 'sum'" in c["reason"] for c in max_results(bad))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("value: [average]", "max-score's value must be a mapping {method, weights, threshold} (or empty)"),
+        ("value: {method: sum, top: 2}", "max-score's value has unknown keys ['top']; use method, weights, threshold"),
+        ("value: {weights: {contains: heavy}}", "max-score's weights must map assertion types to numbers"),
+        ("value: {weights: [contains]}", "max-score's weights must map assertion types to numbers"),
+        ("value: {threshold: high}", "max-score's threshold must be a number, got 'high'"),
+    ],
+)
+def test_max_score_refuses_a_bad_value(tmp_path: Path, openai_env: LLMServer, value: str, message: str) -> None:
+    result = run_eval(tmp_path, MAX_SCORE.format(value=f"        {value}\n"))
+    assert len(max_results(result)) == 3
+    for component in max_results(result):
+        assert status(component) == "error" and component["reason"] == message
+
+
+def test_max_score_reads_numbers_written_as_text(tmp_path: Path, openai_env: LLMServer) -> None:
+    result = run_eval(tmp_path, MAX_SCORE.format(value="        value: {method: sum, weights: {icontains: '5'}, threshold: '6'}\n"))
+    assert [c["metadata"]["maxScore"] for c in max_results(result)] == pytest.approx([6, 1, 5])
+    assert [c["pass"] for c in max_results(result)] == [True, False, False]
+
+
+def test_aggregate_row_leaves_comparisons_out_and_weighs_by_type() -> None:
+    parts = [
+        AssertionResult(type="contains", status="pass", score=1.0),
+        AssertionResult(type="icontains", status="fail", score=0.0),
+        AssertionResult(type="not-select-best", status="pass", score=1.0),
+        AssertionResult(type="max-score", status="pass", score=1.0),
+        AssertionResult(type="llm-rubric", status="pass", score=0.5),
+    ]
+    assert aggregate_row(parts, "average", {}) == (pytest.approx(0.5), 3, 3.0)
+    assert aggregate_row(parts, "average", {"icontains": 2.0, "llm-rubric": 0.0}) == (pytest.approx(1 / 3), 3, 3.0)
+    assert aggregate_row(parts, "sum", {"contains": 3.0}) == (pytest.approx(3.5), 3, 5.0)
+    assert aggregate_row(parts, "average", {"contains": 0.0, "icontains": 0.0, "llm-rubric": 0.0}) == (0.0, 3, 0.0)
+    assert aggregate_row([], "sum", {}) == (0, 0, 0)
 
 
 def test_max_score_with_model_graded_components(tmp_path: Path, openai_env: LLMServer) -> None:
@@ -259,4 +300,5 @@ tests:
 
 def test_not_max_score_is_an_error(tmp_path: Path, openai_env: LLMServer) -> None:
     result = run_eval(tmp_path, MAX_SCORE.format(value="").replace("type: max-score", "type: not-max-score"))
+    assert len(max_results(result)) == len(result.rows) > 0
     assert all(status(c) == "error" and "cannot be inverted" in c["reason"] for c in max_results(result))

@@ -148,6 +148,17 @@ def test_bad_context_transform_results_are_errors_naming_the_expression(tmp_path
         "[]": "needs a non-empty context, but contextTransform gave an empty list",
         "JSON.parse(output).x": "contextTransform 'JSON.parse(output).x' failed:",
         "output.": "contextTransform 'output.' failed:",
+        "true": "must be a string or a list of strings, got a boolean",
+        "[['a']]": "but item 0 is a list",
+        "['ok', {}]": "but item 1 is an object",
+        "['ok', null]": "but item 1 is null",
+        "['ok', 2.5]": "but item 1 is a number",
+        "['ok', '  ']": "needs a non-empty context, but contextTransform gave an empty chunk",
+        "null": "contextTransform 'null' returned no value",
+        "  output\n   .nope  ": "contextTransform 'output .nope' returned no value",
+        "output.length > 1 ? output.missing : output.missing /* a long expression, cut in the reason */": (
+            "contextTransform 'output.length > 1 ? output.missing : output.missing /* a long expression, cut...' returned no value"
+        ),
     }
     tests = [{"description": code, "vars": {"query": "q"}, "assert": [{"type": "context-relevance", "contextTransform": code}]} for code in cases]
     rows = evaluate(tmp_path, {"prompts": ["not json"], "providers": ["echo"], "tests": tests})
@@ -157,6 +168,31 @@ def test_bad_context_transform_results_are_errors_naming_the_expression(tmp_path
         assert result.status == "error" and row["success"] is False
         assert cases[row["description"]] in result.reason, (row["description"], result.reason)
     assert openai_env.requests_to("/v1/chat/completions") == []
+
+
+def test_bad_vars_context_is_an_error_naming_what_it_is(tmp_path: Path, openai_env: LLMServer) -> None:
+    cases = {
+        "number": (5, "vars.context must be a string or a list of strings, got a number"),
+        "boolean": (True, "vars.context must be a string or a list of strings, got a boolean"),
+        "mapping": ({"a": 1}, "vars.context must be a string or a list of strings, got an object"),
+        "blank": (" ", "needs a non-empty context, but vars.context gave an empty string"),
+    }
+    tests = [{"description": name, "vars": {"query": "q", "context": value}, "assert": [{"type": "context-relevance"}]} for name, (value, _) in cases.items()]
+    rows = evaluate(tmp_path, {"prompts": ["p"], "providers": ["echo"], "tests": tests})
+    assert len(rows) == len(cases)
+    for row in rows:
+        (result,) = components(row)
+        assert result.status == "error" and cases[row["description"]][1] in result.reason, (row["description"], result.reason)
+    assert openai_env.requests_to("/v1/chat/completions") == []
+
+
+def test_an_object_output_gets_no_parse_hint(tmp_path: Path, openai_env: LLMServer) -> None:
+    write(tmp_path / "objects.py", "def call_api(prompt, options, context):\n    return {'output': {'answer': 'x'}}\n")
+    tests = [{"vars": {"query": "q"}, "assert": [{"type": "context-relevance", "contextTransform": "output.context"}]}]
+    (row,) = evaluate(tmp_path, {"prompts": ["p"], "providers": ["file://objects.py"], "tests": tests})
+    (result,) = components(row)
+    assert result.status == "error"
+    assert result.reason.endswith("returned no value; it must return a non-empty string or list of strings")
 
 
 # -- the seeds' examples, unchanged ---------------------------------------------------------------

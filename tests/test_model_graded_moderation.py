@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ci_grade.grading.model_graded.moderation import user_prompt
 from tests.assertion_runs import Outcome, evaluate, outcome
 from tests.servers.llm_server import LLMServer
 
@@ -69,6 +70,14 @@ def test_a_value_that_is_not_a_list_is_an_error(tmp_path: Path, server: LLMServe
     assert result.status == "error" and "must be a list of category names" in result.reason
 
 
+def test_every_category_must_be_a_name(tmp_path: Path, server: LLMServer) -> None:
+    empty, number = grade(tmp_path, VIOLENT, {"type": "moderation", "value": ["violence", ""]}, {"type": "moderation", "value": ["violence", 3]})
+    assert empty.status == number.status == "error"
+    assert empty.reason == "moderation value must be a list of category names (e.g. [harassment, hate/threatening]), got ['violence', '']"
+    assert number.reason.endswith("got ['violence', 3]")
+    assert server.requests_to("/v1/moderations") == []
+
+
 def test_api_errors_are_errors_never_inverted_and_rate_limits_are_retried(tmp_path: Path, server: LLMServer) -> None:
     server.fail(429, times=1, path="/v1/moderations", retry_after="0")
     (retried,) = grade(tmp_path, VIOLENT, {"type": "moderation"})
@@ -107,3 +116,18 @@ def test_grader_choice(tmp_path: Path, server: LLMServer) -> None:
 def test_without_any_grader_configured_the_error_says_what_to_set(tmp_path: Path) -> None:
     (result,) = grade(tmp_path, VIOLENT, {"type": "moderation"})
     assert result.status == "error" and "OPENAI_API_KEY" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("prompt", "shown"),
+    [
+        ("plain prompt", "plain prompt"),
+        ('[{"role": "system", "content": "be nice"}, {"role": "user", "content": "first"}, {"role": "assistant", "content": "a"}, {"role": "user", "content": "last"}]', "last"),
+        ('[{"role": "user", "content": [{"type": "text", "text": "look at"}, {"type": "image_url", "image_url": {}}, "raw", {"type": "text", "text": "this"}]}]', "look at  this"),
+        ('[{"role": "user", "content": null}]', ""),
+        ('[{"role": "system", "content": "only a system message"}]', '[{"role": "system", "content": "only a system message"}]'),
+    ],
+)
+def test_the_moderated_prompt_is_the_last_user_message(prompt: str, shown: str) -> None:
+    """What a moderation grader is told the user asked (providers that judge the exchange read it)."""
+    assert user_prompt(prompt) == shown

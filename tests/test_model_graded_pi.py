@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,19 @@ def test_malformed_replies_are_errors(tmp_path: Path, llm_server: LLMServer, mon
     llm_server.route("POST", pi_server.PATH, lambda rec: Response(200, body=b"<html>maintenance</html>", headers={"Content-Type": "text/html"}))
     _, (html,) = grade(tmp_path, "x", {"type": "pi", "value": QUESTION})
     assert html.status == "error" and "not JSON" in html.reason
+
+
+def test_retry_after_is_honoured(tmp_path: Path, server: LLMServer) -> None:
+    server.fail(429, times=1, path=pi_server.PATH, retry_after="0.4")
+    started = time.perf_counter()
+    _, (result,) = grade(tmp_path, "score=0.9", {"type": "pi", "value": QUESTION})
+    assert result.status == "pass" and len(server.requests_to(pi_server.PATH)) == 2
+    assert time.perf_counter() - started >= 0.4  # the backoff without Retry-After is ~0.01 s here
+
+
+def test_a_pi_api_that_never_answers_costs_two_timeouts(tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI_GRADE_CALL_TIMEOUT_SECONDS", "0.3")
+    server.fail(times=10, path=pi_server.PATH, kind="timeout")
+    _, (result,) = grade(tmp_path, "score=0.9", {"type": "pi", "value": QUESTION})
+    assert result.status == "error" and result.reason.startswith("Pi scoring API timed out after 0.3s")
+    assert len(server.requests_to(pi_server.PATH)) == 2  # a timed-out call is tried twice, not once per attempt

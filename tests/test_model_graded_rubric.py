@@ -143,11 +143,32 @@ tests:
     assert result.rows[1]["failureReason"] == 2
 
 
+def test_not_keeps_an_out_of_range_score_within_0_and_1(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("is long", verdict(True, 1.5))
+    openai_env.on_chat("is short", verdict(False, -0.5))
+    result = run_eval(
+        tmp_path,
+        ECHO
+        + """
+tests:
+  - vars: {out: x}
+    assert:
+      - {type: not-llm-rubric, value: is long}
+      - {type: not-llm-rubric, value: is short}
+""",
+    )
+    long, short = result.rows[0]["gradingResult"]["componentResults"]
+    assert (long["pass"], long["score"]) == (False, 0.0)
+    assert (short["pass"], short["score"]) == (True, 1.0)
+
+
 @pytest.mark.parametrize(
     ("reply", "message"),
     [
         ("The output looks fine to me.", "no JSON object with 'pass'"),
         ('{"reason": "ok", "pass": "maybe", "score": 1}', "'pass' is not true or false"),
+        ('{"reason": "ok", "pass": "", "score": 1}', "'pass' is not true or false"),
+        ('{"pass": true, "score": 1, "reason": "fine", "echo": {"pass": false}}', "conflicting"),
         ('{"reason": "ok", "pass": true, "score": "high"}', "'score' is not a number"),
         ('{"pass": true, "score": 1, "reason": "a"}\n{"pass": false, "score": 0, "reason": "b"}', "conflicting"),
         (
@@ -514,3 +535,34 @@ tests:
     )
     assert status(result.component()) == "error"
     assert "string or mapping value" in result.component()["reason"]
+
+
+def test_an_assert_set_carries_its_metric_threshold_named_scores_and_grader_totals(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("rubric A", verdict(True, 0.5), usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
+    result = run_eval(
+        tmp_path,
+        ECHO
+        + """
+tests:
+  - vars: {out: one, kind: tone}
+    assert:
+      - type: assert-set
+        metric: 'set_{{kind}}'
+        threshold: 0.5
+        weight: 2
+        assert:
+          - {type: llm-rubric, value: rubric A, metric: judged}
+          - {type: contains, value: zzz}
+      - {type: contains, value: one}
+""",
+    )
+    (row,) = result.rows
+    group, rubric, contains, plain = row["gradingResult"]["componentResults"]
+    assert group["assertion"] == {"type": "assert-set", "value": None, "metric": "set_tone", "threshold": 0.5, "weight": 2}
+    assert (group["pass"], group["score"], group["reason"]) == (False, 0.25, "Aggregate score 0.25 < 0.5 threshold")
+    assert group["namedScores"] == {"judged": 0.5}
+    assert group["tokensUsed"]["total"] == 110 and rubric["tokensUsed"]["total"] == 110
+    assert group["metadata"]["ciGrade"]["cost"] == pytest.approx(100 * 2e-6 + 10 * 8e-6) == rubric["metadata"]["ciGrade"]["cost"]
+    assert (rubric["metadata"]["ciGrade"]["depth"], contains["metadata"]["ciGrade"]["depth"], plain["metadata"]["ciGrade"]["depth"]) == (1, 1, 0)
+    assert row["namedScores"] == {"set_tone": 0.25, "judged": 0.5}
+    assert row["gradingResult"]["tokensUsed"]["total"] == 110

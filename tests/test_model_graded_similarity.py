@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from ci_grade.errors import InputRejected
+from ci_grade.grading.model_graded.similarity import cosine, dot, euclidean, judge
 from tests.assertion_runs import Outcome, evaluate, outcome
 from tests.servers.llm_server import LLMServer
 
@@ -216,3 +218,35 @@ def test_a_grader_whose_vendor_has_no_embeddings_is_an_error(tmp_path: Path, vec
     assert result.status == "error"
     assert "cannot serve embedding" in result.reason
     assert not vectors.requests_to("/v1/embeddings")
+
+
+def test_the_measures_on_known_vectors() -> None:
+    assert dot([1.0, 2.0, 3.0], [4.0, -5.0, 6.0]) == 12.0
+    assert cosine([3.0, 4.0], [4.0, 3.0]) == pytest.approx(24 / 25)
+    assert cosine([1.0, 0.0], [-1.0, 0.0]) == -1.0 and cosine([0.0, 0.0], [1.0, 2.0]) == 0.0
+    assert euclidean([1.0, 2.0], [4.0, 6.0]) == 5.0 and euclidean([1.0, 1.0], [1.0, 1.0]) == 0.0
+    with pytest.raises(InputRejected, match=r"embeddings have different lengths \(2 and 3\)"):
+        euclidean([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(InputRejected, match="invalid dot product"):
+        dot([1e308, 1e308], [1e308, 1e308])
+    with pytest.raises(InputRejected, match="invalid euclidean distance"):
+        euclidean([math.nan], [1.0])
+
+
+@pytest.mark.parametrize(
+    ("metric", "measure", "inverse", "passed", "score", "reason"),
+    [
+        ("cosine", 0.75, False, True, 0.75, "Similarity 0.75 is greater than or equal to threshold 0.75"),
+        ("cosine", 0.7499, False, False, 0.7499, "Similarity 0.75 is less than threshold 0.75"),
+        ("cosine", 0.75, True, False, 0.25, "Similarity 0.75 is greater than or equal to threshold 0.75"),
+        ("cosine", 0.5, True, True, 0.5, "Similarity 0.50 is less than threshold 0.75"),
+        ("euclidean", 0.75, False, True, 1 / 1.75, "Distance 0.75 is less than or equal to threshold 0.75"),
+        ("euclidean", 0.76, False, False, 1 / 1.76, "Distance 0.76 is greater than threshold 0.75"),
+        ("euclidean", 0.5, True, False, 1 - 1 / 1.5, "Distance 0.50 is less than or equal to threshold 0.75"),
+        ("euclidean", 3.0, True, True, 0.75, "Distance 3.00 is greater than threshold 0.75"),
+    ],
+)
+def test_judge_at_and_around_the_threshold(metric: str, measure: float, inverse: bool, passed: bool, score: float, reason: str) -> None:
+    verdict = judge(metric, measure, 0.75, inverse, "expected text")
+    assert (verdict.expected, verdict.measure, verdict.passed, verdict.reason) == ("expected text", measure, passed, reason)
+    assert verdict.score == pytest.approx(score)

@@ -248,3 +248,4 @@ def test_secrets_never_reach_any_output(tmp_path: Path, openai_env: LLMServer) -
         assert env_key not in text and LITERAL_KEY not in text, name
         assert "***" in text.replace("\\*", "*"), name
     assert env_key not in result.out + result.err and LITERAL_KEY not in result.out + result.err
+    assert "0 passed, 2 failed, 0 errors" in result.out and "wrote r.md" in result.out

@@ -212,7 +212,7 @@ def test_one_client_serves_many_concurrent_calls(server: CountingServer) -> None
         return first + second
 
     responses = use({"id": "anthropic:messages:claude-sonnet-4-5", "config": {"maxConcurrency": 4}}, burst)
-    assert all(r.output == "ok" for r in responses)
+    assert len(responses) == 48 and all(r.output == "ok" for r in responses)
     assert len(server.requests_to("/v1/messages")) == 48
     assert 1 <= server.connections <= 4
 

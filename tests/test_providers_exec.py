@@ -62,12 +62,14 @@ def test_stderr_only_is_an_error_but_warnings_with_output_are_fine(tmp_path: Pat
 
 
 def test_timeout_kills_the_process(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
-    write(tmp_path / "slow.py", f"import os, time, pathlib\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\ntime.sleep(30)\n")
+    pid_file, finished = tmp_path / "pid", tmp_path / "finished"
+    write(tmp_path / "slow.py", f"import os, time, pathlib\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
+                                f"time.sleep(30)\npathlib.Path({str(finished)!r}).write_text('ran to the end')\n")
     started = time.perf_counter()
     response = call({"id": f"exec:{PY} slow.py", "config": {"timeout": 0.5}}, "q", base_dir=tmp_path)
     assert response.error == f"command timed out after 0.5s: {sys.executable} slow.py"
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started >= 0.5
+    assert pid_file.is_file() and not finished.exists(), "the command was stopped, not waited for"
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
 

@@ -117,7 +117,7 @@ def test_one_client_for_concurrent_calls(server: CountingServer) -> None:
         return await asyncio.gather(*(provider.classify(f"text {i}") for i in range(20)))
 
     results = use({"id": f"huggingface:text-classification:{MODEL}", "config": {"maxConcurrency": 2}}, burst)
-    assert all(r.classification for r in results)
+    assert len(results) == 20 and all(r.classification for r in results)
     assert 1 <= server.connections <= 2
 
 

@@ -137,7 +137,8 @@ def test_planted_secrets_reach_no_output_of_the_action(tmp_path: Path, model: LL
     (echoed,) = [r for r in model.requests_to("/echo") if "q=hello" in json.dumps(r.json)]
     assert _header(echoed, "X-Custom-Auth") == PLANTED["literal X-Custom-Auth header"]
     assert _header(echoed, "Authorization") == f"Bearer {PLANTED['variable a header reads (HF_KEY)']}"
-    assert all(_header(r, "Authorization") == f"Bearer {PLANTED['variable apiKeyEnvar names']}" for r in model.requests_to("/v1/chat/completions"))
+    chats = model.requests_to("/v1/chat/completions")
+    assert len(chats) == 2 and all(_header(r, "Authorization") == f"Bearer {PLANTED['variable apiKeyEnvar names']}" for r in chats)
     results = json.loads((ws / "evals" / "ci-grade-results" / "results.json").read_text())
     rows = results["results"]["results"]
     assert len(rows) == 4 and sum(1 for r in rows if r.get("error")) == 2
