@@ -59,6 +59,7 @@ def idle_timer() -> Iterator[list[float]]:
 
 
 def run_once(suite: Suite, concurrency: int | None, profile: cProfile.Profile | None, first: int | None = None) -> dict[str, Any]:
+    from ci_grade import redact
     from ci_grade.evaluate import DEFAULT_CONCURRENCY, EvalOptions, prepare
     from ci_grade.plan.build import PlanOptions, build_plan
     from ci_grade.run.runner import RunOptions, run_plan
@@ -69,7 +70,8 @@ def run_once(suite: Suite, concurrency: int | None, profile: cProfile.Profile | 
     holder: list[Any] = []
 
     async def main() -> None:
-        holder.append(await run_plan(plan, options))
+        with redact.use(redact.Redactor.from_env()):  # as the command does: one redactor for the run
+            holder.append(await run_plan(plan, options))
 
     with idle_timer() as idle:
         started, cpu, main_cpu = time.perf_counter(), time.process_time(), time.thread_time()
