@@ -60,6 +60,9 @@ class RunOptions:
     progress: Progress | None = None
     cache: ResponseCache | None = None
     stop: Stop = field(default_factory=Stop)
+    release_rows: bool = False
+    """The run takes the plan's rows (`plan.rows` is emptied) and lets each go once it is stored,
+    so a test's models are freed as its rows end (for a caller that reads no row after the run)."""
 
 
 @dataclass
@@ -80,8 +83,11 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     run_context = RunContext(env=options.env, base_dir=options.base_dir, graders=graders, env_overrides=options.env_overrides)
     rows_in_flight = Limiter(concurrency or ADAPTIVE_CEILING)  # FIFO; unlike asyncio.Semaphore, no O(waiters) work per row
     conversations = Conversations(plan.rows, options.env)
+    planned_rows: list[PlannedRow | None] = list(plan.rows)
+    if options.release_rows:
+        plan.rows.clear()
     done = 0
-    total = len(plan.rows)
+    total = len(planned_rows)
     spool = RowSpool(total)
 
     async def one(position: int, planned: PlannedRow) -> _Row | None:
@@ -97,13 +103,15 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
         if _compares(planned):
             return row  # graded with the test's other rows at the end
         collect.store(spool, position, row.result)
+        if options.release_rows:
+            planned_rows[position] = None
         return None
 
     stop = options.stop
-    window = RowWindow(plan.rows, one, window_size(concurrency))
+    window = RowWindow(planned_rows, one, window_size(concurrency))
     try:
         await stop.wait([asyncio.create_task(window.run())])
-        rows = _unstored(window, plan.rows, spool, stop)
+        rows = _unstored(window, planned_rows, spool, stop)
         graded: set[int] = set()
         if not stop.requested:
             await stop.wait([asyncio.create_task(_grade_comparisons(list(rows.values()), run_context, graded))])
@@ -125,10 +133,11 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     return run
 
 
-def _unstored(window: RowWindow[_Row | None], planned: list[PlannedRow], spool: RowSpool, stop: Stop) -> dict[int, _Row]:
+def _unstored(window: RowWindow[PlannedRow, _Row | None], planned: list[PlannedRow | None], spool: RowSpool, stop: Stop) -> dict[int, _Row]:
     """The rows not in the spool yet, by plan position: those held for comparisons, and the
-    rows of tasks that failed or that the run stopped before they finished (or started)."""
-    return {position: _row_of(window.outcome(position), row, stop) for position, row in enumerate(planned) if not spool.has(position)}
+    rows of tasks that failed or that the run stopped before they finished (or started).
+    Only a stored row's planned row may have been let go."""
+    return {position: _row_of(window.outcome(position), row, stop) for position, row in enumerate(planned) if row is not None and not spool.has(position)}
 
 
 def _row_of(outcome: _Row | BaseException | None, planned: PlannedRow, stop: Stop) -> _Row:

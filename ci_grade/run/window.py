@@ -34,12 +34,13 @@ def window_size(concurrency: int | None) -> int:
     return max(MIN_WINDOW, ROWS_PER_SLOT * (concurrency or ADAPTIVE_CEILING))
 
 
-class RowWindow(Generic[T]):
-    """Tasks for `rows` (`start(position, row)`), made in order, at most `size` open at once."""
+class RowWindow(Generic[R, T]):
+    """Tasks for `rows` (`start(position, row)`), made in order, at most `size` open at once. The
+    caller may let a row go (None in `rows`) once its task has started."""
 
-    def __init__(self, rows: Sequence[R], start: Callable[[int, R], Coroutine[Any, Any, T]], size: int):
-        self._rows: Sequence[Any] = rows
-        self._start: Callable[[int, Any], Coroutine[Any, Any, T]] = start
+    def __init__(self, rows: Sequence[R | None], start: Callable[[int, R], Coroutine[Any, Any, T]], size: int):
+        self._rows = rows
+        self._start = start
         self.size = max(1, size)
         self.open = 0
         """Rows started, not finished and not waiting for earlier rows."""
@@ -98,7 +99,9 @@ class RowWindow(Generic[T]):
         while self.open < self.size and self.started < len(self._rows) and not self._closed:
             position = self.started
             self.started += 1
-            task = asyncio.create_task(self._start(position, self._rows[position]))
+            row = self._rows[position]
+            assert row is not None, "a row is let go only after it started"
+            task = asyncio.create_task(self._start(position, row))
             self._live[position] = task
             self.open += 1
             task.add_done_callback(partial(self._done, position))
