@@ -92,6 +92,8 @@ class JsRuntime:
         self._max_memory = max_memory
         self._collected = 0
         """`calls` at the last full collection."""
+        self.collections = 0
+        """Full collections of the heap so far (one every COLLECT_EVERY calls)."""
         self._functions: dict[tuple[tuple[str, ...], str], str] = {}
         self._pending: deque[_Call] = deque()
         self._lock = threading.Lock()
@@ -160,6 +162,7 @@ class JsRuntime:
         async with self._isolate:
             self._collected = self.calls
             self._ctx.low_memory_notification()
+            self.collections += 1
 
     async def _run_batch(self, batch: list[_Call]) -> list[Outcome]:
         """Each call's (returned, value) or its error, in order (see the module's docstring)."""
