@@ -104,3 +104,15 @@ def test_the_encoded_config_waits_on_disk_and_in_memory_without_a_temporary_fold
         monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
         in_memory = encode_config(loaded.raw)
     assert on_disk.text == in_memory.text == whole
+
+
+def test_a_test_model_listed_twice_gets_the_defaults_once_in_each_case(tmp_path: Path) -> None:
+    path = write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    loaded = load_config([path], registry.vocabulary(), cwd=tmp_path)
+    twice = loaded.config.tests[1]
+    loaded.config.tests.append(twice)
+    plan = build_plan(loaded, PlanOptions(release=True))
+    cases = [row.test for row in plan.rows if row.vars.get("q") == "c"]
+    assert len(cases) == 4  # two prompts, each listing
+    assert all([a.type for a in case.assert_ or []] == ["icontains"] for case in cases)
+    assert twice.assert_ is None  # left as written: copied, not merged in place

@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -344,11 +345,10 @@ def _cases(loaded: LoadedConfig, default: TestCase, in_place: bool = False) -> l
     sources = loaded.sources
     raw_tests = _list(loaded.raw.get("tests"))
     cases: list[_Case] = []
-    merged_ids: set[int] = set()
+    listed = Counter(map(id, config.tests)) if in_place else Counter()
     for i, test in enumerate(config.tests):
         raw = _item(raw_tests, i)
-        alone = in_place and id(test) not in merged_ids  # a model listed twice is merged once, then copied
-        merged_ids.add(id(test))
+        alone = in_place and listed[id(test)] == 1  # a model listed twice is copied each time
         cases.append(_Case(merge_default(test, default, alone), sources.location(raw) if raw is not None else None, f"tests[{i}]"))
     raw_scenarios = _list(loaded.raw.get("scenarios"))
     conversation = 0
