@@ -192,6 +192,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         progress=progress,
         cache=_cache(options, loaded, env, repeat),
         stop=options.stop,
+        release_rows=True,
     )
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.

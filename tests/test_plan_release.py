@@ -8,11 +8,15 @@ errors raised later). The config for results files, encoded test by test, is the
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tempfile
 from pathlib import Path
 
+import pytest
+
 from ci_grade import redact
-from ci_grade.config.loader import load_config
+from ci_grade.config.loader import canonical_digest, load_config
 from ci_grade.grading import registry
 from ci_grade.plan.build import PlanOptions, build_plan
 from ci_grade.redact import Redactor
@@ -63,3 +67,52 @@ def test_the_config_for_results_files_is_masked_test_by_test(tmp_path: Path) -> 
         whole = json.dumps(redact.current().data(loaded.raw), ensure_ascii=False, separators=(",", ":"))
     assert encoded.text == whole
     assert encoded.data()["tests"][2]["vars"]["apiKey"] == "***" and "0123456789abcdef" not in encoded.text
+
+
+def test_a_released_plan_merges_defaults_into_the_configs_own_test_models(tmp_path: Path) -> None:
+    """No copy of each test while the config still holds it: the model becomes the case."""
+    path = write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    released = load_config([path], registry.vocabulary(), cwd=tmp_path)
+    kept = load_config([path], registry.vocabulary(), cwd=tmp_path)
+    own = list(released.config.tests)
+    kept_own = [test.model_dump() for test in kept.config.tests]
+    plan = build_plan(released, PlanOptions(release=True))
+    whole = build_plan(kept, PlanOptions())
+    second = next(row.test for row in plan.rows if row.test_index == 2)  # tests[1]: its own variables, shared by its rows
+    assert second is own[1]
+    assert [a.type for a in second.assert_ or []] == ["icontains"] and second.vars == {"n": 1, "q": "c"} and second.metadata == {}
+    assert second.model_dump() == next(row.test for row in whole.rows if row.test_index == 2).model_dump()
+    assert [test.model_dump() for test in kept.config.tests] == kept_own  # without release, the config's models stay as written
+
+
+def test_the_config_hash_is_the_digest_of_the_whole_config_encoded_at_once(tmp_path: Path) -> None:
+    path = write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    loaded = load_config([path], registry.vocabulary(), cwd=tmp_path)
+    once = json.dumps(loaded.raw, sort_keys=True, default=str, ensure_ascii=False)
+    assert loaded.config_hash == hashlib.sha256(once.encode()).hexdigest()[:16]
+    for data in ({}, {"tests": []}, {"b": [[1, {"z": None, "a": "é\u2028"}], "x", 2.5], "a": {"k": [True]}, "c": Path("p")}, {1: "one", 2: [1]}):
+        assert canonical_digest(data) == hashlib.sha256(json.dumps(data, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()  # type: ignore[arg-type]
+
+
+def test_the_encoded_config_waits_on_disk_and_in_memory_without_a_temporary_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    loaded = load_config([path], registry.vocabulary(), cwd=tmp_path)
+    with redact.use(Redactor(["0123456789abcdef"])):
+        whole = json.dumps(redact.current().data(loaded.raw), ensure_ascii=False, separators=(",", ":"))
+        on_disk = encode_config(loaded.raw)
+        assert not any(isinstance(value, str) and value for value in vars(on_disk).values())  # the text is not held
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+        in_memory = encode_config(loaded.raw)
+    assert on_disk.text == in_memory.text == whole
+
+
+def test_a_test_model_listed_twice_gets_the_defaults_once_in_each_case(tmp_path: Path) -> None:
+    path = write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    loaded = load_config([path], registry.vocabulary(), cwd=tmp_path)
+    twice = loaded.config.tests[1]
+    loaded.config.tests.append(twice)
+    plan = build_plan(loaded, PlanOptions(release=True))
+    cases = [row.test for row in plan.rows if row.vars.get("q") == "c"]
+    assert len(cases) == 4  # two prompts, each listing
+    assert all([a.type for a in case.assert_ or []] == ["icontains"] for case in cases)
+    assert twice.assert_ is None  # left as written: copied, not merged in place

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ci_grade.errors import ScriptError
-from ci_grade.scripting.v8 import JsRuntime
+from ci_grade.scripting.v8 import COLLECT_EVERY, JsRuntime
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +145,25 @@ def test_a_function_defined_from_the_event_loop_is_compiled_once(rt: JsRuntime) 
     first, second = asyncio.run(main())
     assert first == second == rt.define(("x",), "return x + 'a';")
     assert rt.call(first, ["b"]) == (True, "ba")
+
+
+def test_the_heap_is_collected_every_few_thousand_calls() -> None:
+    """V8 would let each batch's garbage (its source, payloads and results) pile up towards its own
+    limit of over a gigabyte; the runtime collects it every COLLECT_EVERY calls, between batches."""
+    runtime = JsRuntime(timeout_ms=1000, max_memory=64 * 1024 * 1024)
+    try:
+        length = runtime.define(("x",), "return x.length;")
+        padding = "x" * 1000
+
+        async def main() -> list[Any]:
+            outcomes: list[Any] = []
+            for _ in range(2 * COLLECT_EVERY // 256 + 1):
+                outcomes += await asyncio.gather(*(runtime.acall(length, [padding]) for _ in range(256)))
+            return outcomes
+
+        outcomes = asyncio.run(main())
+        assert outcomes == [(True, 1000)] * len(outcomes) and runtime.calls == len(outcomes) > 2 * COLLECT_EVERY
+        assert runtime.collections == 2
+        assert runtime.call(length, ["after"]) == (True, 5)  # the isolate works on after its collections
+    finally:
+        runtime.close()

@@ -50,8 +50,7 @@ class LoadedConfig:
     @property
     def config_hash(self) -> str:
         if self._hash is None:
-            blob = json.dumps(self.raw, sort_keys=True, default=str, ensure_ascii=False)
-            self._hash = hashlib.sha256(blob.encode()).hexdigest()[:16]
+            self._hash = canonical_digest(self.raw)[:16]
         return self._hash
 
     def release(self) -> None:
@@ -63,6 +62,32 @@ class LoadedConfig:
         self.raw.pop("scenarios", None)
         self.sources.retain(self.raw)
         self.config = self.config.model_copy(update={"tests": [], "scenarios": None})
+
+
+def canonical_digest(raw: dict[str, Any]) -> str:
+    """sha256 of `json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)`, encoded a
+    top-level value (or a top-level list's item) at a time: a config of 100,000 tests is never one
+    string in memory."""
+    digest = hashlib.sha256()
+
+    def encode(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+    if not all(isinstance(key, str) for key in raw):  # keys json turns into text: sorted as they are
+        digest.update(encode(raw).encode())
+        return digest.hexdigest()
+    digest.update(b"{")
+    for n, (key, value) in enumerate(sorted(raw.items())):
+        digest.update(f"{', ' if n else ''}{encode(key)}: ".encode())
+        if isinstance(value, list):
+            digest.update(b"[")
+            for i, item in enumerate(value):
+                digest.update(f"{', ' if i else ''}{encode(item)}".encode())
+            digest.update(b"]")
+        else:
+            digest.update(encode(value).encode())
+    digest.update(b"}")
+    return digest.hexdigest()
 
 
 def find_default_config(cwd: Path) -> Path:

@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,7 +98,9 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     options = options or PlanOptions()
     config = loaded.config
     default_test = _default_test(loaded, options)
-    cases = _cases(loaded, default_test)
+    if options.release:
+        _ = loaded.config_hash  # computed (the whole config encoded once) before the cases exist
+    cases = _cases(loaded, default_test, in_place=options.release)
     if options.release:
         loaded.release()
     pattern = _compile_pattern(options.filter_pattern)
@@ -295,8 +298,9 @@ def _default_test(loaded: LoadedConfig, options: PlanOptions) -> TestCase:
     return default.model_copy(update=updates) if updates else default
 
 
-def merge_default(test: TestCase, default: TestCase) -> TestCase:
-    """promptfoo's defaultTest merge: asserts first, shallow vars/options/metadata, test wins."""
+def merge_default(test: TestCase, default: TestCase, in_place: bool = False) -> TestCase:
+    """promptfoo's defaultTest merge: asserts first, shallow vars/options/metadata, test wins.
+    `in_place`: into `test` itself (a model nothing else will read: no copy of its fields)."""
     disable = test.options.disableDefaultAsserts is True
     own_options = test.options.model_dump(exclude_unset=True, by_alias=True)
     default_options = default.options.model_dump(exclude_unset=True, by_alias=True)
@@ -306,18 +310,22 @@ def merge_default(test: TestCase, default: TestCase) -> TestCase:
         merged_options = default.options
     else:
         merged_options = TestOptions.model_validate({**default_options, **own_options})
-    return test.model_copy(
-        update={
-            "assert_": _joined(default.assert_ if not disable else None, test.assert_),
-            "vars": _merged(default.vars, test.vars),
-            "options": merged_options,
-            "metadata": _merged(default.metadata, test.metadata),
-            "threshold": test.threshold if test.threshold is not None else default.threshold,
-            "provider": test.provider or default.provider,
-            "prompts": test.prompts if test.prompts is not None else default.prompts,
-            "providers": test.providers if test.providers is not None else default.providers,
-        }
-    )
+    update = {
+        "assert_": _joined(default.assert_ if not disable else None, test.assert_),
+        "vars": _merged(default.vars, test.vars),
+        "options": merged_options,
+        "metadata": _merged(default.metadata, test.metadata),
+        "threshold": test.threshold if test.threshold is not None else default.threshold,
+        "provider": test.provider or default.provider,
+        "prompts": test.prompts if test.prompts is not None else default.prompts,
+        "providers": test.providers if test.providers is not None else default.providers,
+    }
+    if not in_place:
+        return test.model_copy(update=update)
+    changed = {key: value for key, value in update.items() if value is not test.__dict__[key]}
+    test.__dict__.update(changed)  # as model_copy does: the values as they are, not validated again
+    test.__pydantic_fields_set__.update(changed)
+    return test
 
 
 def _joined(first: list[Assertion] | None, then: list[Assertion] | None) -> list[Assertion]:
@@ -330,14 +338,18 @@ def _merged(default: dict[str, Any] | None, own: dict[str, Any] | None) -> dict[
     return own if not default and own is not None else {**(default or {}), **(own or {})}
 
 
-def _cases(loaded: LoadedConfig, default: TestCase) -> list[_Case]:
+def _cases(loaded: LoadedConfig, default: TestCase, in_place: bool = False) -> list[_Case]:
+    """The config's tests and scenario combinations, defaultTest merged. `in_place`: the config's
+    own test models become the cases (the config is released next: it never reads them again)."""
     config = loaded.config
     sources = loaded.sources
     raw_tests = _list(loaded.raw.get("tests"))
     cases: list[_Case] = []
+    listed = Counter(map(id, config.tests)) if in_place else Counter()
     for i, test in enumerate(config.tests):
         raw = _item(raw_tests, i)
-        cases.append(_Case(merge_default(test, default), sources.location(raw) if raw is not None else None, f"tests[{i}]"))
+        alone = in_place and listed[id(test)] == 1  # a model listed twice is copied each time
+        cases.append(_Case(merge_default(test, default, alone), sources.location(raw) if raw is not None else None, f"tests[{i}]"))
     raw_scenarios = _list(loaded.raw.get("scenarios"))
     conversation = 0
     for s_index, scenario in enumerate(config.scenarios or []):
@@ -359,7 +371,7 @@ def _cases(loaded: LoadedConfig, default: TestCase) -> list[_Case]:
                 )
                 location = sources.location(raw) if raw is not None else sources.location(raw_scenario)
                 path = f"scenarios[{s_index}].config[{c_index}]" + (f" x tests[{t_index}]" if scenario.tests else "")
-                merged = merge_default(combined, default)
+                merged = merge_default(combined, default, in_place=True)  # a copy of its own
                 if (merged.metadata or {}).get("conversationId") is None:  # each scenario config is one conversation
                     merged.metadata = {**(merged.metadata or {}), "conversationId": f"__scenario_{conversation}__"}
                 cases.append(_Case(merged, location, path))

@@ -12,11 +12,11 @@ import csv
 import io
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ci_grade import redact
 from ci_grade.atomic import write_atomic
@@ -33,12 +33,31 @@ DEFAULT_MAX_OUTPUT_CHARS = 100_000
 _RESULTS_FILES = (".json", ".jsonl", ".csv", ".yaml", ".yml", ".txt")
 
 
-@dataclass(frozen=True)
 class EncodedConfig:
     """A config for results files, encoded once with its secret-named fields masked (see
-    `encode_config`), so a run need not keep the config's data for the writers."""
+    `encode_config`), so a run need not keep the config's data for the writers. The text waits
+    in an anonymous temporary file (gone with the process), in memory when no file takes it."""
 
-    text: str
+    def __init__(self, parts: Callable[[], Iterable[str]]):
+        """`parts()`: the text in parts (called again if the file fails)."""
+        self._text = ""
+        self._file: IO[bytes] | None = None
+        try:
+            self._file = tempfile.TemporaryFile(prefix="ci-grade-config-")  # noqa: SIM115 (open for the object's life)
+            for part in parts():
+                self._file.write(part.encode("utf-8", "surrogatepass"))
+        except OSError:  # no temporary folder, a full disk
+            if self._file is not None:
+                self._file.close()
+            self._file = None
+            self._text = "".join(parts())
+
+    @property
+    def text(self) -> str:
+        if self._file is None:
+            return self._text
+        self._file.seek(0)
+        return self._file.read().decode("utf-8", "surrogatepass")
 
     def data(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(self.text)
@@ -56,8 +75,14 @@ def encode_config(config: dict[str, Any]) -> EncodedConfig:
     redactor = redact.current()
     lists = {key: config[key] for key in ("tests", "scenarios") if isinstance(config.get(key), list)}
     shell = redactor.data({key: [] if key in lists else value for key, value in config.items()})
-    parts = {key: "[" + ",".join(_compact(redactor.data(item)) for item in items) + "]" for key, items in lists.items()}
-    return EncodedConfig("".join(_spliced(shell, (), iter(()), parts)))
+
+    def items(values: list[Any]) -> Iterator[str]:
+        yield "["
+        for index, item in enumerate(values):
+            yield ("," if index else "") + _compact(redactor.data(item))
+        yield "]"
+
+    return EncodedConfig(lambda: _spliced(shell, (), iter(()), {key: items(values) for key, values in lists.items()}))
 
 
 def _config_data(config: ConfigForOutput) -> dict[str, Any] | None:
@@ -136,14 +161,18 @@ def _json_parts(run: EvalRun, config: ConfigForOutput, limit: int) -> Iterator[s
         yield redactor.text(part)
 
 
-def _spliced(data: dict[str, Any], path: tuple[str, ...], rows: Iterator[str], encoded: dict[str, str]) -> Iterator[str]:
+def _spliced(data: dict[str, Any], path: tuple[str, ...], rows: Iterator[str], encoded: Mapping[str, str | Iterator[str]]) -> Iterator[str]:
     """`data` as compact JSON with the list at `path` made of the already encoded `rows`, and
-    the top-level values in `encoded` as given."""
+    the top-level values in `encoded` as given (text, or text in parts)."""
     yield "{"
     for index, (key, value) in enumerate(data.items()):
         yield ("," if index else "") + _compact(key) + ":"
         if key in encoded:
-            yield encoded[key]
+            given = encoded[key]
+            if isinstance(given, str):
+                yield given
+            else:
+                yield from given
         elif not path or key != path[0]:
             yield _compact(value)
         elif len(path) > 1:

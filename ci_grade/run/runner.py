@@ -6,6 +6,9 @@ the run goes on. Comparison assertions (select-best, max-score) are graded once 
 test are done. Each row has a deadline (evaluateOptions.timeoutMs, else 15 minutes; 0 for none);
 a run stopped early (`stop.Stop`: a signal or the run's time limit) records the rows it did
 not finish as ERROR rows saying why.
+
+Rows are started in plan order through a window (`window.RowWindow`): a row's task exists only
+from a little before it can run until it ends, so a run's memory does not grow with its rows.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ci_grade.results.usage import TokenUsage
 from ci_grade.run import collect, row_vars
 from ci_grade.run.conversation import Conversations, template_of
 from ci_grade.run.stop import Stop
+from ci_grade.run.window import RowWindow, window_size
 
 Progress = Callable[[TestResult, int, int], None]
 _UNORDERED: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
@@ -56,6 +60,9 @@ class RunOptions:
     progress: Progress | None = None
     cache: ResponseCache | None = None
     stop: Stop = field(default_factory=Stop)
+    release_rows: bool = False
+    """The run takes the plan's rows (`plan.rows` is emptied) and lets each go once it is stored,
+    so a test's models are freed as its rows end (for a caller that reads no row after the run)."""
 
 
 @dataclass
@@ -76,13 +83,16 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     run_context = RunContext(env=options.env, base_dir=options.base_dir, graders=graders, env_overrides=options.env_overrides)
     rows_in_flight = Limiter(concurrency or ADAPTIVE_CEILING)  # FIFO; unlike asyncio.Semaphore, no O(waiters) work per row
     conversations = Conversations(plan.rows, options.env)
+    planned_rows: list[PlannedRow | None] = list(plan.rows)
+    if options.release_rows:
+        plan.rows.clear()
     done = 0
-    total = len(plan.rows)
+    total = len(planned_rows)
     spool = RowSpool(total)
 
     async def one(position: int, planned: PlannedRow) -> _Row | None:
         nonlocal done
-        async with conversations.turn(planned) if conversations.ordered(planned) else _UNORDERED, rows_in_flight.slot():
+        async with window.waiting(conversations.turn(planned)) if conversations.ordered(planned) else _UNORDERED, rows_in_flight.slot():
             if options.delay_ms:
                 await asyncio.sleep(options.delay_ms / 1000)
             row = await _run_row_with_timeout(planned, pool, run_context, options.timeout_ms, conversations)
@@ -93,13 +103,15 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
         if _compares(planned):
             return row  # graded with the test's other rows at the end
         collect.store(spool, position, row.result)
+        if options.release_rows:
+            planned_rows[position] = None
         return None
 
     stop = options.stop
-    tasks = [asyncio.create_task(one(position, p)) for position, p in enumerate(plan.rows)]
+    window = RowWindow(planned_rows, one, window_size(concurrency))
     try:
-        await stop.wait(tasks)
-        rows = _unstored(tasks, plan.rows, spool, stop)
+        await stop.wait([asyncio.create_task(window.run())])
+        rows = _unstored(window, planned_rows, spool, stop)
         graded: set[int] = set()
         if not stop.requested:
             await stop.wait([asyncio.create_task(_grade_comparisons(list(rows.values()), run_context, graded))])
@@ -121,18 +133,19 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     return run
 
 
-def _unstored(tasks: list[asyncio.Task[_Row | None]], planned: list[PlannedRow], spool: RowSpool, stop: Stop) -> dict[int, _Row]:
+def _unstored(window: RowWindow[PlannedRow, _Row | None], planned: list[PlannedRow | None], spool: RowSpool, stop: Stop) -> dict[int, _Row]:
     """The rows not in the spool yet, by plan position: those held for comparisons, and the
-    rows of tasks that failed or that the run stopped before they finished."""
-    return {position: _row_of(task, row, stop) for position, (task, row) in enumerate(zip(tasks, planned, strict=True)) if not spool.has(position)}
+    rows of tasks that failed or that the run stopped before they finished (or started).
+    Only a stored row's planned row may have been let go."""
+    return {position: _row_of(window.outcome(position), row, stop) for position, row in enumerate(planned) if row is not None and not spool.has(position)}
 
 
-def _row_of(task: asyncio.Task[_Row | None], planned: PlannedRow, stop: Stop) -> _Row:
-    """The task's row; one the run stopped before it finished is an ERROR row saying why."""
-    if task.done() and not task.cancelled():
-        if (failure := task.exception()) is None and (row := task.result()) is not None:
-            return row
-        return _error_row(planned, planned.prompt.raw, f"{type(failure).__name__}: {failure}")
+def _row_of(outcome: _Row | BaseException | None, planned: PlannedRow, stop: Stop) -> _Row:
+    """The row's outcome; a row the run stopped before it finished is an ERROR row saying why."""
+    if isinstance(outcome, _Row):
+        return outcome
+    if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+        return _error_row(planned, planned.prompt.raw, f"{type(outcome).__name__}: {outcome}")
     row = _error_row(planned, planned.prompt.raw, f"{stop.reason} before this row finished")
     row.stopped = True
     return row

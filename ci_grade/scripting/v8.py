@@ -34,6 +34,10 @@ Outcome = tuple[tuple[bool, Any], None] | tuple[None, ScriptError]
 DEFAULT_TIMEOUT_MS = int(os.environ.get("CI_GRADE_JS_TIMEOUT_MS", "5000"))
 DEFAULT_MAX_MEMORY = int(os.environ.get("CI_GRADE_JS_MAX_MEMORY_MB", "256")) * 1024 * 1024
 MAX_BATCH = 64
+COLLECT_EVERY = 4096
+"""Calls between full collections of the isolate's heap: V8 sizes its heap by its own limit (well
+over a gigabyte) and lets garbage (every batch's source, payloads and results) pile up to it; a
+collection of a heap that holds little but garbage takes a few milliseconds."""
 
 _BOOTSTRAP = """
 var process = { env: %s }, __cigrade_out = [], __cigrade_settled = [];
@@ -86,6 +90,10 @@ class JsRuntime:
     def __init__(self, timeout_ms: int = DEFAULT_TIMEOUT_MS, max_memory: int = DEFAULT_MAX_MEMORY):
         self._timeout = timeout_ms / 1000
         self._max_memory = max_memory
+        self._collected = 0
+        """`calls` at the last full collection."""
+        self.collections = 0
+        """Full collections of the heap so far (one every COLLECT_EVERY calls)."""
         self._functions: dict[tuple[tuple[str, ...], str], str] = {}
         self._pending: deque[_Call] = deque()
         self._lock = threading.Lock()
@@ -145,6 +153,16 @@ class JsRuntime:
             except Exception as exc:  # never leave a caller waiting
                 outcomes = [(None, ScriptError(f"{type(exc).__name__}: {exc}"))] * len(batch)
             _deliver(batch, outcomes)
+            if self.calls >= self._collected + COLLECT_EVERY:
+                await self._collect()
+
+    async def _collect(self) -> None:
+        """A full collection of the isolate's heap, between evaluations."""
+        assert self._isolate is not None
+        async with self._isolate:
+            self._collected = self.calls
+            self._ctx.low_memory_notification()
+            self.collections += 1
 
     async def _run_batch(self, batch: list[_Call]) -> list[Outcome]:
         """Each call's (returned, value) or its error, in order (see the module's docstring)."""
