@@ -123,9 +123,9 @@ class OpenAIProvider(Provider):
 
     def client(self) -> Any:
         if self._client is None:
-            from openai import AsyncOpenAI
+            from ci_grade.providers.openai_client import client_class
 
-            self._client = AsyncOpenAI(
+            self._client = client_class()(
                 api_key=self.api_key(),
                 base_url=self.base_url(),
                 organization=self.spec.config.get("organization") or self.env_value("OPENAI_ORGANIZATION", "OPENAI_ORG_ID"),
