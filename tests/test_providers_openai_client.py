@@ -135,3 +135,17 @@ def test_kinds_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
             assert signature(built) == signature(theirs._build_request(FinalRequestOptions.construct(method="post", url=f"/path{n}", json_data=BODY)))
     assert len(ours._lean_templates) == 3
     assert MAX_KINDS == 32
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_sdk_import_leaves_the_collector_as_it_was(enabled: bool) -> None:
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        made = client_class.__wrapped__()
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert issubclass(made, openai.AsyncOpenAI) and made.__name__ == "AsyncOpenAI"
