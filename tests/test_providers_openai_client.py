@@ -129,7 +129,7 @@ def test_requests_beyond_plain_json_posts_are_the_sdks(extra: dict[str, Any]) ->
 def test_kinds_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(openai_client, "MAX_KINDS", 3)
     ours, theirs = lean(), sdk()
-    for round_ in range(2):
+    for _ in range(2):
         for n in range(5):
             built = ours._build_request(FinalRequestOptions.construct(method="post", url=f"/path{n}", json_data=BODY))
             assert signature(built) == signature(theirs._build_request(FinalRequestOptions.construct(method="post", url=f"/path{n}", json_data=BODY)))
