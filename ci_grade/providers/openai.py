@@ -1,7 +1,8 @@
 """OpenAI through the official SDK: chat, Responses API, embeddings and moderation.
 
 The SDK's HTTP client runs on `http1.Http1Transport` (far less CPU per call than its default)
-unless a proxy is configured.
+unless a proxy is configured; its `AsyncOpenAI` builds repeated requests by copying
+(`openai_client`).
 
 Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
 `openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
