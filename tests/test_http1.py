@@ -16,6 +16,7 @@ import httpx
 import httpx2
 import pytest
 
+from ci_grade.providers import http1
 from ci_grade.providers.http1 import Http1Transport
 
 Reply = bytes | Callable[[bytes], bytes]
@@ -211,3 +212,24 @@ def test_a_proxy_in_the_environment_keeps_the_clients_own_transport(monkeypatch:
 
     targets, answered = asyncio.run(main())
     assert targets == ["http://127.0.0.1:1/v1/chat/completions", "http://127.0.0.1:1/api"] and answered == [True, True]
+
+
+def test_header_lines_found_well_formed_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Header lines are checked once (API clients repeat them); the memory of them stays bounded
+    and a malformed line is refused however often it is sent."""
+    checked: set[tuple[bytes, bytes]] = set()
+    monkeypatch.setattr(http1, "_CHECKED", checked)
+    monkeypatch.setattr(http1, "_CHECKED_MAX", 6)
+
+    async def check(client: httpx.AsyncClient, url: str) -> list[str]:
+        statuses = [(await client.get(url, headers={"X-N": str(n % 3)})).text for n in range(5)]
+        for _ in range(2):
+            with pytest.raises(httpx.LocalProtocolError, match="Illegal header name"):
+                await client.get(url, headers={"Bad Name": "x"})
+        return statuses
+
+    statuses, requests, _ = run([ok(b"fine")] * 5, check)
+    assert statuses == ["fine"] * 5 and len(requests) == 5
+    assert b"X-N: 1\r\n" in requests[4]
+    assert 0 < len(checked) <= 6
+    assert not any(name == b"Bad Name" for name, _ in checked)

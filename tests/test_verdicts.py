@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ci_grade.errors import VerdictError, VerdictProblem
@@ -153,3 +155,28 @@ def test_a_huge_reply_is_scanned_only_so_far() -> None:
         extract(reply, "pass")
     assert info.value.problem is VerdictProblem.MISSING
     assert extract("x " * 1000 + '{"pass": true}', "pass") == {"pass": True}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"reason": "meets the rubric", "pass": true, "score": 1.0}',
+        '{"pass": false, "detail": {"pass": true, "note": "a } brace and a \\" quote"}}',
+        '{"reason": "ünïcode ✓ and {braces}", "score": 0.5}',
+        "{}",
+    ],
+)
+def test_a_reply_that_is_one_json_object_reads_as_the_full_scan_reads_it(text: str) -> None:
+    """The quick path (the whole reply is one JSON object) finds what the character scan finds."""
+    (quick,) = find_objects(text)
+    (scanned,) = find_objects(" " + text)  # not starting with "{": the full scan
+    assert (quick.value, quick.start, quick.end) == (scanned.value, scanned.start - 1, scanned.end - 1)
+    assert quick.value == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [('{"pass": true} {"pass": false}', 2), ('{"pass": true, "reason": "x"', 0), ("{pass: true}", 1), ('{"a": 1}}', 1)],
+)
+def test_replies_that_are_not_one_json_object_take_the_full_scan(text: str, count: int) -> None:
+    assert len(find_objects(text)) == count

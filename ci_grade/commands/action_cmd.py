@@ -157,9 +157,11 @@ class Graded(NamedTuple):
 
 def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop) -> tuple[EvalOutcome, EvalOptions, Path | None]:
     """Run the eval (or its shard, or its retry) in the working directory, inside a log group."""
+    from ci_grade.commands.shared import skip_final_collection
     from ci_grade.errors import ConfigError
     from ci_grade.evaluate import EvalOptions, evaluate
 
+    skip_final_collection()
     cache = (workdir / inputs.cache_dir).resolve() if inputs.cache_dir else None
     try:
         options = EvalOptions(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -159,10 +161,20 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true", help="show tracebacks for internal errors")
 
 
+def skip_final_collection() -> None:
+    """At exit, freeze what is left rather than collect it. The interpreter's last collection walks
+    every object an evaluation leaves (the OpenAI SDK's 200,000 among them), about 0.08 s of CPU, to
+    free memory the process's end frees anyway; every file is closed by then. Registered once."""
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+
+
 def eval_options(args: argparse.Namespace) -> EvalOptions:
     from ci_grade.errors import UsageError
     from ci_grade.evaluate import EvalOptions
     from ci_grade.run.stop import Stop
+
+    skip_final_collection()
 
     if args.max_concurrency is not None and args.max_concurrency < 1:
         raise UsageError("--max-concurrency must be at least 1")

@@ -86,6 +86,14 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _parse_object(candidate: str) -> dict[str, Any] | None:
     try:
         value = json.loads(candidate)
@@ -100,6 +108,8 @@ def _parse_object(candidate: str) -> dict[str, Any] | None:
 def find_objects(text: str) -> list[Found]:
     """Every complete `{...}` object in `text`, outermost first, scanning strings correctly."""
     found: list[Found] = []
+    if text[:1] == "{" and text[-1:] == "}" and len(text) <= _MAX_SCAN and (whole := _json_object(text)) is not None:
+        return [Found(whole, 0, len(text))]  # the usual reply: one JSON object, nothing around it
     text = text[:_MAX_SCAN]
     i = 0
     while True:

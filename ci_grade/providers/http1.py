@@ -136,6 +136,9 @@ class _IllegalHeader(Exception):
 
 _TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
 _UNSAFE_VALUE = re.compile(rb"[\r\n\0]|^[ \t]|[ \t]$")
+_CHECKED: set[tuple[bytes, bytes]] = set()
+"""Header lines already found well formed (an API client sends the same ones call after call)."""
+_CHECKED_MAX = 512
 
 
 def _head(request: Any, body: bytes) -> bytes:
@@ -144,10 +147,14 @@ def _head(request: Any, body: bytes) -> bytes:
     lines = [request.method.encode() + b" " + target + b" HTTP/1.1"]
     chunked = False
     for name, value in request.headers.raw:
-        if not _TOKEN.fullmatch(name):
-            raise _IllegalHeader(f"Illegal header name {name!r}")
-        if _UNSAFE_VALUE.search(value):
-            raise _IllegalHeader(f"Illegal header value {value!r}")
+        if (name, value) not in _CHECKED:
+            if not _TOKEN.fullmatch(name):
+                raise _IllegalHeader(f"Illegal header name {name!r}")
+            if _UNSAFE_VALUE.search(value):
+                raise _IllegalHeader(f"Illegal header value {value!r}")
+            if len(_CHECKED) >= _CHECKED_MAX:
+                _CHECKED.clear()
+            _CHECKED.add((name, value))
         lowered = name.lower()
         if lowered == b"transfer-encoding":
             chunked = True

@@ -1,7 +1,8 @@
 """OpenAI through the official SDK: chat, Responses API, embeddings and moderation.
 
 The SDK's HTTP client runs on `http1.Http1Transport` (far less CPU per call than its default)
-unless a proxy is configured.
+unless a proxy is configured; its `AsyncOpenAI` builds repeated requests by copying
+(`openai_client`).
 
 Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
 `openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
@@ -123,9 +124,9 @@ class OpenAIProvider(Provider):
 
     def client(self) -> Any:
         if self._client is None:
-            from openai import AsyncOpenAI
+            from ci_grade.providers.openai_client import client_class
 
-            self._client = AsyncOpenAI(
+            self._client = client_class()(
                 api_key=self.api_key(),
                 base_url=self.base_url(),
                 organization=self.spec.config.get("organization") or self.env_value("OPENAI_ORGANIZATION", "OPENAI_ORG_ID"),

@@ -1,0 +1,127 @@
+"""The OpenAI SDK's async client, building plain JSON requests once per kind instead of per call.
+
+The SDK builds every request from scratch: it merges and normalises some 40 headers and parses
+the URL three times, over 40% of the CPU of its call path. `LeanRequests` (mixed
+into `AsyncOpenAI` by `client_class`) keeps the SDK as the client (its sending, auth, errors and
+reply reading are untouched) and changes only how a request is built: the first request of each
+kind (method, endpoint, timeout, the SDK's headers for it) is the SDK's own; later ones copy it
+with their own body and retry count. The second request of each kind is built both ways and
+compared: if they differ in anything (say, a new SDK version adds a per-call header), that kind
+is built by the SDK from then on. Requests with files, query parameters, extra headers, an
+idempotency header or a body that is not a JSON object always go the SDK's way.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from collections.abc import Hashable
+from typing import Any
+
+MAX_KINDS = 32
+"""Kinds of request remembered per client; beyond that, requests are built by the SDK."""
+_RETRY_COUNT = "x-stainless-retry-count"
+
+
+class _Template:
+    """A request of one kind as the SDK built it; each copy sets its body, length and retry count."""
+
+    def __init__(self, lib: Any, request: Any):
+        self.method = request.method
+        self.url = request.url
+        self.extensions = request.extensions
+        self.headers = lib.Headers(request.headers, encoding=request.headers.encoding)
+        self.verified = False
+
+
+class LeanRequests:
+    """Mixin for `AsyncOpenAI` (see the module's docstring); `client_class` applies it."""
+
+    _lean_templates: dict[Hashable, _Template | None]
+
+    def _build_request(self, options: Any, *, retries_taken: int = 0) -> Any:
+        sdk_build = super()._build_request  # type: ignore[misc]
+        key = self._lean_kind(options)
+        if key is None:
+            return sdk_build(options, retries_taken=retries_taken)
+        templates = self.__dict__.setdefault("_lean_templates", {})
+        template = templates.get(key, False)
+        if template is False:
+            request = sdk_build(options, retries_taken=retries_taken)
+            if len(templates) < MAX_KINDS:
+                templates[key] = _Template(_httpx2(), request)
+            return request
+        if template is None:
+            return sdk_build(options, retries_taken=retries_taken)
+        request = self._lean_copy(template, options, retries_taken)
+        if not template.verified:
+            expected = sdk_build(options, retries_taken=retries_taken)
+            if _signature(request) != _signature(expected):
+                templates[key] = None
+                return expected
+            template.verified = True
+        return request
+
+    def _lean_kind(self, options: Any) -> Hashable | None:
+        """What fixes a request's method, URL, headers and timeout; None for one the SDK builds."""
+        client: Any = self
+        if (
+            options.method != "post"
+            or options.files is not None
+            or options.content is not None
+            or options.params
+            or options.headers
+            or options.extra_json is not None
+            or not isinstance(options.json_data, dict)
+            or client._idempotency_header is not None
+            or client._client.cookies
+            or client._client.params
+        ):
+            return None
+        headers = {**client._auth_headers(options.security), **client.default_headers}
+        fixed = tuple((name, value) for name, value in headers.items() if isinstance(value, str))
+        return (options.url, repr(options.timeout), repr(client.timeout), str(client.base_url), fixed, tuple(options.security.items()))
+
+    def _lean_copy(self, template: _Template, options: Any, retries_taken: int) -> Any:
+        lib = _httpx2()
+        body = _dumps()(options.json_data)
+        headers = lib.Headers(template.headers, encoding=template.headers.encoding)
+        headers[_RETRY_COUNT] = str(retries_taken)
+        headers["Content-Length"] = str(len(body))
+        request = lib.Request(template.method, template.url, headers=headers, stream=lib.ByteStream(body), extensions=template.extensions)
+        request.read()
+        return request
+
+
+def _signature(request: Any) -> tuple[Any, ...]:
+    return (request.method, str(request.url), request.headers.raw, request.content, request.extensions)
+
+
+@functools.cache
+def _httpx2() -> Any:
+    import httpx2
+
+    return httpx2
+
+
+@functools.cache
+def _dumps() -> Any:
+    """The SDK's own JSON encoder for request bodies."""
+    from openai._utils._json import openapi_dumps
+
+    return openapi_dumps
+
+
+@functools.cache
+def client_class() -> type[Any]:
+    """`AsyncOpenAI` with `LeanRequests`. The SDK is imported on first use, with the cyclic garbage
+    collector paused: the import creates some 200,000 objects and no garbage, and collections
+    meanwhile would scan them again and again (a tenth of the import's CPU)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        from openai import AsyncOpenAI
+    finally:
+        if enabled:
+            gc.enable()
+    return type("AsyncOpenAI", (LeanRequests, AsyncOpenAI), {"__module__": __name__})

@@ -1,0 +1,151 @@
+"""The OpenAI client's request building (`providers/openai_client.py`): the same requests as the SDK's own."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from openai._models import FinalRequestOptions
+
+from ci_grade.providers import openai_client
+from ci_grade.providers.openai_client import MAX_KINDS, client_class
+from tests.provider_helpers import make
+from tests.servers.llm_server import LLMServer
+
+KEY = "sk-test-0123456789"
+BODY = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "Grade this: café ✓ \u2028 \"quoted\""}], "temperature": 0}
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    with LLMServer() as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        yield srv
+
+
+def options(body: Any = BODY, **extra: Any) -> Any:
+    return FinalRequestOptions.construct(method="post", url="/chat/completions", json_data=body, **extra)
+
+
+def lean(**kwargs: Any) -> Any:
+    return client_class()(api_key=KEY, base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=30.0, **kwargs)
+
+
+def sdk(**kwargs: Any) -> Any:
+    return openai.AsyncOpenAI(api_key=KEY, base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=30.0, **kwargs)
+
+
+def signature(request: Any) -> tuple[Any, ...]:
+    return (request.method, str(request.url), request.headers.raw, request.content, request.extensions)
+
+
+def test_requests_on_the_wire_are_the_sdks(server: LLMServer) -> None:
+    """Three grader calls through the provider's client and three through a plain SDK client: the
+    server receives the same headers and bodies (the first is built by the SDK, the second is
+    checked against it, the third is a copy)."""
+    prompts = ["first", "second: ünïcode ✓", "third " * 50]
+
+    async def go() -> Any:
+        provider: Any = make("openai:chat:gpt-4.1-mini")
+        plain = openai.AsyncOpenAI(api_key=KEY, base_url=server.openai_base_url, max_retries=0, timeout=120.0)
+        try:
+            for prompt in prompts:
+                body = provider.chat_body(prompt)
+                assert (await provider.client().post("/chat/completions", cast_to=str, body=body)).startswith("{")
+                assert (await plain.post("/chat/completions", cast_to=str, body=body)).startswith("{")
+            return provider.client()
+        finally:
+            await provider.aclose()
+            await plain.close()
+
+    client = asyncio.run(go())
+    assert isinstance(client, openai.AsyncOpenAI)
+    recorded = server.requests_to("/v1/chat/completions")
+    assert len(recorded) == 6
+    for ours, theirs in zip(recorded[0::2], recorded[1::2], strict=True):
+        assert ours.headers == theirs.headers
+        assert ours.body == theirs.body
+    assert recorded[4].json["messages"][0]["content"] == "third " * 50
+    assert recorded[0].headers["user-agent"].startswith("AsyncOpenAI/Python ")
+    assert [template.verified for template in client._lean_templates.values()] == [True]
+
+
+@pytest.mark.parametrize("retries_taken", [0, 2])
+@pytest.mark.parametrize("client_options", [{}, {"organization": "org-1", "project": "proj-2", "default_headers": {"X-Team": "evals"}}])
+def test_built_requests_equal_the_sdks(retries_taken: int, client_options: dict[str, Any]) -> None:
+    ours, theirs = lean(**client_options), sdk(**client_options)
+    for body in (BODY, {**BODY, "messages": [{"role": "user", "content": "other"}]}, {"model": "m", "input": "x"}):
+        for _ in range(3):
+            built = ours._build_request(options(body), retries_taken=retries_taken)
+            assert signature(built) == signature(theirs._build_request(options(body), retries_taken=retries_taken))
+    assert [template.verified for template in ours._lean_templates.values()] == [True]
+
+
+def test_a_call_timeout_is_its_own_kind() -> None:
+    ours, theirs = lean(), sdk()
+    for timeout in (5.0, 7.5, 5.0, 7.5, 5.0):
+        built = ours._build_request(options(timeout=timeout))
+        assert built.headers["x-stainless-read-timeout"] == str(timeout)
+        assert signature(built) == signature(theirs._build_request(options(timeout=timeout)))
+    assert len(ours._lean_templates) == 2
+
+
+def test_a_kind_whose_copies_differ_is_built_by_the_sdk_from_then_on() -> None:
+    """A header the SDK sets per call (as a new SDK version might) shows up in the check of a kind's
+    second request: from then on that kind is the SDK's own, every header right."""
+    counter = iter(range(1, 100))
+
+    class PerCallHeader(client_class()):  # type: ignore[misc]
+        def _build_headers(self, options: Any, *, retries_taken: int = 0) -> Any:
+            headers = super()._build_headers(options, retries_taken=retries_taken)
+            headers["x-call"] = str(next(counter))
+            return headers
+
+    client = PerCallHeader(api_key=KEY, base_url="http://127.0.0.1:9/v1", max_retries=0)
+    sent = [client._build_request(options()).headers["x-call"] for _ in range(4)]
+    # the second request's copy still carries "1": the check finds it and sends the SDK's instead
+    assert sent == ["1", "2", "3", "4"]
+    assert list(client._lean_templates.values()) == [None]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"headers": {"X-Trace": "t1"}}, {"params": {"api-version": "1"}}, {"extra_json": {"seed": 1}}, {"method": "get", "json_data": None}],
+    ids=["headers", "params", "extra_json", "get"],
+)
+def test_requests_beyond_plain_json_posts_are_the_sdks(extra: dict[str, Any]) -> None:
+    ours, theirs = lean(), sdk()
+    made = {"method": "post", "url": "/chat/completions", "json_data": BODY, **extra}
+    for _ in range(3):
+        built = ours._build_request(FinalRequestOptions.construct(**made))
+        assert signature(built) == signature(theirs._build_request(FinalRequestOptions.construct(**made)))
+    assert not getattr(ours, "_lean_templates", {})
+
+
+def test_kinds_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(openai_client, "MAX_KINDS", 3)
+    ours, theirs = lean(), sdk()
+    for _ in range(2):
+        for n in range(5):
+            built = ours._build_request(FinalRequestOptions.construct(method="post", url=f"/path{n}", json_data=BODY))
+            assert signature(built) == signature(theirs._build_request(FinalRequestOptions.construct(method="post", url=f"/path{n}", json_data=BODY)))
+    assert len(ours._lean_templates) == 3
+    assert MAX_KINDS == 32
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_sdk_import_leaves_the_collector_as_it_was(enabled: bool) -> None:
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        made = client_class.__wrapped__()
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert issubclass(made, openai.AsyncOpenAI) and made.__name__ == "AsyncOpenAI"
