@@ -149,3 +149,14 @@ def test_the_sdk_import_leaves_the_collector_as_it_was(enabled: bool) -> None:
     finally:
         (gc.enable if was else gc.disable)()
     assert issubclass(made, openai.AsyncOpenAI) and made.__name__ == "AsyncOpenAI"
+
+
+def test_an_sdk_without_the_private_names_read_gets_its_own_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An SDK version whose requests lack what a copy reads (here a name the template takes from
+    the SDK's request) still sends every request right: the client falls back to the SDK's own
+    building for good."""
+    client, theirs = lean(), sdk()
+    monkeypatch.setattr(openai_client._Template, "__init__", lambda self, lib, request: request.renamed_in_a_new_version)
+    for _ in range(3):
+        assert signature(client._build_request(options())) == signature(theirs._build_request(options()))
+    assert client.__dict__["_lean_off"] is True and not client.__dict__.get("_lean_templates")

@@ -8,7 +8,9 @@ kind (method, endpoint, timeout, the SDK's headers for it) is the SDK's own; lat
 with their own body and retry count. The second request of each kind is built both ways and
 compared: if they differ in anything (say, a new SDK version adds a per-call header), that kind
 is built by the SDK from then on. Requests with files, query parameters, extra headers, an
-idempotency header or a body that is not a JSON object always go the SDK's way.
+idempotency header or a body that is not a JSON object always go the SDK's way. The copies read
+a few of the SDK's private names; if an SDK version no longer has them, the client builds every
+request the SDK's way from then on.
 """
 
 from __future__ import annotations
@@ -41,6 +43,16 @@ class LeanRequests:
 
     def _build_request(self, options: Any, *, retries_taken: int = 0) -> Any:
         sdk_build = super()._build_request  # type: ignore[misc]
+        if self.__dict__.get("_lean_off"):
+            return sdk_build(options, retries_taken=retries_taken)
+        try:
+            return self._lean_build(sdk_build, options, retries_taken)
+        except (AttributeError, KeyError, TypeError):
+            # the SDK's private names are not what this module reads: its own way from now on
+            self.__dict__["_lean_off"] = True
+            return sdk_build(options, retries_taken=retries_taken)
+
+    def _lean_build(self, sdk_build: Any, options: Any, retries_taken: int) -> Any:
         key = self._lean_kind(options)
         if key is None:
             return sdk_build(options, retries_taken=retries_taken)
