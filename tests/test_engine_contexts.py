@@ -1,0 +1,77 @@
+"""What the grading engine hands to scripts and comparisons: the transform context promptfoo
+documents (prompt.raw, test.metadata), the grader usage of a failed comparison on its first output
+only, and a comparison's metric rendered with the test's vars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.assertion_runs import evaluate, first
+from tests.model_graded_helpers import run_eval, status
+from tests.servers.llm_server import LLMServer
+
+
+def test_a_transform_sees_the_raw_prompt_and_the_tests_metadata(tmp_path: Path) -> None:
+    rows = evaluate(tmp_path, """
+prompts: ['Say {{case}}']
+providers: [echo]
+tests:
+  - description: refunds
+    vars: {case: hi}
+    metadata: {owner: support}
+    providerOutput: anything
+    assert:
+      - type: equals
+        value: "Say hi|support|refunds|hi"
+        transform: "context.prompt.raw + '|' + context.test.metadata.owner + '|' + context.test.description + '|' + context.test.vars.case"
+""")
+    (row,) = rows
+    assert first(row).passed, first(row).reason
+
+
+def test_a_transform_of_a_test_without_metadata_sees_an_empty_object(tmp_path: Path) -> None:
+    rows = evaluate(tmp_path, """
+prompts: ['Say {{case}}']
+providers: [echo]
+tests:
+  - vars: {case: hi}
+    providerOutput: anything
+    assert:
+      - {type: equals, value: "{}", transform: "JSON.stringify(context.test.metadata)"}
+""")
+    assert first(rows[0]).passed, first(rows[0]).reason
+
+
+TWO_PROMPTS = """
+prompts:
+  - 'Write a tweet about {{topic}}'
+  - 'Write a very concise, funny tweet about {{topic}}'
+providers: [echo]
+tests:
+  - vars: {topic: bananas}
+    assert:
+      - type: select-best
+        value: choose the funniest tweet
+        metric: funniest-{{topic}}
+"""
+
+
+def _select_best(row: dict) -> dict:
+    return next(c for c in row["gradingResult"]["componentResults"] if c["assertion"]["type"] == "select-best")
+
+
+def test_a_failed_comparison_books_its_grader_usage_on_the_first_output_only(tmp_path: Path, openai_env: LLMServer) -> None:
+    usage = {"prompt_tokens": 90, "completion_tokens": 10, "total_tokens": 100}
+    openai_env.on_chat("choose the funniest tweet", "Both are funny.", usage=usage)
+    result = run_eval(tmp_path, TWO_PROMPTS)
+    components = [_select_best(row) for row in result.rows]
+    assert [status(c) for c in components] == ["error", "error"]
+    assert [c["tokensUsed"]["total"] for c in components] == [100, 0]
+    assert result.stats["tokenUsage"]["assertions"]["total"] == 100
+
+
+def test_a_comparisons_metric_is_rendered_with_the_tests_vars(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("choose the funniest tweet", {"reason": "The second is funnier.", "best": 1})
+    result = run_eval(tmp_path, TWO_PROMPTS)
+    assert [_select_best(row)["assertion"].get("metric") for row in result.rows] == ["funniest-bananas"] * 2
+    assert [row["namedScores"] for row in result.rows] == [{"funniest-bananas": 0.0}, {"funniest-bananas": 1.0}]

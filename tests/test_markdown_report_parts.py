@@ -1,0 +1,68 @@
+"""Parts of the Markdown report pinned one by one: section headings with a baseline, the
+percentage-point deltas, the evidence column, spreads of two repeats, empty values and the
+hidden marker comment."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_grade.gate.baseline import baseline_from_run
+from ci_grade.gate.compare import compare
+from ci_grade.gate.models import CaseDelta, GatePolicy, MetricDelta
+from ci_grade.report.markdown import _delta_pct, _evidence, _spread, render_markdown
+from ci_grade.report.markdown_escape import Escaper
+from tests.results_factory import row, run_of
+
+
+def test_known_failures_and_other_failing_tests_have_their_own_sections() -> None:
+    base = run_of(row("a", 1.0), row("known", 0.0))
+    head = run_of(row("a", 1.0), row("known", 0.0), row("added", 0.0))
+    md = render_markdown(head, compare(head, baseline_from_run(base), GatePolicy()))
+    other = md.index("#### Other failing tests (1)\n\n- **added**")
+    known = md.index("#### Known failures (failing in the baseline too) (1)\n\n<details><summary>1 more</summary>\n\n- **known**")
+    assert other < known < md.index("#### Added tests (1)")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(0.005, "▲ +0.5 pts"), (-0.005, "▼ −0.5 pts"), (0.25, "▲ +25.0 pts"), (0.0004, "＝ 0 pts"), (None, "–")],
+)
+def test_pass_rate_deltas_in_points(value: float | None, shown: str) -> None:
+    assert _delta_pct(value) == shown
+
+
+@pytest.mark.parametrize(
+    ("measure", "shown"),
+    [
+        (MetricDelta(name="m", base=0.9, head=0.8, method="paired t", p_value=0.2, clusters=4), "paired t p=0.2, 4 clusters · no significant change"),
+        (MetricDelta(name="m", base=0.9, head=0.8, method="paired t", p_value=0.2, inconclusive=True, mde=0.3), "paired t p=0.2 · inconclusive (MDE 0.30)"),
+        (MetricDelta(name="m", base=0.9, head=0.8, method="paired t", p_value=0.2, inconclusive=True, mde=0.3, tests_needed=40), "paired t p=0.2 · inconclusive (MDE 0.30, ~40 tests to settle)"),
+        (MetricDelta(name="m", base=0.9, head=0.8, method="exact", p_value=0.0), "reproducible: exact · dropped within the margin"),
+        (MetricDelta(name="m", base=0.8, head=0.8, method="exact", p_value=1.0), "reproducible: exact · no drop"),
+        (MetricDelta(name="m", base=0.9, head=0.8, method="paired t", p_value=0.01, significant=True), "paired t p=0.01 · significant, within the margin"),
+    ],
+)
+def test_the_evidence_column(measure: MetricDelta, shown: str) -> None:
+    assert _evidence(measure) == shown
+
+
+def test_spread_is_shown_from_two_repeats() -> None:
+    case = CaseDelta(test_id="a", base_spread=0.25, base_repeats=2, head_spread=0.5, head_repeats=1)
+    assert (_spread(case, "base"), _spread(case, "head")) == (" ±0.25 (n=2)", "")
+
+
+def test_nothing_renders_as_nothing() -> None:
+    assert Escaper().inline(None) == ""
+
+
+@pytest.mark.parametrize(
+    ("marker", "shown"),
+    [
+        ("<!-- ci-grade:sticky-comment abc -->", "<!-- ci-grade:sticky-comment abc -->"),
+        ("<!--x-->", "<!--x-->"),
+        ("<!--a>-->", "<!-- &lt;!- -a&gt;- -&gt; -->"),  # a '>' just before the end is rebuilt, not kept
+        ("<!--a--->", "<!-- &lt;!- -a- --&gt; -->"),  # as is text ending in '-'
+    ],
+)
+def test_marker_comments(marker: str, shown: str) -> None:
+    assert Escaper.marker(marker) == shown
