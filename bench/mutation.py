@@ -95,9 +95,10 @@ def sample_patterns(percent: int | None) -> list[str]:
 
 def read_results(root: Path, equivalents: dict[str, str], patterns: list[str] | None = None) -> tuple[dict[str, ModuleCounts], list[str]]:
     """Per module, from mutmut's `.meta` files (only mutants matching `patterns`, when given); also
-    the listed equivalents that no longer survive."""
+    the listed equivalents that name a judged mutant but no longer survive."""
     modules: dict[str, ModuleCounts] = {}
     applied: set[str] = set()
+    judged: list[str] = []
     for meta in sorted((root / "mutants").rglob("*.py.meta")):
         codes: dict[str, int | None] = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
         if not codes:
@@ -106,6 +107,7 @@ def read_results(root: Path, equivalents: dict[str, str], patterns: list[str] | 
         for name, code in codes.items():
             if patterns and not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
                 continue
+            judged.append(name)
             if code in KILLED:
                 counts.killed += 1
             elif code in TYPE_CHECK:
@@ -121,7 +123,8 @@ def read_results(root: Path, equivalents: dict[str, str], patterns: list[str] | 
                 counts.no_tests.append(name)
             else:
                 counts.other["not run" if code is None else f"exit {code}"] += 1
-    return modules, sorted(set(equivalents) - applied)
+    stale = [entry for entry in set(equivalents) - applied if any(fnmatch.fnmatchcase(name, entry) for name in judged)]
+    return modules, sorted(stale)
 
 
 def _listed(mutant: str, equivalents: dict[str, str]) -> str | None:
