@@ -14,3 +14,19 @@ def test_head_measures_without_a_baseline() -> None:
     assert (c.mean_score.head, c.mean_score.tests) == (0.75, 2)
     assert (c.pass_rate.head, c.pass_rate.tests) == (0.5, 2)
     assert c.head_scores == [1.0, 0.5]
+
+
+def test_a_passing_test_with_metrics_counts_in_the_pass_rate() -> None:
+    c = compare(run_of(row("a", 1.0, metrics={"m": 1.0}), row("b", 0.0, "fail")), None, GatePolicy())
+    assert c.pass_rate.head == 0.5 and c.metrics[0].head == 1.0
+
+
+def test_a_listed_test_shows_its_first_errored_repeat() -> None:
+    run = run_of(row("a", 0.0, "fail", repeat=0, reason="wrong answer"), row("a", 0.0, "error", repeat=1, error="HTTP 500"), repeat=2)
+    (case,) = compare(run, None, GatePolicy()).tests
+    assert (case.error, case.reason) == ("HTTP 500", "a failed")
+
+
+def test_a_structured_output_is_shown_as_json_with_its_own_characters() -> None:
+    (case,) = compare(run_of(row("a", 0.0, output={"city": "Zürich", "n": 1})), None, GatePolicy()).tests
+    assert case.output == '{"city": "Zürich", "n": 1}'

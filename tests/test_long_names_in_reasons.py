@@ -1,6 +1,7 @@
 """One-line reasons of the gate and of the verdict reader: long names quoted in them are cut, with a
 mark, so the reason stays one line a person can read (a metric's name in the gate's reason, a
-grader's reply in a verdict error); the passed reason counts inconclusive drops."""
+grader's reply in a verdict error); the passed reason counts inconclusive drops; a test that drops
+and newly fails is counted once; three or more regressed measures are named in one line."""
 
 from __future__ import annotations
 
@@ -49,3 +50,17 @@ def test_inconclusive_drops_are_counted_in_the_passed_reason() -> None:
     reason = compare(head, baseline_from_run(base), GatePolicy()).reason
     assert reason == ("3 of 4 tests passed; no significant change against the baseline; 1 sampled test newly failing, not significant; "
                       "1 drop beyond the margin not significant (inconclusive)")
+
+
+def test_a_test_that_drops_and_newly_fails_is_counted_once() -> None:
+    base = run_of(row("a", 1.0), row("b", 1.0))
+    head = run_of(row("a", 0.0), row("b", 1.0))
+    reason = compare(head, baseline_from_run(base), GatePolicy()).reason
+    assert reason == "1 test regressed beyond tolerance (max drop 0.10); pass rate dropped 1.00 → 0.50 (-0.50, max drop 0.02)"
+
+
+def test_three_regressed_measures_are_named_in_one_line() -> None:
+    base = run_of(*[row(n, 0.9, metrics={"m1": 0.9, "m2": 0.9}) for n in "ab"])
+    head = run_of(*[row(n, 0.6, metrics={"m1": 0.6, "m2": 0.6}) for n in "ab"])
+    reason = compare(head, baseline_from_run(base), GatePolicy()).reason
+    assert reason == "2 tests regressed beyond tolerance (max drop 0.10); 3 measures dropped beyond tolerance (max drop 0.02): mean score, 'm1', 'm2'"
