@@ -1,6 +1,6 @@
 """Parts of the Markdown report pinned one by one: section headings with a baseline, the
-percentage-point deltas, the evidence column, spreads of two repeats, empty values and the
-hidden marker comment."""
+percentage-point deltas, the evidence column, spreads of two repeats, empty values, the hidden
+marker comment, and how a report too long for its limit is cut."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import CaseDelta, GatePolicy, MetricDelta
-from ci_grade.report.markdown import _delta_pct, _evidence, _spread, render_markdown
-from ci_grade.report.markdown_escape import Escaper
+from ci_grade.report.markdown import _Budget, _delta_pct, _evidence, _fit, _Section, _spread, render_markdown
+from ci_grade.report.markdown_escape import Escaper, Md
 from tests.results_factory import row, run_of
 
 
@@ -66,3 +66,17 @@ def test_nothing_renders_as_nothing() -> None:
 )
 def test_marker_comments(marker: str, shown: str) -> None:
     assert Escaper.marker(marker) == shown
+
+
+def test_cutting_keeps_items_by_their_estimated_size_without_trimming_one_by_one() -> None:
+    sections = [_Section("A", [Md("a" * 10)] * 5), _Section("B", [Md("b" * 10)] * 5)]
+    renders = []
+
+    def render() -> str:  # a body of 100 characters plus each kept item and its newline
+        renders.append(1)
+        return "x" * (100 + sum(11 * s.keep for s in sections))
+
+    comparison = compare(run_of(row("a", 1.0)), None, GatePolicy())
+    text = _fit(sections, render, _Budget(max_chars=166), comparison, Escaper(), "")
+    assert len(text) == 166 and [s.keep for s in sections] == [5, 1]
+    assert len(renders) == 2  # the bare body, then the chosen items: no render per dropped item
