@@ -1,5 +1,6 @@
-"""A `git:REF:PATH` baseline whose object is there but cannot be read: the error names what git was
-asked for and why it failed, instead of passing for a missing baseline."""
+"""A `git:REF:PATH` baseline that git cannot give: an object that is there but cannot be read, or a
+folder git cannot start in. The error names what failed and why, instead of passing for a missing
+baseline."""
 
 from __future__ import annotations
 
@@ -37,3 +38,18 @@ def test_a_corrupt_object_is_an_infrastructure_error_naming_ref_and_path(tmp_pat
     assert message.startswith("git show main:baseline.json failed: ")
     assert "inflate" in message or "corrupt" in message
     assert info.value.exit_code == ExitCode.INFRASTRUCTURE
+
+
+def test_git_that_cannot_start_in_the_folder_is_an_infrastructure_error(tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "file.txt"
+    not_a_folder.write_text("x")
+    with pytest.raises(InfrastructureError) as info:
+        load_baseline("git:main:baseline.json", not_a_folder)
+    assert str(info.value).startswith("git failed: ") and "Not a directory" in str(info.value)
+
+
+def test_a_git_error_without_a_message_is_named_by_its_type() -> None:
+    from ci_grade.gate.store import _first_line
+
+    assert _first_line(Exception("  \n")) == "Exception"
+    assert _first_line(ValueError("first\nsecond")) == "first"

@@ -1,5 +1,6 @@
-"""`contextTransform` edges: a Python file without a function name calls `get_context`, and an
-expression of exactly 80 characters is quoted whole in the reason (longer ones are cut)."""
+"""`contextTransform` edges: a Python file without a function name calls `get_context`, an
+expression of exactly 80 characters is quoted whole in the reason (longer ones are cut), and a
+Python function that raises is named with its error."""
 
 from __future__ import annotations
 
@@ -33,3 +34,12 @@ def test_an_expression_of_eighty_characters_is_quoted_whole(tmp_path: Path, open
     reasons = {row["description"]: outcome(row["gradingResult"]["componentResults"][0]).reason for row in rows}
     assert reasons[code].startswith(f"contextTransform {code!r} returned no value")
     assert reasons[longer].startswith(f"contextTransform {longer[:77] + '...'!r} returned no value")
+
+
+def test_a_python_context_transform_that_raises_names_its_error(tmp_path: Path, openai_env: LLMServer) -> None:
+    write(tmp_path / "ctx.py", "def get_context(output, context):\n    raise ValueError('no context here')\n")
+    config = {"prompts": ["p"], "providers": ["echo"], "tests": [{"vars": {"query": "q"}, "assert": [{"type": "context-relevance", "contextTransform": "file://ctx.py"}]}]}
+    (row,) = evaluate(tmp_path, config)
+    result = outcome(row["gradingResult"]["componentResults"][0])
+    assert result.status == "error"
+    assert "contextTransform 'file://ctx.py' failed: ValueError: no context here" in result.reason

@@ -1,6 +1,7 @@
 """What the grading engine hands to scripts and comparisons: the transform context promptfoo
 documents (prompt.raw, test.metadata), the grader usage of a failed comparison on its first output
-only, and a comparison's metric rendered with the test's vars."""
+only, a comparison's metric rendered with the test's vars, its threshold kept, and a long
+unreadable grader reply quoted in part."""
 
 from __future__ import annotations
 
@@ -75,3 +76,14 @@ def test_a_comparisons_metric_is_rendered_with_the_tests_vars(tmp_path: Path, op
     result = run_eval(tmp_path, TWO_PROMPTS)
     assert [_select_best(row)["assertion"].get("metric") for row in result.rows] == ["funniest-bananas"] * 2
     assert [row["namedScores"] for row in result.rows] == [{"funniest-bananas": 0.0}, {"funniest-bananas": 1.0}]
+
+
+def test_a_comparison_keeps_its_threshold_and_quotes_a_long_unreadable_reply(tmp_path: Path, openai_env: LLMServer) -> None:
+    reply = "Both outputs are funny in their own way. " * 8
+    openai_env.on_chat("choose the funniest tweet", reply)
+    result = run_eval(tmp_path, TWO_PROMPTS.replace("metric: funniest-{{topic}}", "threshold: 0.5"))
+    components = [_select_best(row) for row in result.rows]
+    assert [c["assertion"].get("threshold") for c in components] == [0.5, 0.5]
+    text = reply.strip()
+    shown = text[:200] + f"… [{len(text) - 200} more chars]"
+    assert all(c["reason"].endswith(f"grader reply holds no output index: {shown}") for c in components), components[0]["reason"]

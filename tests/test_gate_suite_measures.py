@@ -106,3 +106,31 @@ def test_a_drop_at_the_tolerance_plus_its_rounding_slack_is_tolerated() -> None:
     assert case.reproducible and not case.regressed
     (beyond,) = compare(run_of(row("a", 0.3999999, "pass")), baseline_from_run(base), GatePolicy(max_score_drop=0.1)).tests
     assert beyond.regressed
+
+
+def test_two_head_repeats_against_one_base_run_are_evidence() -> None:
+    base = run_of(row("a", 1.0, sampled=True))
+    head = run_of(row("a", 0.0, sampled=True, repeat=0), row("a", 0.0, sampled=True, repeat=1), repeat=2)
+    (case,) = compare(head, baseline_from_run(base), GatePolicy()).tests
+    assert case.p_value is not None and 0.0 < case.p_value < 1.0
+
+
+def test_a_removed_test_keeps_its_baseline_id_and_spread() -> None:
+    base = run_of(row("kept", 1.0), row("gone", 1.0, repeat=0), row("gone", 0.5, repeat=1), repeat=2)
+    c = compare(run_of(row("kept", 1.0)), baseline_from_run(base), GatePolicy())
+    (gone,) = [t for t in c.tests if t.change == "removed"]
+    assert gone.base_id == gone.test_id == base.results[1].test_id
+    assert (gone.base_score, gone.base_repeats) == (0.75, 2) and abs(gone.base_spread - 0.125 ** 0.5) < 1e-12
+
+
+def test_the_mde_and_tests_needed_use_t_quantiles_and_the_policys_alpha() -> None:
+    from ci_grade.gate.statistics import mde, paired, units_needed
+
+    scores = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+    base = _sampled(dict.fromkeys("abcdefgh", 1.0))
+    head = _sampled(dict(zip("abcdefgh", [0.5 + s / 4 for s in scores], strict=True)))
+    c = _judge(base, head, alpha=0.1)
+    stats = paired([0.5 + s / 4 - 1.0 for s in scores], 0.1)
+    assert stats is not None and stats.se and stats.sd and c.mean_score.method == "paired t"
+    assert c.mean_score.mde == mde(stats.se, 0.1, df=7) != mde(stats.se, 0.1)
+    assert c.mean_score.tests_needed == units_needed(stats.sd, 0.02, 0.1) != units_needed(stats.sd, 0.02)

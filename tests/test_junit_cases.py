@@ -1,12 +1,16 @@
-"""The failure and error elements of a JUnit testcase: their type, message and text, for a failing
-assertion, a gating regression and an errored row."""
+"""The failure and error elements of a JUnit testcase (their type, message and text, for a failing
+assertion, a gating regression and an errored row), the document's default name, the scores of a
+suite of errors, structured output, and file paths relative to the repository root."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from ci_grade.gate.models import GateNote
 from ci_grade.report.junit import render_junit
+from ci_grade.report.source_paths import SourcePaths
+from ci_grade.results.models import SourceRef
 from tests.results_factory import row, run_of
 
 
@@ -51,3 +55,25 @@ def test_a_non_gating_note_leaves_a_passing_case_passing() -> None:
     case = _case(xml, "refund")
     assert case.find("failure") is None and case.find("error") is None
     assert [child.tag for child in case] == ["system-out"]
+
+
+def test_document_name_scores_of_an_all_errored_suite_and_structured_output() -> None:
+    broken = row("broken", 0.0, "error", error="boom")
+    structured = row("json", 1.0, output={"answer": 42})
+    root = ET.fromstring(render_junit(run_of(broken, structured)).split("\n", 1)[1])
+    assert root.get("name") == "ci-grade"  # a run without a description
+    (suite,) = root.iter("testsuite")
+    assert {p.get("name"): p.get("value") for p in suite.iter("property")}["mean_score"] == "1.0000"
+    only_errors = ET.fromstring(render_junit(run_of(broken)).split("\n", 1)[1])
+    assert {p.get("name"): p.get("value") for p in only_errors.iter("property")}["mean_score"] == "n/a"
+    out = _case(render_junit(run_of(structured)), "json").findtext("system-out") or ""
+    assert out.endswith("output:\n{'answer': 42}")
+
+
+def test_file_paths_are_relative_to_the_given_root(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "evals").mkdir()
+    located = row("located", 1.0)
+    located.location = SourceRef(file=str(tmp_path / "evals" / "tests.yaml"), line=3)
+    case = _case(render_junit(run_of(located), paths=SourcePaths(tmp_path / "evals", env={})), "located")
+    assert (case.get("file"), case.get("line")) == ("evals/tests.yaml", "3")

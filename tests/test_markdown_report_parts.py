@@ -9,7 +9,7 @@ import pytest
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import CaseDelta, GatePolicy, MetricDelta
-from ci_grade.report.markdown import _Budget, _delta_pct, _evidence, _fit, _Section, _spread, render_markdown
+from ci_grade.report.markdown import _Budget, _delta, _delta_pct, _evidence, _fit, _Section, _spread, render_markdown
 from ci_grade.report.markdown_escape import Escaper, Md
 from tests.results_factory import row, run_of
 
@@ -80,3 +80,15 @@ def test_cutting_keeps_items_by_their_estimated_size_without_trimming_one_by_one
     text = _fit(sections, render, _Budget(max_chars=166), comparison, Escaper(), "")
     assert len(text) == 166 and [s.keep for s in sections] == [5, 1]
     assert len(renders) == 2  # the bare body, then the chosen items: no render per dropped item
+
+
+def test_a_missing_delta_is_a_dash() -> None:
+    assert _delta(None) == "–" and _delta(0.001) == "＝ 0.00" and _delta(-0.25) == "▼ −0.25"
+
+
+def test_the_smallest_report_quotes_at_most_800_characters_of_the_reason() -> None:
+    run = run_of(row("a", 0.0))
+    comparison = compare(run, None, GatePolicy())
+    comparison.reason = "x" * 1000
+    first_line = render_markdown(run, comparison, max_chars=1000).split("\n")[0]
+    assert first_line == "❌ **Failed**: " + "x" * 799 + "…"

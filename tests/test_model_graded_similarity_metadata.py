@@ -1,4 +1,5 @@
-"""What `similar` records per expected value: the value and its measure (the distance for euclidean)."""
+"""What `similar` records: its threshold, and per expected value the value and its measure (the
+distance for euclidean)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def test_each_comparison_names_its_expected_value_and_measure(tmp_path: Path, ve
         {"type": "similar", "value": ["three fifths", "four fifths"]},
         {"type": "similar:euclidean", "value": "three fifths", "threshold": 10},
     )
-    assert cosine.status == "pass"
+    assert cosine.status == "pass" and cosine.raw["metadata"]["threshold"] == 0.75
     assert cosine.raw["metadata"]["comparisons"] == [
         {"expected": "three fifths", "cosine": pytest.approx(0.6)},
         {"expected": "four fifths", "cosine": pytest.approx(0.8)},
