@@ -9,7 +9,16 @@ import pytest
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import CaseDelta, GatePolicy, MetricDelta
-from ci_grade.report.markdown import _Budget, _delta, _delta_pct, _evidence, _fit, _Section, _spread, render_markdown
+from ci_grade.report.markdown import (
+    _Budget,
+    _delta,
+    _delta_pct,
+    _evidence,
+    _fit,
+    _Section,
+    _spread,
+    render_markdown,
+)
 from ci_grade.report.markdown_escape import Escaper, Md
 from tests.results_factory import row, run_of
 
