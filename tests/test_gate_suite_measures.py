@@ -1,6 +1,7 @@
-"""Suite-level measures of the gate on sampled tests, in process: clusters from test metadata,
-McNemar's discordant pairs, when the pass rate is a McNemar measure, how weights enter each side's
-mean, and when a test's reply counts as unchanged."""
+"""Measures of the gate, in process: clusters from test metadata, McNemar's discordant pairs, when
+the pass rate is a McNemar measure, how weights enter each side's mean, when a test's reply counts
+as unchanged, evidence from repeats, removed tests, the MDE and tests needed, exact means of
+identical differences, pass counts, and the tolerance's rounding slack."""
 
 from __future__ import annotations
 
@@ -134,3 +135,25 @@ def test_the_mde_and_tests_needed_use_t_quantiles_and_the_policys_alpha() -> Non
     assert stats is not None and stats.se and stats.sd and c.mean_score.method == "paired t"
     assert c.mean_score.mde == mde(stats.se, 0.1, df=7) != mde(stats.se, 0.1)
     assert c.mean_score.tests_needed == units_needed(stats.sd, 0.02, 0.1) != units_needed(stats.sd, 0.02)
+
+
+def test_identical_differences_keep_their_exact_mean() -> None:
+    from ci_grade.gate.statistics import paired
+
+    value = 0.4453871940548014  # 48 copies summed and divided by 48 would round to another double
+    stats = paired([value] * 48)
+    assert stats is not None and stats.mean == value
+
+
+def test_a_failing_test_counts_zero_in_the_pass_rate_and_shows_its_passes() -> None:
+    base = _sampled({"a": 0.8, "b": 0.8})
+    head = _sampled({"a": 0.2, "b": 0.8})
+    c = _judge(base, head)
+    assert not c.same_measure and (c.pass_rate.base, c.pass_rate.head) == (1.0, 0.5)
+    cases = {t.name: t for t in c.tests}
+    assert [(cases[n].base_passes, cases[n].head_passes) for n in "ab"] == [(1, 0), (1, 1)]
+
+
+def test_a_listed_test_without_output_shows_none() -> None:
+    (case,) = compare(run_of(row("a", 0.0, output=None)), None, GatePolicy()).tests
+    assert case.output == ""

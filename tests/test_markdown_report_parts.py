@@ -49,6 +49,7 @@ def test_pass_rate_deltas_in_points(value: float | None, shown: str) -> None:
         (MetricDelta(name="m", base=0.9, head=0.8, method="exact", p_value=0.0), "reproducible: exact · dropped within the margin"),
         (MetricDelta(name="m", base=0.8, head=0.8, method="exact", p_value=1.0), "reproducible: exact · no drop"),
         (MetricDelta(name="m", base=0.9, head=0.8, method="paired t", p_value=0.01, significant=True), "paired t p=0.01 · significant, within the margin"),
+        (MetricDelta(name="m", base=0.9, head=0.8, method="paired t", p_value=0.2, p_adjusted=0.4), "paired t p=0.2 (Holm 0.4) · no significant change"),
     ],
 )
 def test_the_evidence_column(measure: MetricDelta, shown: str) -> None:
@@ -89,6 +90,21 @@ def test_cutting_keeps_items_by_their_estimated_size_without_trimming_one_by_one
     text = _fit(sections, render, _Budget(max_chars=166), comparison, Escaper(), "")
     assert len(text) == 166 and [s.keep for s in sections] == [5, 1]
     assert len(renders) == 2  # the bare body, then the chosen items: no render per dropped item
+    for section in sections:
+        section.keep = 3
+    _fit(sections, render, _Budget(max_chars=155), comparison, Escaper(), "")
+    assert [s.keep for s in sections] == [5, 0]  # nothing of B while A is not complete
+
+
+def test_cutting_counts_the_details_block_that_opens_after_ten_items() -> None:
+    sections = [_Section("A", [Md("a" * 10)] * 12)]
+
+    def render() -> str:
+        return "x" * (100 + 11 * sections[0].keep)
+
+    comparison = compare(run_of(row("a", 1.0)), None, GatePolicy())
+    _fit(sections, render, _Budget(max_chars=300), comparison, Escaper(), "")
+    assert sections[0].keep == 10  # the eleventh item would open <details>: 91 more than 90 left
 
 
 def test_a_missing_delta_is_a_dash() -> None:
@@ -101,3 +117,15 @@ def test_the_smallest_report_quotes_at_most_800_characters_of_the_reason() -> No
     comparison.reason = "x" * 1000
     first_line = render_markdown(run, comparison, max_chars=1000).split("\n")[0]
     assert first_line == "❌ **Failed**: " + "x" * 799 + "…"
+
+
+def test_title_flaky_section_long_metric_names_and_the_pass_rate_row() -> None:
+    base = run_of(*[row(n, 1.0, sampled=True, metrics={"m" * 100: 0.9}) for n in "abcd"])
+    head = run_of(*[row(n, 0.0 if n == "a" else 0.75, sampled=True, metrics={"m" * 100: 0.9}) for n in "abcd"])
+    comparison = compare(head, baseline_from_run(base), GatePolicy())
+    assert not comparison.same_measure
+    md = render_markdown(head, comparison)
+    assert md.startswith("### ci-grade\n")
+    assert "#### Newly failing, not significant (sampled) (1)" in md
+    assert "| metric " + "m" * 59 + "… |" in md
+    assert "| Pass rate | 100.0% (4/4) | 75.0% (3/4) |" in md
