@@ -157,3 +157,13 @@ def test_a_failing_test_counts_zero_in_the_pass_rate_and_shows_its_passes() -> N
 def test_a_listed_test_without_output_shows_none() -> None:
     (case,) = compare(run_of(row("a", 0.0, output=None)), None, GatePolicy()).tests
     assert case.output == ""
+
+
+def test_a_pass_rate_drop_at_the_tolerance_plus_its_slack_is_tolerated_for_sampled_tests() -> None:
+    base = run_of(*[row("a", 1.0, sampled=True, repeat=i) for i in range(20)], repeat=20)
+    head = run_of(*[row("a", 1.0 if i < 10 else 0.0, sampled=True, repeat=i) for i in range(20)], repeat=20)
+    at_slack = GatePolicy(max_score_drop=0.5 - 1e-9)  # + 1e-9 of slack is 0.5 again, the drop
+    (case,) = compare(head, baseline_from_run(base), at_slack).tests
+    assert case.significant and not case.regressed
+    (beyond,) = compare(head, baseline_from_run(base), GatePolicy(max_score_drop=0.4)).tests
+    assert beyond.regressed
