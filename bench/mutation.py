@@ -14,7 +14,8 @@ cover the mutated function. This script runs it, then reads its results per modu
 - timeout: the tests ran past mutmut's limit (an endless loop: detected);
 - survived: every covering test passed; no tests: no test reaches the function;
 - equivalent: a survivor listed in `bench/mutation_equivalents.txt` with a one-line reason why no
-  test can tell it from the original (the list is applied only to mutants that survived).
+  test can tell it from the original (the list is applied only to mutants that survived or that
+  no test reaches, e.g. code no caller runs).
 
 The kill rate is (killed + mypy + timeout) / (all - listed equivalents). `--sample P` judges only the
 mutants whose number ends in chosen digits (P = 10: 7; 20: 2 and 7; 50: odd), a systematic sample of
@@ -114,7 +115,7 @@ def read_results(root: Path, equivalents: dict[str, str], patterns: list[str] | 
                 counts.mypy += 1
             elif code in TIMEOUT:
                 counts.timeout += 1
-            elif code in SURVIVED and (listed := _listed(name, equivalents)):
+            elif code in SURVIVED | NO_TESTS and (listed := _listed(name, equivalents)):
                 counts.equivalent += 1
                 applied.add(listed)
             elif code in SURVIVED:

@@ -1,6 +1,7 @@
 """How the grading engine turns handler grades into results: scores of errored grades, template
 rendering of values, values computed by scripts, transforms that fail, the row's reason, grader
-usage totals, and model-graded assertions of one row waiting on their graders together."""
+usage totals, and model-graded assertions of one row (also inside an assert-set) waiting on their
+graders together."""
 
 from __future__ import annotations
 
@@ -64,4 +65,22 @@ def test_two_model_graded_assertions_of_a_row_wait_on_their_grader_together(tmp_
         "tests": [{"vars": {"q": "hi"}, "assert": [{"type": "llm-rubric", "value": "is polite"}, {"type": "llm-rubric", "value": "is short"}]}],
     })
     assert first(rows[0]).passed
+    assert openai_env.peak_active == 2
+
+
+def test_a_row_whose_assertions_all_pass_says_so() -> None:
+    assert verdict([AssertionResult(type="contains", status="pass", score=1.0)], None) == ("pass", 1.0, "All assertions passed")
+
+
+def test_an_assert_set_of_model_graded_assertions_waits_together_with_another(tmp_path: Path, openai_env: LLMServer) -> None:
+    for rubric in ("is polite", "is short"):
+        openai_env.on_chat(rubric, {"reason": "fine", "pass": True, "score": 1.0}, latency=0.3)
+    rows = evaluate(tmp_path, {
+        "prompts": ["{{q}}"], "providers": ["echo"],
+        "tests": [{"vars": {"q": "hi"}, "assert": [
+            {"type": "assert-set", "assert": [{"type": "llm-rubric", "value": "is polite"}, {"type": "contains", "value": "h"}]},
+            {"type": "llm-rubric", "value": "is short"},
+        ]}],
+    })
+    assert rows[0]["success"] is True
     assert openai_env.peak_active == 2

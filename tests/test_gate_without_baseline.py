@@ -1,5 +1,5 @@
-"""The gate without a baseline: thresholds only, the head's own measures, and what each listed
-test shows."""
+"""The gate without a baseline: thresholds only, the head's own measures (weighted metrics, pass
+and error counts), and what each listed test shows."""
 
 from __future__ import annotations
 
@@ -30,3 +30,19 @@ def test_a_listed_test_shows_its_first_errored_repeat() -> None:
 def test_a_structured_output_is_shown_as_json_with_its_own_characters() -> None:
     (case,) = compare(run_of(row("a", 0.0, output={"city": "Zürich", "n": 1})), None, GatePolicy()).tests
     assert case.output == '{"city": "Zürich", "n": 1}'
+
+
+def test_counts_without_a_baseline() -> None:
+    run = run_of(row("a", 1.0), row("b", 1.0), row("c", 0.0, "error", error="x"), row("d", 0.0, "error", error="y"))
+    c = compare(run, None, GatePolicy(max_errors=5))
+    assert (c.pass_rate_head.passed, c.pass_rate_head.total, c.error_rows) == (2, 4, 2)
+
+
+def test_head_metrics_are_weighted_and_repeats_counted_without_a_baseline() -> None:
+    rows = [row("a", 1.0, metrics={"m": 1.0}), row("b", 0.0, "fail", metrics={"m": 0.0})]
+    rows[0].named_score_weights["m"] = 3.0
+    rows[1].named_score_weights["m"] = 1.0
+    assert compare(run_of(*rows), None, GatePolicy()).metrics[0].head == 0.75
+    repeats = run_of(row("r", 1.0, "pass", repeat=0), row("r", 0.0, "fail", repeat=1), row("r", 0.0, "fail", repeat=2), repeat=3)
+    (case,) = compare(repeats, None, GatePolicy()).tests
+    assert (case.head_passes, case.head_repeats) == (1, 3)

@@ -1,7 +1,8 @@
 """One-line reasons of the gate and of the verdict reader: long names quoted in them are cut, with a
 mark, so the reason stays one line a person can read (a metric's name in the gate's reason, a
 grader's reply in a verdict error); the passed reason counts inconclusive drops; a test that drops
-and newly fails is counted once; three or more regressed measures are named in one line."""
+and newly fails is counted once; three or more regressed measures are named in one line; a test
+failing where the baseline errored is a failure; a regressed measure quotes its Holm-adjusted p."""
 
 from __future__ import annotations
 
@@ -64,3 +65,18 @@ def test_three_regressed_measures_are_named_in_one_line() -> None:
     head = run_of(*[row(n, 0.6, metrics={"m1": 0.6, "m2": 0.6}) for n in "ab"])
     reason = compare(head, baseline_from_run(base), GatePolicy()).reason
     assert reason == "2 tests regressed beyond tolerance (max drop 0.10); 3 measures dropped beyond tolerance (max drop 0.02): mean score, 'm1', 'm2'"
+
+
+def test_a_test_failing_where_the_baseline_errored_is_a_failure() -> None:
+    base = run_of(row("a", 1.0), row("b", 0.0, "error", error="x"))
+    head = run_of(row("a", 1.0), row("b", 0.0, "fail"))
+    assert compare(head, baseline_from_run(base), GatePolicy()).reason == "1 test failed"
+
+
+def test_a_regressed_measure_quotes_its_holm_adjusted_p() -> None:
+    base = run_of(*[row(f"t{i}", 0.9, "pass", sampled=True) for i in range(12)])
+    head = run_of(*[row(f"t{i}", 0.9 if i % 3 else 0.6, "pass", sampled=True) for i in range(12)])
+    c = compare(head, baseline_from_run(base), GatePolicy())
+    assert c.mean_score.p_adjusted is not None and c.mean_score.p_value is not None
+    assert f"{c.mean_score.p_adjusted:.2g}" != f"{c.mean_score.p_value:.2g}"
+    assert c.reason == f"mean score dropped 0.90 → 0.80 (-0.10, max drop 0.02, p={c.mean_score.p_adjusted:.2g})"

@@ -129,3 +129,6 @@ def test_title_flaky_section_long_metric_names_and_the_pass_rate_row() -> None:
     assert "#### Newly failing, not significant (sampled) (1)" in md
     assert "| metric " + "m" * 59 + "… |" in md
     assert "| Pass rate | 100.0% (4/4) | 75.0% (3/4) |" in md
+    row_end = f"| {_evidence(comparison.pass_rate)} |"
+    assert row_end != f"| {_evidence(comparison.mean_score)} |"
+    assert next(line for line in md.splitlines() if line.startswith("| Pass rate ")).endswith(row_end)
