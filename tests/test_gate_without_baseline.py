@@ -34,8 +34,10 @@ def test_a_structured_output_is_shown_as_json_with_its_own_characters() -> None:
 
 def test_counts_without_a_baseline() -> None:
     run = run_of(row("a", 1.0), row("b", 1.0), row("c", 0.0, "error", error="x"), row("d", 0.0, "error", error="y"))
-    c = compare(run, None, GatePolicy(max_errors=5))
-    assert (c.pass_rate_head.passed, c.pass_rate_head.total, c.error_rows) == (2, 4, 2)
+    for every_test in (True, False):  # False: passing tests take a shortcut (nothing to list)
+        c = compare(run, None, GatePolicy(max_errors=5), every_test=every_test)
+        assert (c.pass_rate_head.passed, c.pass_rate_head.total, c.error_rows) == (2, 4, 2)
+        assert c.mean_score.head == 1.0 and c.reason == "2 of 4 tests passed; 2 errors tolerated (max 5); no baseline, thresholds only"
 
 
 def test_head_metrics_are_weighted_and_repeats_counted_without_a_baseline() -> None:

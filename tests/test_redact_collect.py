@@ -23,9 +23,9 @@ def test_env_references_in_a_template_tag_teach_the_variables_value() -> None:
     redactor = Redactor([])
     tag_only = "{% if env.SVC_TOKEN %}on{% endif %}"
     redactor.collect({"providers": [{"id": "x", "config": {"apiKey": tag_only, "regionEnvar": "SVC_REGION"}}]}, {"SVC_TOKEN": "s3cr3t-token-value", "SVC_REGION": "eu-west-1"})
-    masked = redactor.text(f"sent s3cr3t-token-value to eu-west-1 (XXXX) from {tag_only}")
+    masked = redactor.text(f"sent s3cr3t-token-value to eu-west-1 from {tag_only}")
     assert "s3cr3t-token-value" not in masked
-    assert "eu-west-1 (XXXX)" in masked and tag_only in masked  # a region variable is no credential
+    assert "eu-west-1" in masked and tag_only in masked  # a region variable is no credential
 
 
 def test_only_secret_looking_env_names_and_uncommon_values_are_learned() -> None:
