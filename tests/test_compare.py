@@ -384,3 +384,11 @@ def test_many_metric_drops_are_summarised_in_one_line() -> None:
     c = judge([row("a", 1.0, metrics=dict.fromkeys(names, 1.0))], [row("a", 1.0, metrics=dict.fromkeys(names, 0.5))])
     assert [m.name for m in c.metrics if m.regressed] == sorted(names)
     assert c.reason == "4 metrics dropped beyond tolerance (max drop 0.02): 'alpha', 'beta', 'delta' and 1 more"
+
+
+def test_a_kept_test_sharing_the_fingerprint_does_not_hide_a_rename() -> None:
+    base = [row("kept", 1.0, fingerprint="fp"), row("old name", 1.0, fingerprint="fp")]
+    head = [row("kept", 1.0, fingerprint="fp"), row("new name", 1.0, fingerprint="fp")]
+    c = judge(base, head)
+    assert [(t.name, t.base_name) for t in c.changed("renamed")] == [("new name", "old name")]
+    assert c.changed("added") == [] and c.changed("removed") == []
