@@ -14,7 +14,8 @@ cover the mutated function. This script runs it, then reads its results per modu
 - timeout: the tests ran past mutmut's limit (an endless loop: detected);
 - survived: every covering test passed; no tests: no test reaches the function;
 - equivalent: a survivor listed in `bench/mutation_equivalents.txt` with a one-line reason why no
-  test can tell it from the original (the list is applied only to mutants that survived).
+  test can tell it from the original (the list is applied only to mutants that survived or that
+  no test reaches, e.g. code no caller runs).
 
 The kill rate is (killed + mypy + timeout) / (all - listed equivalents). `--sample P` judges only the
 mutants whose number ends in chosen digits (P = 10: 7; 20: 2 and 7; 50: odd), a systematic sample of
@@ -95,9 +96,10 @@ def sample_patterns(percent: int | None) -> list[str]:
 
 def read_results(root: Path, equivalents: dict[str, str], patterns: list[str] | None = None) -> tuple[dict[str, ModuleCounts], list[str]]:
     """Per module, from mutmut's `.meta` files (only mutants matching `patterns`, when given); also
-    the listed equivalents that no longer survive."""
+    the listed equivalents that name a judged mutant but no longer survive."""
     modules: dict[str, ModuleCounts] = {}
     applied: set[str] = set()
+    judged: list[str] = []
     for meta in sorted((root / "mutants").rglob("*.py.meta")):
         codes: dict[str, int | None] = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
         if not codes:
@@ -106,13 +108,14 @@ def read_results(root: Path, equivalents: dict[str, str], patterns: list[str] | 
         for name, code in codes.items():
             if patterns and not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
                 continue
+            judged.append(name)
             if code in KILLED:
                 counts.killed += 1
             elif code in TYPE_CHECK:
                 counts.mypy += 1
             elif code in TIMEOUT:
                 counts.timeout += 1
-            elif code in SURVIVED and (listed := _listed(name, equivalents)):
+            elif code in SURVIVED | NO_TESTS and (listed := _listed(name, equivalents)):
                 counts.equivalent += 1
                 applied.add(listed)
             elif code in SURVIVED:
@@ -121,7 +124,8 @@ def read_results(root: Path, equivalents: dict[str, str], patterns: list[str] | 
                 counts.no_tests.append(name)
             else:
                 counts.other["not run" if code is None else f"exit {code}"] += 1
-    return modules, sorted(set(equivalents) - applied)
+    stale = [entry for entry in set(equivalents) - applied if any(fnmatch.fnmatchcase(name, entry) for name in judged)]
+    return modules, sorted(stale)
 
 
 def _listed(mutant: str, equivalents: dict[str, str]) -> str | None:

@@ -384,3 +384,13 @@ def test_many_metric_drops_are_summarised_in_one_line() -> None:
     c = judge([row("a", 1.0, metrics=dict.fromkeys(names, 1.0))], [row("a", 1.0, metrics=dict.fromkeys(names, 0.5))])
     assert [m.name for m in c.metrics if m.regressed] == sorted(names)
     assert c.reason == "4 metrics dropped beyond tolerance (max drop 0.02): 'alpha', 'beta', 'delta' and 1 more"
+
+
+def test_tests_without_a_fingerprint_are_never_taken_for_renames() -> None:
+    head = run_of(row("kept", 1.0), row("new name", 1.0))
+    baseline = baseline_from_run(run_of(row("kept", 1.0), row("old name", 1.0)))
+    for test in [*baseline.tests.values(), *head.results]:
+        test.fingerprint = ""  # e.g. results written by a tool that records none
+    c = compare(head, baseline, GatePolicy())
+    assert c.changed("renamed") == []
+    assert [t.name for t in c.changed("added")] == ["new name"] and [t.name for t in c.changed("removed")] == ["old name"]

@@ -157,3 +157,22 @@ def test_comment_body_drops_markers_already_in_the_report_and_cuts_exactly_to_th
     assert len(body) == limit
     fits = "z" * (limit - len(MARKER) - 1)
     assert comment_body(fits, MARKER, limit) == f"{fits}\n{MARKER}"
+
+
+def test_the_assumed_author_is_not_reported_back_and_pygithub_logs_only_warnings(gh: GitHubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    monkeypatch.delenv("CI_GRADE_RETRY_BASE_SECONDS", raising=False)  # the default backoff applies
+    root = logging.getLogger().level
+    posted = upsert(gh, "report")
+    assert posted.created is True and posted.author is None
+    assert logging.getLogger("github").level == logging.WARNING and logging.getLogger().level == root
+
+
+def test_a_comment_that_cannot_be_edited_is_replaced_and_a_vanished_duplicate_is_fine(gh: GitHubServer) -> None:
+    gone = gh.add_comment(7, f"old\n{MARKER}", BOT_LOGIN)
+    gh.fail("PATCH", rf"/issues/comments/{gone['id']}$", 404, message="Not Found")
+    gh.fail("DELETE", r"/issues/comments/", 404, message="Not Found", times=1)  # another run deleted it first
+    posted = upsert(gh, "report")
+    assert posted.created is True and posted.id != gone["id"]
+    assert [c["body"] for c in gh.comments[7] if MARKER in c["body"]][-1] == f"report\n{MARKER}"

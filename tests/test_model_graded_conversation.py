@@ -189,3 +189,25 @@ def test_grader_outage_is_an_error(tmp_path: Path, openai_env: LLMServer) -> Non
     openai_env.fail(500, times=50, path="/v1/chat/completions")
     result = run_eval(tmp_path, config())
     assert status(result.component()) == "error" and "500" in result.component()["reason"]
+
+
+def test_windows_and_notes_are_indented_json_that_keeps_its_characters(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat(is_window, lambda request: {"verdict": "no", "reason": "Spricht über Aktien."} if "stock market" in window_of(request)[-1]["content"] else {"verdict": "yes", "reason": "ok"})
+    openai_env.on_chat("Relevance score", "")  # an empty reply: the summary call fails
+    result = run_eval(tmp_path, config(extra="        threshold: 0.7\n"))
+    component = result.component()
+    assert component["reason"] == "3 out of 4 conversation windows were relevant"
+    assert component["metadata"]["summaryError"].startswith("conversation-relevance reason call to ")
+    window = next(b for b in grader_calls(openai_env) if is_window(b))
+    ((_, block),) = fenced_blocks(all_text(window), "conversation")
+    assert block.startswith('[\n  {\n    "role": ')
+    (summary,) = calls_matching(openai_env, "Relevance score")
+    assert '"Spricht über Aktien."' in fenced_blocks(all_text(summary), "notes")[0][1]
+
+
+def test_a_custom_prompt_sees_the_configs_env(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("Judge for weddings", {"verdict": "yes", "reason": "fine"})
+    text = config(extra="        rubricPrompt: 'Judge for {{ env.EVENT_KIND }}: {{ messages | length }} turns'\n")
+    result = run_eval(tmp_path, "env: {EVENT_KIND: weddings}\n" + text)
+    assert result.component()["pass"] is True, result.component()["reason"]
+    assert all("Judge for weddings:" in all_text(b) for b in grader_calls(openai_env))

@@ -170,3 +170,10 @@ def test_grader_error_is_an_error(tmp_path: Path, openai_env: LLMServer) -> None
     openai_env.fail(502, times=20, path="/v1/chat/completions")
     result = run_eval(tmp_path, config(kind="not-factuality"))
     assert status(result.component()) == "error" and "502" in result.component()["reason"]
+
+
+def test_overrides_that_are_not_a_mapping_name_the_keys_to_use(tmp_path: Path, openai_env: LLMServer) -> None:
+    result = run_eval(tmp_path, config(extra="        options: {factuality: [1, 0]}\n"))
+    component = result.component()
+    assert status(component) == "error"
+    assert component["reason"] == "options.factuality must map subset/superset/agree/disagree/differButFactual to scores"

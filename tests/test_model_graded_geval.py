@@ -191,3 +191,20 @@ def test_persistent_grader_error(tmp_path: Path, openai_env: LLMServer) -> None:
     openai_env.fail(500, times=20, path="/v1/chat/completions")
     result = run_eval(tmp_path, config())
     assert status(result.component()) == "error" and "g-eval steps call" in result.component()["reason"] and "500" in result.component()["reason"]
+
+
+def test_an_evaluate_only_rubric_prompt_keeps_the_built_in_steps_prompt(tmp_path: Path, openai_env: LLMServer) -> None:
+    script(openai_env, 8)
+    openai_env.on_chat("MY EVALUATE", {"score": 6, "reason": "fine"})
+    result = run_eval(
+        tmp_path,
+        """
+prompts: ['Hello!']
+providers: [echo]
+tests:
+  - assert:
+      - {type: g-eval, value: 'Clear', rubricPrompt: {evaluate: 'MY EVALUATE {{criteria}}: {{output}}'}}
+""",
+    )
+    assert result.component()["score"] == pytest.approx(0.6), result.component()["reason"]
+    assert any("MY EVALUATE Clear" in all_text(b) for b in grader_calls(openai_env))

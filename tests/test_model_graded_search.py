@@ -232,3 +232,10 @@ tests:
     assert result.component()["pass"] is True
     (body,) = grader_calls(openai_env, "/v1/responses")
     assert body["input"] == [{"role": "user", "content": "SEARCH FOR Microsoft: Nadella / names the CEO of Microsoft"}]
+
+
+def test_a_failed_search_call_is_named_as_the_grader_call(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.fail(400, times=20, path="/v1/responses")
+    result = run_eval(tmp_path, one())
+    reason = result.component()["reason"]
+    assert status(result.component()) == "error" and reason.startswith("grader call to openai:"), reason

@@ -1,0 +1,37 @@
+"""Which values the redactor learns as secrets: auth-like keys under a provider's `config` or
+`headers` but not the same keys elsewhere (test metadata is not a credential), the variables that
+template tags read, secret-looking environment names, and uncommon values of an `env:` block."""
+
+from __future__ import annotations
+
+from ci_grade.redact import Redactor, is_auth_key, is_secret_name
+
+
+def test_an_auth_like_header_is_collected_but_not_the_same_key_elsewhere() -> None:
+    assert is_auth_key("X-Custom-Auth") and not is_secret_name("X-Custom-Auth")
+    redactor = Redactor([])
+    redactor.collect({
+        "providers": [{"id": "https://api.example.invalid/chat", "headers": {"X-Custom-Auth": "Tk9-secret-Value"}}],
+        "tests": [{"metadata": {"X-Custom-Auth": "Zq8-visible-Value"}}],
+    })
+    masked = redactor.text("sent Tk9-secret-Value for Zq8-visible-Value")
+    assert "Tk9-secret-Value" not in masked
+    assert "Zq8-visible-Value" in masked
+
+
+def test_env_references_in_a_template_tag_teach_the_variables_value() -> None:
+    redactor = Redactor([])
+    tag_only = "{% if env.SVC_TOKEN %}on{% endif %}"
+    redactor.collect({"providers": [{"id": "x", "config": {"apiKey": tag_only, "regionEnvar": "SVC_REGION"}}]}, {"SVC_TOKEN": "s3cr3t-token-value", "SVC_REGION": "eu-west-1"})
+    masked = redactor.text(f"sent s3cr3t-token-value to eu-west-1 from {tag_only}")
+    assert "s3cr3t-token-value" not in masked
+    assert "eu-west-1" in masked and tag_only in masked  # a region variable is no credential
+
+
+def test_only_secret_looking_env_names_and_uncommon_values_are_learned() -> None:
+    redactor = Redactor([])
+    redactor.learn_env({"EDITOR": "nano-editor-x", "OPENAI_API_KEY": "sk-abcdef123456", "EMPTY_TOKEN": ""})
+    redactor.learn_values({"mode": "fast and simple", "endpoint_id": "Zq81-internal", "retries": 3})  # type: ignore[dict-item]
+    masked = redactor.text("nano-editor-x sk-abcdef123456 fast and simple Zq81-internal")
+    assert masked.startswith("nano-editor-x ") and "sk-abcdef123456" not in masked
+    assert "fast and simple" in masked and "Zq81-internal" not in masked
