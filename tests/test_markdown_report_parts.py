@@ -132,3 +132,15 @@ def test_title_flaky_section_long_metric_names_and_the_pass_rate_row() -> None:
     row_end = f"| {_evidence(comparison.pass_rate)} |"
     assert row_end != f"| {_evidence(comparison.mean_score)} |"
     assert next(line for line in md.splitlines() if line.startswith("| Pass rate ")).endswith(row_end)
+
+
+def test_a_sampled_tests_flip_shows_its_exact_p_value() -> None:
+    """A test that passed 5/5 repeats and now fails 5/5: its line carries the pass counts and
+    Fisher's one-sided p (1/252 = 0.00397), written to two significant digits."""
+    base = run_of(*(row("flaky", 1.0, sampled=True, repeat=r) for r in range(5)), row("steady", 1.0), repeat=5)
+    head = run_of(*(row("flaky", 0.0, sampled=True, repeat=r) for r in range(5)), row("steady", 1.0), repeat=5)
+    comparison = compare(head, baseline_from_run(base), GatePolicy())
+    (case,) = [c for c in comparison.tests if c.name == "flaky"]
+    assert case.p_value is not None and abs(case.p_value - 1 / 252) < 1e-9
+    md = render_markdown(head, comparison)
+    assert "passed 5/5" in md and "→ 0/5" in md and " · p=0.004" in md

@@ -139,8 +139,8 @@ def _evidence(m: MetricDelta) -> Md:
     return Md(f"{test} · no significant change" + (f" (MDE {m.mde:.2f})" if m.mde else ""))
 
 
-def _p(value: float | None) -> Md:
-    return Md("") if value is None else Md(f"p={value:.2g}")
+def _p(value: float) -> Md:
+    return Md(f"p={value:.2g}")
 
 
 def _spread(case: CaseDelta, side: str) -> Md:
