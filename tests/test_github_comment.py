@@ -176,3 +176,13 @@ def test_a_comment_that_cannot_be_edited_is_replaced_and_a_vanished_duplicate_is
     posted = upsert(gh, "report")
     assert posted.created is True and posted.id != gone["id"]
     assert [c["body"] for c in gh.comments[7] if MARKER in c["body"]][-1] == f"report\n{MARKER}"
+
+
+def test_a_malformed_reply_from_github_is_a_github_error_naming_what_broke(gh: GitHubServer) -> None:
+    """A 200 whose body is not JSON (a proxy's HTML page, say) is GitHub's failure, named with the
+    error it caused (PyGithub keeps the text, and reading comments out of it fails), never a crash."""
+    gh.fail("GET", r"/issues/7/comments$", 200, raw=b"<html>gateway</html>", times=1)
+    with pytest.raises(GitHubError) as caught:
+        upsert(gh, "report")
+    assert str(caught.value).startswith("unexpected reply from GitHub: TypeError: string indices must be integers")
+    assert caught.value.status is None and gh.comments.get(7) is None

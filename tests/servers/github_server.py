@@ -43,6 +43,7 @@ class _Fault:
     status: int
     message: str
     times: int | None
+    raw: bytes | None = None
 
 
 @dataclass
@@ -114,9 +115,10 @@ class GitHubServer:
         with self._lock:
             return self._new_comment(number, body, login)
 
-    def fail(self, method: str, path_regex: str, status: int = 403, message: str = "Resource not accessible by integration", times: int | None = None) -> None:
-        """Answer matching requests with `status` (`times` times, or always)."""
-        self._faults.append(_Fault(method, re.compile(path_regex), status, message, times))
+    def fail(self, method: str, path_regex: str, status: int = 403, message: str = "Resource not accessible by integration", times: int | None = None, raw: bytes | None = None) -> None:
+        """Answer matching requests with `status` (`times` times, or always), with GitHub's error
+        body or, given `raw`, those bytes as the body (a malformed reply)."""
+        self._faults.append(_Fault(method, re.compile(path_regex), status, message, times, raw))
 
     def calls(self, method: str, path_regex: str = "") -> list[Request]:
         pattern = re.compile(path_regex)
@@ -159,7 +161,7 @@ class GitHubServer:
             self._held -= held
         if held and self._barrier is not None:
             self._barrier.wait()  # answered as the thread was when it asked, sent once all have asked
-        data = b"" if status == 204 else json.dumps(payload).encode()
+        data = b"" if status == 204 else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         handler.send_response(status)
         if status != 204:
             handler.send_header("Content-Type", "application/json; charset=utf-8")
@@ -185,7 +187,7 @@ class GitHubServer:
             if fault.method == request.method and fault.pattern.search(request.path) and fault.times != 0:
                 if fault.times is not None:
                     fault.times -= 1
-                return fault.status, {"message": fault.message}, {}
+                return fault.status, fault.raw if fault.raw is not None else {"message": fault.message}, {}
         repo = re.escape(self.repository)
         path = request.path
         if request.method == "GET" and path == "/user":
