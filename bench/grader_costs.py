@@ -2,6 +2,7 @@
 
     python bench/grader_costs.py calls --sizes 100 1000 --runs 3            # start-up vs per call
     python bench/grader_costs.py limited --tests 1000 --allowed 8 16 --runs 1  # a rate-limited grader
+    python bench/grader_costs.py bare --tests 1000 -j 32 --runs 3            # the harness's own floor
 
 `calls`: the `grader` suite (N tests x one llm-rubric, the loopback grader answering after
 `--latency-ms`) at two or more sizes, each a fresh `ci-grade eval` process measured like
@@ -9,7 +10,10 @@
 start-up (the intercept: imports, config, writing results of an empty run) and CPU per call
 (the slope). `limited`: the same suite at default settings against a grader that allows only
 K requests at once and answers 429 with `Retry-After` beyond that: wall time, how many 429s,
-and the limiter's own report (the run's "asked to slow down" warning).
+and the limiter's own report (the run's "asked to slow down" warning). `bare`: the same number of
+chat calls to the same loopback grader from a bare asyncio client (httpx on ci-grade's lean
+transport, `-j` workers, nothing else): what the harness itself needs, the floor any eval of the
+suite stands on, so that the rest of an eval's wall time is start-up and ci-grade's own work.
 """
 
 from __future__ import annotations
@@ -92,9 +96,42 @@ def limited(args: argparse.Namespace) -> None:
         print(f"| {allowed} | {floor:.2f} s | {statistics.median(r.wall for r in runs):.2f} s | {served[0]} | {report} |")
 
 
+def bare(args: argparse.Namespace) -> None:
+    import asyncio
+    import time
+
+    import httpx
+
+    from ci_grade.providers.http1 import Http1Transport
+
+    async def once(base_url: str) -> float:
+        body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "grade this"}]}
+        left = args.tests
+        async with httpx.AsyncClient(transport=Http1Transport(httpx), timeout=30) as client:  # type: ignore[arg-type]
+
+            async def worker() -> None:
+                nonlocal left
+                while left > 0:
+                    left -= 1
+                    reply = await client.post(f"{base_url}/chat/completions", json=body)
+                    reply.raise_for_status()
+                    reply.json()
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(args.concurrency or 32)))
+            return time.perf_counter() - started
+
+    with grader(args.latency_ms) as env:
+        walls = [asyncio.run(once(env["OPENAI_BASE_URL"])) for _ in range(args.runs)]
+        time.sleep(0.5)  # the server sees the connections end before it is stopped
+    floor = -(-args.tests // (args.concurrency or 32)) * args.latency_ms / 1000
+    print(f"bare client: {args.tests} calls, {args.concurrency or 32} at once, {args.latency_ms:g} ms latency: "
+          f"wall {min(walls):.3f} s min, {statistics.median(walls):.3f} s median (rounds x latency: {floor:.2f} s)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("scenario", choices=("calls", "limited"))
+    parser.add_argument("scenario", choices=("calls", "limited", "bare"))
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--tests", type=int, default=1000)
     parser.add_argument("--allowed", type=int, nargs="+", default=[8, 16])
@@ -104,7 +141,7 @@ def main() -> int:
     parser.add_argument("--quiet-below", type=float, default=0.15)
     parser.add_argument("--quiet-wait", type=float, default=300)
     args = parser.parse_args()
-    calls(args) if args.scenario == "calls" else limited(args)
+    {"calls": calls, "limited": limited, "bare": bare}[args.scenario](args)
     return 0
 
 

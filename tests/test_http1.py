@@ -233,3 +233,31 @@ def test_header_lines_found_well_formed_are_remembered_within_a_bound(monkeypatc
     assert b"X-N: 1\r\n" in requests[4]
     assert 0 < len(checked) <= 6
     assert not any(name == b"Bad Name" for name, _ in checked)
+
+
+def test_closing_the_client_closes_its_sockets_before_it_returns() -> None:
+    """The server sees idle connections end when the client closes, not when the process does."""
+
+    async def main() -> tuple[int, list[int]]:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while True:
+                try:
+                    await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    break
+                writer.write(ok(b"fine"))
+                await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        transport = Http1Transport(httpx)
+        async with server:
+            client = httpx.AsyncClient(transport=transport)  # type: ignore[arg-type]
+            await asyncio.gather(*(client.get(url) for _ in range(3)))
+            sockets = [c.writer.get_extra_info("socket") for idle in transport._idle.values() for c in idle]
+            await client.aclose()
+            return len(sockets), [s.fileno() for s in sockets]
+
+    opened, filenos = asyncio.run(main())
+    assert opened == 3 and filenos == [-1, -1, -1]

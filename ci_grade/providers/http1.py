@@ -114,10 +114,13 @@ class Http1Transport:
         return self._ssl
 
     async def aclose(self) -> None:
-        for connections in self._idle.values():
-            for connection in connections:
-                connection.close()
+        """Close the idle connections and wait until their sockets are closed (so the server sees
+        them end now, not when the process does)."""
+        closing = [connection for connections in self._idle.values() for connection in connections]
         self._idle.clear()
+        for connection in closing:
+            connection.close()
+        await asyncio.gather(*(connection.writer.wait_closed() for connection in closing), return_exceptions=True)
 
     async def __aenter__(self) -> Http1Transport:
         return self
