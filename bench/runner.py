@@ -107,6 +107,11 @@ class Tool:
 def make_tool(name: str, workdir: Path, extra_env: dict[str, str]) -> Tool:
     env = {**os.environ, **extra_env}
     if name == "ci-grade":
+        # As installed: pip compiles an installed package's bytecode, so runs never compile it.
+        # An editable checkout gets it on its first import, unless PYTHONDONTWRITEBYTECODE is set
+        # (as on some CI machines): compile it here and let the runs read it.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "ci_grade")], check=True, stdout=subprocess.DEVNULL)
         return Tool(name, [sys.executable, "-m", "ci_grade"], env)
     if not PROMPTFOO.exists():
         raise SystemExit(f"{PROMPTFOO} is missing: run `bash bench/setup_promptfoo.sh` first")
