@@ -19,6 +19,7 @@ from ci_grade import __version__, preflight, redact
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.errors import UsageError
+from ci_grade.gc_pause import collector_paused
 from ci_grade.grading import registry
 from ci_grade.plan.build import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
 from ci_grade.plan.shard import Shard
@@ -128,14 +129,11 @@ def _positive(value: Any, name: str) -> int | None:
 def evaluate(options: EvalOptions) -> EvalOutcome:
     """Load, plan and run; the cyclic garbage collector is paused while the config and the plan
     are built and they are frozen for the run (see `_built`)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _evaluate(options)
-    finally:
-        gc.unfreeze()
-        if enabled:
-            gc.enable()
+    with collector_paused():
+        try:
+            return _evaluate(options)
+        finally:
+            gc.unfreeze()
 
 
 def _built() -> None:

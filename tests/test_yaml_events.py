@@ -46,15 +46,7 @@ DECLINED = [
 
 def full(text: str) -> tuple[Any, SourceMap]:
     sources = SourceMap()
-    loader = yaml12.Yaml12Loader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
-    if node is not None:
-        yaml12._register(node, data, "f.yaml", sources)
-    return data, sources
+    return yaml12.load_composed(text, "f.yaml", sources), sources
 
 
 def lines(data: Any, sources: SourceMap) -> list[tuple[tuple[Any, ...], str | None, list[tuple[str, str | None]]]]:

@@ -83,8 +83,12 @@ def load_with_sources(text: str, file: str, sources: SourceMap) -> Any:
     """Parse `text` and register the line of every mapping key and list item in `sources`
     (straight from the parser's events when the text allows, see `yaml_events`)."""
     done, data = yaml_events.load(text, file, sources, Yaml12Loader.yaml_implicit_resolvers)
-    if done:
-        return data
+    return data if done else load_composed(text, file, sources)
+
+
+def load_composed(text: str, file: str, sources: SourceMap) -> Any:
+    """`load_with_sources` through the full reader (a node tree, then construction): for what the
+    quick path leaves, and its errors."""
     loader = Yaml12Loader(text)
     try:
         node = loader.get_single_node()

@@ -16,9 +16,10 @@ request the SDK's way from then on.
 from __future__ import annotations
 
 import functools
-import gc
 from collections.abc import Hashable
 from typing import Any
+
+from ci_grade.gc_pause import collector_paused
 
 MAX_KINDS = 32
 """Kinds of request remembered per client; beyond that, requests are built by the SDK."""
@@ -129,11 +130,6 @@ def client_class() -> type[Any]:
     """`AsyncOpenAI` with `LeanRequests`. The SDK is imported on first use, with the cyclic garbage
     collector paused: the import creates some 200,000 objects and no garbage, and collections
     meanwhile would scan them again and again (a tenth of the import's CPU)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         from openai import AsyncOpenAI
-    finally:
-        if enabled:
-            gc.enable()
     return type("AsyncOpenAI", (LeanRequests, AsyncOpenAI), {"__module__": __name__})

@@ -155,6 +155,17 @@ class Stats(_Model):
     def pass_rate(self) -> float:
         return self.successes / self.total if self.total else 0.0
 
+    def count(self, status: Status, cost: float | None, grading_cost: float) -> None:
+        """Count one row by its status and add its costs (its token usage is added by the caller)."""
+        if status == "pass":
+            self.successes += 1
+        elif status == "fail":
+            self.failures += 1
+        else:
+            self.errors += 1
+        self.cost += cost or 0.0
+        self.grading_cost += grading_cost
+
 
 class ShardInfo(_Model):
     """The part of a plan a results file holds (`eval --shard K/N`), and the whole plan's size."""
@@ -223,16 +234,9 @@ class EvalRun(_Model):
     def summarize(cls, results: Sequence[TestResult]) -> Stats:
         stats = Stats()
         for row in results:
-            if row.status == "pass":
-                stats.successes += 1
-            elif row.status == "fail":
-                stats.failures += 1
-            else:
-                stats.errors += 1
+            stats.count(row.status, row.cost, row.grading_cost)
             stats.token_usage.add(row.token_usage)
             stats.grading_token_usage.add(row.grading_token_usage)
-            stats.cost += row.cost or 0.0
-            stats.grading_cost += row.grading_cost
         return stats
 
 

@@ -139,14 +139,7 @@ def summarize(summaries: Iterable[RowSummary]) -> Stats:
     """The run's statistics, added up in plan order."""
     stats = Stats()
     for row in summaries:
-        if row.status == "pass":
-            stats.successes += 1
-        elif row.status == "fail":
-            stats.failures += 1
-        else:
-            stats.errors += 1
+        stats.count(row.status, row.cost, row.grading_cost)
         add_usage(stats.token_usage, row.usage)
         add_usage(stats.grading_token_usage, row.grading_usage)
-        stats.cost += row.cost or 0.0
-        stats.grading_cost += row.grading_cost
     return stats
