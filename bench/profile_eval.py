@@ -15,6 +15,7 @@ RSS columns include it) and lists what the finished run keeps alive.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import importlib
 import io
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner import idle_timer
 from suites import write_deterministic
 
 # (label, module, attribute): the sync functions that bound each phase, patched where looked up.
@@ -94,29 +96,21 @@ class Phase:
 class Waits:
     """Where the run phase waits rather than computes."""
 
-    select_seconds: float = 0.0  # main thread blocked in the event loop's epoll
+    idle: list[float]  # [seconds the main thread was blocked in the event loop's epoll]
     js_calls: int = 0
     js_seconds: float = 0.0  # summed round trips of awaited JavaScript calls (they overlap)
+
+    @property
+    def select_seconds(self) -> float:
+        return self.idle[0]
+
+
+_INSTRUMENTS = contextlib.ExitStack()
 
 
 def instrument_waits() -> Waits:
     """Time the main thread's event-loop waits and every awaited call into V8."""
-    import selectors
-
-    waits = Waits()
-    main_thread = threading.main_thread()
-    select = selectors.EpollSelector.select
-
-    def timed_select(self: selectors.EpollSelector, timeout: float | None = None) -> Any:
-        if threading.current_thread() is not main_thread:
-            return select(self, timeout)
-        started = time.perf_counter()
-        try:
-            return select(self, timeout)
-        finally:
-            waits.select_seconds += time.perf_counter() - started
-
-    selectors.EpollSelector.select = timed_select  # type: ignore[assignment, method-assign]
+    waits = Waits(idle=_INSTRUMENTS.enter_context(idle_timer()))  # for the rest of the process
     js = importlib.import_module("ci_grade.scripting.js")
     runtime = getattr(js, "JsRuntime", None)
     acall = getattr(runtime, "acall", None)

@@ -19,43 +19,17 @@ import cProfile
 import io
 import os
 import pstats
-import selectors
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from runner import loopback_grader
+from runner import idle_timer, loopback_grader
 from suites import Suite, write_deterministic, write_grader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-
-@contextmanager
-def idle_timer() -> Iterator[list[float]]:
-    """Seconds the main thread spends blocked in epoll while the block runs."""
-    spent = [0.0]
-    main = threading.main_thread()
-    select = selectors.EpollSelector.select
-
-    def timed(self: selectors.EpollSelector, timeout: float | None = None) -> Any:
-        if threading.current_thread() is not main:
-            return select(self, timeout)
-        started = time.perf_counter()
-        try:
-            return select(self, timeout)
-        finally:
-            spent[0] += time.perf_counter() - started
-
-    selectors.EpollSelector.select = timed  # type: ignore[method-assign]
-    try:
-        yield spent
-    finally:
-        selectors.EpollSelector.select = select  # type: ignore[method-assign]
 
 
 def run_once(suite: Suite, concurrency: int | None, profile: cProfile.Profile | None, first: int | None = None) -> dict[str, Any]:

@@ -12,16 +12,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import selectors
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from suites import GRADER_VERDICT, Suite
 
@@ -152,6 +155,29 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+@contextmanager
+def idle_timer() -> Iterator[list[float]]:
+    """Seconds the main thread spends blocked in epoll while the block runs."""
+    spent = [0.0]
+    main = threading.main_thread()
+    select = selectors.EpollSelector.select
+
+    def timed(self: selectors.EpollSelector, timeout: float | None = None) -> Any:
+        if threading.current_thread() is not main:
+            return select(self, timeout)
+        started = time.perf_counter()
+        try:
+            return select(self, timeout)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    selectors.EpollSelector.select = timed  # type: ignore[assignment, method-assign]
+    try:
+        yield spent
+    finally:
+        selectors.EpollSelector.select = select  # type: ignore[method-assign]
 
 
 @contextmanager
