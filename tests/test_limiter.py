@@ -92,6 +92,35 @@ def test_one_window_of_429s_cuts_once() -> None:
     assert (limiter.cuts, limiter.limit, limiter.in_flight) == (1, 16, 0)
 
 
+def test_a_cut_halves_the_calls_that_met_the_429_not_those_left_when_it_came() -> None:
+    async def main() -> Limiter:
+        limiter = Limiter(64, 8)
+        tickets = [await limiter.acquire() for _ in range(8)]
+        for ticket in tickets[:4]:  # half the window is answered first (a Retry-After pause drains it)
+            limiter.release(ticket, succeeded=True)
+        limiter.release(tickets[-1], overloaded=True)  # sent with 8 in flight, answered with 4
+        return limiter
+
+    limiter = asyncio.run(main())
+    assert (limiter.cuts, limiter.limit, limiter.lowest, limiter.in_flight) == (1, 4, 4, 3)
+
+
+def test_a_slot_granted_before_a_cut_belongs_to_the_window_that_cut() -> None:
+    async def main() -> Limiter:
+        limiter = Limiter(64, 8)
+        tickets = [await limiter.acquire() for _ in range(8)]
+        waiting = asyncio.ensure_future(limiter.acquire())
+        await asyncio.sleep(0)
+        limiter.release(tickets[0], succeeded=True)  # the waiter gets this slot ...
+        limiter.release(tickets[1], overloaded=True)  # ... and a 429 cuts before it resumes
+        late = await waiting
+        limiter.release(late, overloaded=True)  # its own 429 comes from the same overload
+        return limiter
+
+    limiter = asyncio.run(main())
+    assert (limiter.cuts, limiter.limit, limiter.lowest, limiter.in_flight) == (1, 4, 4, 6)
+
+
 def test_a_429_to_a_call_sent_alone_uses_up_its_attempts() -> None:
     limiter, provider = Limiter(64, 32), Provider(0)
     outcomes = run_calls(limiter, provider, 1)

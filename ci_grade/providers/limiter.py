@@ -5,9 +5,9 @@ is sent and answered. The limit starts at `start` and never exceeds `ceiling`:
 
 - **Multiplicative decrease.** A reply saying the provider is overloaded (429, 529, or any
   retryable status with `Retry-After`) halves the concurrency that met it (the limit, or the
-  calls in flight if fewer), once per window: replies to requests sent before the last cut do not
-  cut again, so a burst of 429s from one window halves it once, not to 1. New requests wait
-  until the `Retry-After` time has passed.
+  calls in flight when that request was sent or answered, if fewer), once per window: replies
+  to requests sent before the last cut do not cut again, so a burst of 429s from one window
+  halves it once, not to 1. New requests wait until the `Retry-After` time has passed.
 
 A provider that allows K calls at once answers 429 only while more than K are in flight, so the
 limit settles between about K/2 and K + 1 (each cut starts from at least K + 1 in flight).
@@ -49,25 +49,22 @@ class Limiter:
         self._issued = 0  # tickets handed out so far; a ticket is its number
         self._cut_at = 0  # tickets up to this one were sent before the last cut
         self._resume_at = 0.0  # no new sends before this time (Retry-After)
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: deque[asyncio.Future[Ticket]] = deque()
         self._timer: asyncio.TimerHandle | None = None
 
     async def acquire(self) -> Ticket:
         """Wait for a slot; returns the ticket to hand back to `release`."""
         if not self._waiters and self.in_flight < int(self.limit) and time.monotonic() >= self._resume_at:
-            self.in_flight += 1
-        else:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            self._wake()
-            try:
-                await waiter
-            except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled():
-                    self._free()  # a slot was handed over as the waiter was cancelled: give it back
-                raise
-        self._issued += 1
-        return self._issued, self.in_flight
+            return self._grant()
+        waiter: asyncio.Future[Ticket] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        self._wake()
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._free()  # a slot was handed over as the waiter was cancelled: give it back
+            raise
 
     def release(self, ticket: Ticket, *, succeeded: bool = False, overloaded: bool = False, retry_after: float | None = None) -> bool:
         """Give the slot back with what the attempt found. Returns True when an overloaded reply may
@@ -79,7 +76,8 @@ class Limiter:
             if retry_after:
                 self._resume_at = max(self._resume_at, time.monotonic() + retry_after)
             if number > self._cut_at:  # the first overloaded reply from this window
-                cut = max(1.0, min(self.limit, self.in_flight) * DECREASE)
+                met = max(flight, self.in_flight)  # in flight when it was sent or when its reply came
+                cut = max(1.0, min(self.limit, met) * DECREASE)
                 if cut < self.limit:
                     self.limit = cut
                     self.lowest = min(self.lowest, cut)
@@ -95,6 +93,13 @@ class Limiter:
         """`async with` it to hold a slot for the block (for calls that never report overload)."""
         return _Slot(self)
 
+    def _grant(self) -> Ticket:
+        """Take a slot. The ticket is numbered now, not when the waiter resumes: a slot granted
+        before a cut belongs to the window that cut."""
+        self.in_flight += 1
+        self._issued += 1
+        return self._issued, self.in_flight
+
     def _free(self) -> None:
         self.in_flight -= 1
         self._wake()
@@ -109,8 +114,7 @@ class Limiter:
         while self._waiters and self.in_flight < int(self.limit):
             waiter = self._waiters.popleft()
             if not waiter.done():
-                self.in_flight += 1
-                waiter.set_result(None)
+                waiter.set_result(self._grant())
 
     def _resume(self) -> None:
         self._timer = None
