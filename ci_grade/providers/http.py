@@ -20,9 +20,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from ci_grade.config import files, nunjucks
 from ci_grade.config.models import ProviderSpec
@@ -33,6 +31,9 @@ from ci_grade.providers.response_dict import response_from_dict
 from ci_grade.providers.retry import RetryPolicy
 from ci_grade.results.usage import TokenUsage
 from ci_grade.scripting import js, python
+
+if TYPE_CHECKING:
+    import httpx
 
 UNSUPPORTED = ("request", "transformRequest", "sessionParser", "signatureAuth")
 _FUNCTION_EXPRESSION = re.compile(r"^\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)")

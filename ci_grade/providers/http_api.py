@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
@@ -28,6 +26,9 @@ from ci_grade.providers.retry import (
     retry_after_seconds,
     with_retries,
 )
+
+if TYPE_CHECKING:
+    import httpx  # imported on first use: an eval that calls no HTTP API never loads it
 
 EXCERPT_CHARS = 300
 T = TypeVar("T")
@@ -76,6 +77,8 @@ class HttpApiProvider(Provider):
     def http(self) -> httpx.AsyncClient:
         """The provider's one client (keep-alive connections are shared by all its calls)."""
         if self._http is None:
+            import httpx
+
             limits = httpx.Limits(max_connections=self.limiter.ceiling, max_keepalive_connections=self.limiter.ceiling)
             self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, transport=lean_transport(httpx))
         return self._http
@@ -98,6 +101,8 @@ class HttpApiProvider(Provider):
     async def send(self, method: str, url: str, *, read: Callable[[httpx.Response], T], ok_status: range = range(200, 300), **kwargs: Any) -> T:
         """One request with retries, its reply turned into a value by `read` (which may raise
         TransientError for a reply worth asking again); failing for good is a ProviderError."""
+        import httpx
+
         policy = self.retry_policy()
 
         async def attempt() -> T:

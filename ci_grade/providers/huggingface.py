@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, UnknownProviderError
@@ -23,6 +21,9 @@ from ci_grade.providers.base import CallContext, Capability, ClassificationRespo
 from ci_grade.providers.http_api import HttpApiProvider, excerpt
 from ci_grade.providers.retry import retry_after_seconds
 from ci_grade.results.usage import TokenUsage
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_BASE_URL = "https://router.huggingface.co/hf-inference"
 TASKS = ("text-classification",)

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from ci_grade.errors import GraderError, TransientError
 from ci_grade.grading.context import AssertionContext, Grade
@@ -31,6 +29,9 @@ from ci_grade.providers.retry import (
     with_retries,
 )
 
+if TYPE_CHECKING:
+    import httpx  # imported on first use
+
 DEFAULT_BASE_URL = "https://api.withpi.ai/v1"
 GRADER = "withpi:scoring_system"
 
@@ -45,6 +46,8 @@ def _message(response: httpx.Response) -> str:
 
 async def score_with_pi(url: str, api_key: str, body: dict[str, Any]) -> Any:
     """POST with retries; returns the parsed JSON reply or raises GraderError with the reason."""
+    import httpx
+
     policy = RetryPolicy.from_env()
     timeout = call_timeout({})
     async with httpx.AsyncClient(timeout=timeout) as client:
