@@ -127,3 +127,12 @@ def test_yaml_keys_written_twice_are_errors() -> None:
         yaml12.loads("a: 1\nb:\n  c: 1\n  c: 2\n")
     assert caught.value.problem_mark is not None and caught.value.problem_mark.line == 3
     assert yaml12.loads("base: &b {x: 1}\nchild:\n  <<: *b\n  x: 2\n") == {"base": {"x": 1}, "child": {"x": 2}}
+
+
+@pytest.mark.parametrize(
+    "template",
+    ['{"reason": "x", "pass": true}', "a {single} brace\n", "line one\r\nline {two}\r\n", "{{ name }} {", "{% if name %}yes{% endif %}", "{# note #}text {"],
+)
+def test_text_without_tags_renders_as_jinja_would(template: str) -> None:
+    """Text that opens no tag, expression or comment skips the template engine: same result."""
+    assert render(template, {"name": "Ada"}) == nunjucks._compile(template, ()).render({"name": "Ada"})

@@ -160,3 +160,82 @@ def test_an_sdk_without_the_private_names_read_gets_its_own_requests(monkeypatch
     for _ in range(3):
         assert signature(client._build_request(options())) == signature(theirs._build_request(options()))
     assert client.__dict__["_lean_off"] is True and not client.__dict__.get("_lean_templates")
+
+
+class Recording(client_class()):  # type: ignore[misc]
+    """Records the request options `post` hands to `request`, and sends nothing."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(api_key=KEY, base_url="http://127.0.0.1:9/v1", max_retries=0, **kwargs)
+        self.seen: list[Any] = []
+
+    async def request(self, cast_to: Any, options: Any, **kwargs: Any) -> Any:
+        self.seen.append((options, kwargs))
+        return "sent"
+
+
+def sdk_options(path: str, body: Any) -> Any:
+    return FinalRequestOptions.construct(method="post", url=path, json_data=body, content=None, files=None)
+
+
+def test_plain_json_posts_get_the_sdks_request_options() -> None:
+    """The first post to a path gets the SDK's own options, the second a copy checked against them,
+    later ones copies: each equal to what the SDK makes, with its own body."""
+    client = Recording()
+    bodies = [BODY, {**BODY, "temperature": 1}, {"model": "m", "input": "x"}, BODY]
+
+    async def go() -> None:
+        for body in bodies:
+            assert await client.post("/chat/completions", cast_to=str, body=body) == "sent"
+        assert await client.post("/embeddings", cast_to=str, body=BODY) == "sent"
+
+    asyncio.run(go())
+    assert len(client.seen) == 5
+    for (made, kwargs), (path, body) in zip(client.seen, [*(("/chat/completions", b) for b in bodies), ("/embeddings", BODY)], strict=True):
+        expected = sdk_options(path, body)
+        assert repr(made) == repr(expected) and made.model_fields_set == expected.model_fields_set
+        assert made.json_data == body and kwargs.get("stream", False) is False
+    assert [entry[1] for entry in client._lean_post_options.values()] == [True, False]  # /embeddings was seen once
+
+
+def test_post_options_that_differ_from_the_sdks_are_the_sdks_from_then_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Options the SDK would make differently per call (as a new SDK version might) show up in the
+    check of a path's second post: from then on that path gets the SDK's own options."""
+    counter = iter(range(1, 100))
+    construct = FinalRequestOptions.construct
+
+    def per_call(*args: Any, **values: Any) -> Any:
+        return construct(*args, **values, idempotency_key=f"key-{next(counter)}")
+
+    monkeypatch.setattr(FinalRequestOptions, "construct", per_call)
+    client = Recording()
+
+    async def go() -> None:
+        for _ in range(4):
+            await client.post("/chat/completions", cast_to=str, body=BODY)
+
+    asyncio.run(go())
+    # key-1: the prototype, key-2: the SDK's first; the second post's copy (key-1) differs from
+    # the check's (key-3), so the SDK makes it (key-4) and every later one
+    assert [made.idempotency_key for made, _ in client.seen] == ["key-2", "key-4", "key-5", "key-6"]
+    assert client._lean_post_options == {"/chat/completions": None}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"options": {"headers": {"X-Trace": "t1"}}}, {"stream": True, "stream_cls": None}, {"files": None, "content": None}],
+    ids=["options", "stream", "files"],
+)
+def test_posts_beyond_plain_json_get_the_sdks_options(extra: dict[str, Any]) -> None:
+    client = Recording()
+
+    async def go() -> None:
+        for _ in range(3):
+            await client.post("/chat/completions", cast_to=str, body=BODY, **extra)
+
+    asyncio.run(go())
+    assert len(client.seen) == 3 and not client.__dict__.get("_lean_post_options")
+    made, kwargs = client.seen[-1]
+    assert made.json_data == BODY and kwargs["stream"] is bool(extra.get("stream"))
+    if "options" in extra:
+        assert made.headers == {"X-Trace": "t1"}

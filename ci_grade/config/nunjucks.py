@@ -132,6 +132,8 @@ def _environment(extra_env: tuple[tuple[str, str], ...], filters_version: int = 
     return _make_env(extra_env)
 
 
+_TAG = re.compile(r"\{[{%#]")
+"""Where a template tag, expression or comment opens: text without one renders as itself."""
 _TEMPLATE_CACHE: dict[tuple[str, tuple[tuple[str, str], ...], int], jinja2.Template] = {}
 
 
@@ -174,8 +176,8 @@ def references(template: str) -> set[str]:
 
 def render(template: str, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> str:
     """Render one nunjucks-style template string with `variables`."""
-    if "{" not in template:
-        return template
+    if not _TAG.search(template) and "\r" not in template:
+        return template  # nothing to render (jinja would only normalise line ends)
     compiled = _compile(template, tuple(sorted((env_overrides or {}).items())))
     try:
         return compiled.render(variables)

@@ -8,7 +8,10 @@ kind (method, endpoint, timeout, the SDK's headers for it) is the SDK's own; lat
 with their own body and retry count. The second request of each kind is built both ways and
 compared: if they differ in anything (say, a new SDK version adds a per-call header), that kind
 is built by the SDK from then on. Requests with files, query parameters, extra headers, an
-idempotency header or a body that is not a JSON object always go the SDK's way. The copies read
+idempotency header or a body that is not a JSON object always go the SDK's way. In the same way,
+a plain JSON `post` (no options, files or streaming) gets its request options as a copy of the
+first ones the SDK made for that path (checked once against the SDK's own), instead of the SDK
+building them field by field with deep copies of every default. The copies read
 a few of the SDK's private names; if an SDK version no longer has them, the client builds every
 request the SDK's way from then on.
 """
@@ -41,6 +44,45 @@ class LeanRequests:
     """Mixin for `AsyncOpenAI` (see the module's docstring); `client_class` applies it."""
 
     _lean_templates: dict[Hashable, _Template | None]
+
+    async def post(self, path: str, *, cast_to: Any, body: Any = None, options: Any = None, **rest: Any) -> Any:
+        """`client.post`: a plain JSON POST (no options, files or streaming) gets its request
+        options as a copy of the first ones the SDK made for that path, with its own body."""
+        sdk_post = super().post  # type: ignore[misc]
+        if options or rest or not isinstance(body, dict) or self.__dict__.get("_lean_off"):
+            return await sdk_post(path, cast_to=cast_to, body=body, options=options or {}, **rest)
+        try:
+            prepared = self._lean_options(path, body)
+        except (AttributeError, KeyError, TypeError, ImportError):
+            self.__dict__["_lean_off"] = True
+            return await sdk_post(path, cast_to=cast_to, body=body)
+        if prepared is None:
+            return await sdk_post(path, cast_to=cast_to, body=body)
+        client: Any = self
+        return await client.request(cast_to, prepared)
+
+    def _lean_options(self, path: str, body: dict[str, Any]) -> Any:
+        """Request options for a JSON POST to `path`: None the first time (the SDK makes them),
+        a copy of those later; the second copy is checked against the SDK's own."""
+        from openai._models import FinalRequestOptions
+
+        made = self.__dict__.setdefault("_lean_post_options", {})
+        first = made.get(path, False)
+        if first is False:
+            if len(made) < MAX_KINDS:
+                made[path] = [FinalRequestOptions.construct(method="post", url=path, json_data=None, content=None, files=None), False]
+            return None
+        if first is None:
+            return None
+        prototype, verified = first
+        copy = prototype.model_copy(update={"json_data": dict(body)})  # a top-level copy, as the SDK makes
+        if not verified:
+            expected = FinalRequestOptions.construct(method="post", url=path, json_data=body, content=None, files=None)
+            if repr(copy) != repr(expected) or copy.model_fields_set != expected.model_fields_set:
+                made[path] = None
+                return None
+            first[1] = True
+        return copy
 
     def _build_request(self, options: Any, *, retries_taken: int = 0) -> Any:
         sdk_build = super()._build_request  # type: ignore[misc]

@@ -63,9 +63,17 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> N
 
 
 def start(*args: str, cwd: Path, env: dict[str, str], stderr: Path) -> subprocess.Popen[str]:
-    """`ci-grade` as a process; its stderr (progress lines) goes to a file the test can watch."""
-    with stderr.open("w") as sink:
-        return subprocess.Popen([sys.executable, "-m", "ci_grade", *args], cwd=cwd, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=sink, text=True)
+    """`ci-grade` as a process; its stderr (progress lines) goes to a file the test can watch.
+
+    The process starts with SIGINT at its default, as a job's steps do. (A test session started
+    in the background of a script ignores SIGINT, and its children would inherit that: ci-grade
+    leaves a signal its process was started ignoring ignored.)"""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a handler: the child gets the default
+    try:
+        with stderr.open("w") as sink:
+            return subprocess.Popen([sys.executable, "-m", "ci_grade", *args], cwd=cwd, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=sink, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def statuses(results_path: Path) -> dict[str, tuple[str, str | None]]:
