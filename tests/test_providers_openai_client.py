@@ -239,3 +239,19 @@ def test_posts_beyond_plain_json_get_the_sdks_options(extra: dict[str, Any]) -> 
     assert made.json_data == BODY and kwargs["stream"] is bool(extra.get("stream"))
     if "options" in extra:
         assert made.headers == {"X-Trace": "t1"}
+
+
+def test_copied_post_options_share_no_dict_with_each_other() -> None:
+    """Each copy has its own params, security and body dicts (the SDK makes fresh ones per call), so
+    a change to one request's options cannot reach another's."""
+    client = Recording()
+
+    async def go() -> None:
+        for _ in range(3):
+            await client.post("/chat/completions", cast_to=str, body=BODY)
+
+    asyncio.run(go())
+    second, third = client.seen[1][0], client.seen[2][0]
+    for name in ("params", "security", "json_data"):
+        assert getattr(second, name) == getattr(third, name) and getattr(second, name) is not getattr(third, name)
+    assert third.json_data is not BODY

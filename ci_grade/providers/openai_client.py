@@ -75,7 +75,12 @@ class LeanRequests:
         if first is None:
             return None
         prototype, verified = first
-        copy = prototype.model_copy(update={"json_data": dict(body)})  # a top-level copy, as the SDK makes
+        copy = prototype.model_copy()
+        fields = copy.__dict__
+        for name, value in fields.items():  # fresh dicts (params, security), as the SDK's defaults are
+            if isinstance(value, dict):
+                fields[name] = dict(value)
+        fields["json_data"] = dict(body)  # a top-level copy, as the SDK makes
         if not verified:
             expected = FinalRequestOptions.construct(method="post", url=path, json_data=body, content=None, files=None)
             if repr(copy) != repr(expected) or copy.model_fields_set != expected.model_fields_set:
