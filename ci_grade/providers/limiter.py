@@ -4,10 +4,11 @@ Each provider has one `Limiter`. A call (for HTTP APIs: each attempt of it) hold
 is sent and answered. The limit starts at `start` and never exceeds `ceiling`:
 
 - **Multiplicative decrease.** A reply saying the provider is overloaded (429, 529, or any
-  retryable status with `Retry-After`) halves the concurrency that met it (the limit, or the
-  calls in flight when that request was sent or answered, if fewer), once per window: replies
-  to requests sent before the last cut do not cut again, so a burst of 429s from one window
-  halves it once, not to 1. New requests wait until the `Retry-After` time has passed.
+  retryable status with `Retry-After`) halves the concurrency that met it: the limit, or, if
+  fewer, the most calls that can have been in flight beside the refused one (those in flight when
+  it was sent and every call sent since). Once per window: replies to requests sent before the
+  last cut do not cut again, so a burst of 429s from one window halves it once, not to 1. New
+  requests wait until the `Retry-After` time has passed.
 
 A provider that allows K calls at once answers 429 only while more than K are in flight, so the
 limit settles between about K/2 and K + 1 (each cut starts from at least K + 1 in flight).
@@ -76,7 +77,7 @@ class Limiter:
             if retry_after:
                 self._resume_at = max(self._resume_at, time.monotonic() + retry_after)
             if number > self._cut_at:  # the first overloaded reply from this window
-                met = max(flight, self.in_flight)  # in flight when it was sent or when its reply came
+                met = flight + self._issued - number  # in flight when it was sent, and every call sent since
                 cut = max(1.0, min(self.limit, met) * DECREASE)
                 if cut < self.limit:
                     self.limit = cut
