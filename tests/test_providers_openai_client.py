@@ -255,3 +255,20 @@ def test_copied_post_options_share_no_dict_with_each_other() -> None:
     for name in ("params", "security", "json_data"):
         assert getattr(second, name) == getattr(third, name) and getattr(second, name) is not getattr(third, name)
     assert third.json_data is not BODY
+
+
+def test_paths_whose_post_options_are_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(openai_client, "MAX_KINDS", 3)
+    client = Recording()
+
+    async def go() -> None:
+        for _ in range(3):
+            for n in range(5):
+                await client.post(f"/path{n}", cast_to=str, body=BODY)
+
+    asyncio.run(go())
+    assert list(client._lean_post_options) == ["/path0", "/path1", "/path2"]
+    assert [made.url for made, _ in client.seen] == [f"/path{n}" for n in range(5)] * 3
+    for made, _ in client.seen:
+        expected = sdk_options(made.url, BODY)
+        assert repr(made) == repr(expected) and made.model_fields_set == expected.model_fields_set
