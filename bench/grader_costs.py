@@ -165,7 +165,7 @@ def timeline(args: argparse.Namespace) -> None:
                 wait_for_quiet(args.quiet_below, args.quiet_wait)
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.monotonic()
-                command = [*tool.eval_command(suite, workdir / "results.json", args.concurrency)]
+                command = tool.eval_command(suite, workdir / "results.json", args.concurrency)
                 result = subprocess.run(command, env=tool.env, cwd=workdir, capture_output=True, text=True, check=False)
                 ended = time.monotonic()
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)

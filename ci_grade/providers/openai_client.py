@@ -54,8 +54,8 @@ class LeanRequests:
         try:
             prepared = self._lean_options(path, body)
         except (AttributeError, KeyError, TypeError, ImportError):
-            self.__dict__["_lean_off"] = True
-            return await sdk_post(path, cast_to=cast_to, body=body)
+            self.__dict__["_lean_off"] = True  # the SDK's private names changed: its own way from now on
+            prepared = None
         if prepared is None:
             return await sdk_post(path, cast_to=cast_to, body=body)
         client: Any = self
