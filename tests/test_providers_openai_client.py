@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -15,16 +14,8 @@ from ci_grade.providers.openai_client import MAX_KINDS, client_class
 from tests.provider_helpers import make
 from tests.servers.llm_server import LLMServer
 
-KEY = "sk-test-0123456789"
+KEY = "sk-test-0123456789"  # the key the `openai_env` fixture sets
 BODY = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "Grade this: café ✓ \u2028 \"quoted\""}], "temperature": 0}
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
-    with LLMServer() as srv:
-        monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        yield srv
 
 
 def options(body: Any = BODY, **extra: Any) -> Any:
@@ -43,7 +34,7 @@ def signature(request: Any) -> tuple[Any, ...]:
     return (request.method, str(request.url), request.headers.raw, request.content, request.extensions)
 
 
-def test_requests_on_the_wire_are_the_sdks(server: LLMServer) -> None:
+def test_requests_on_the_wire_are_the_sdks(openai_env: LLMServer) -> None:
     """Three grader calls through the provider's client and three through a plain SDK client: the
     server receives the same headers and bodies (the first is built by the SDK, the second is
     checked against it, the third is a copy)."""
@@ -51,7 +42,7 @@ def test_requests_on_the_wire_are_the_sdks(server: LLMServer) -> None:
 
     async def go() -> Any:
         provider: Any = make("openai:chat:gpt-4.1-mini")
-        plain = openai.AsyncOpenAI(api_key=KEY, base_url=server.openai_base_url, max_retries=0, timeout=120.0)
+        plain = openai.AsyncOpenAI(api_key=KEY, base_url=openai_env.openai_base_url, max_retries=0, timeout=120.0)
         try:
             for prompt in prompts:
                 body = provider.chat_body(prompt)
@@ -64,7 +55,7 @@ def test_requests_on_the_wire_are_the_sdks(server: LLMServer) -> None:
 
     client = asyncio.run(go())
     assert isinstance(client, openai.AsyncOpenAI)
-    recorded = server.requests_to("/v1/chat/completions")
+    recorded = openai_env.requests_to("/v1/chat/completions")
     assert len(recorded) == 6
     for ours, theirs in zip(recorded[0::2], recorded[1::2], strict=True):
         assert ours.headers == theirs.headers
