@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import openai
 import pytest
-from openai._models import FinalRequestOptions
 
 from ci_grade.providers import openai_client
 from ci_grade.providers.openai_client import MAX_KINDS, client_class
+from ci_grade.providers.openai_sdk import sdk as import_sdk
 from tests.provider_helpers import make
 from tests.servers.llm_server import LLMServer
 
+openai = import_sdk()  # as ci-grade imports it (its type packages deferred)
+FinalRequestOptions = openai._models.FinalRequestOptions
 KEY = "sk-test-0123456789"  # the key the `openai_env` fixture sets
 BODY = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "Grade this: café ✓ \u2028 \"quoted\""}], "temperature": 0}
 

@@ -68,9 +68,9 @@ class AzureClientMixin:
 
     def client(self: Any) -> Any:
         if self._client is None:
-            from openai import AsyncAzureOpenAI
+            from ci_grade.providers.openai_sdk import sdk
 
-            self._client = AsyncAzureOpenAI(
+            self._client = sdk().AsyncAzureOpenAI(
                 api_key=self.api_key(),
                 azure_endpoint=self.endpoint(),
                 api_version=self.api_version(),

@@ -30,6 +30,7 @@ from ci_grade.providers.base import (
     parse_chat_messages,
 )
 from ci_grade.providers.http1 import lean_transport
+from ci_grade.providers.openai_sdk import sdk
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
@@ -72,9 +73,8 @@ CHAT_OPTIONS = (
 def sdk_http_client(config: Mapping[str, Any]) -> Any:
     """The SDK's own HTTP client with its defaults, on the lean HTTP/1.1 transport (`http1`)."""
     import httpx2
-    from openai import DefaultAsyncHttpxClient
 
-    return DefaultAsyncHttpxClient(transport=lean_transport(httpx2), timeout=call_timeout(config))
+    return sdk().DefaultAsyncHttpxClient(transport=lean_transport(httpx2), timeout=call_timeout(config))
 
 
 def _finish_reason(value: str | None) -> str | None:
@@ -139,7 +139,7 @@ class OpenAIProvider(Provider):
     async def request(self, method: Any, read: Callable[[Any], T], **body: Any) -> T:
         """Call an SDK method with ci-grade's retry policy and read its reply with `read` (which
         raises TransientError for a reply worth asking again); API errors become ProviderError."""
-        import openai
+        openai = sdk()
 
         async def attempt() -> T:
             try:

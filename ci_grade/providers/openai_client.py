@@ -22,7 +22,7 @@ import functools
 from collections.abc import Hashable
 from typing import Any
 
-from ci_grade.gc_pause import collector_paused
+from ci_grade.providers.openai_sdk import sdk
 
 MAX_KINDS = 32
 """Kinds of request remembered per client; beyond that, requests are built by the SDK."""
@@ -174,9 +174,5 @@ def _dumps() -> Any:
 
 @functools.cache
 def client_class() -> type[Any]:
-    """`AsyncOpenAI` with `LeanRequests`. The SDK is imported on first use, with the cyclic garbage
-    collector paused: the import creates some 200,000 objects and no garbage, and collections
-    meanwhile would scan them again and again (a tenth of the import's CPU)."""
-    with collector_paused():
-        from openai import AsyncOpenAI
-    return type("AsyncOpenAI", (LeanRequests, AsyncOpenAI), {"__module__": __name__})
+    """`AsyncOpenAI` with `LeanRequests`; the SDK is imported on first use (`openai_sdk`)."""
+    return type("AsyncOpenAI", (LeanRequests, sdk().AsyncOpenAI), {"__module__": __name__})

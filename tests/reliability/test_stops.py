@@ -18,16 +18,18 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import openai  # noqa: F401  (imported up front: the time limits below measure runs, not a cold import)
 import pytest
 import xmlschema
 
+from ci_grade.providers.openai_sdk import sdk
 from tests.conftest import run_cli, write
 from tests.github_helpers import parse_outputs
 from tests.runner_env import TOKEN, model_env, runner_env
 from tests.servers.github_server import GitHubServer
 from tests.servers.llm_server import LLMServer
 from tests.test_action_e2e import run_action
+
+sdk()  # imported up front: the time limits below measure runs, not a cold import
 
 JUNIT_XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit-10.xsd"
 CONFIG = """
