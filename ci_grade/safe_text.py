@@ -27,7 +27,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def well_formed(text: str) -> str:
     """`text` with every lone surrogate replaced by U+FFFD, so it can be encoded as UTF-8."""
-    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+    return _SURROGATE.sub("\ufffd", text) if not text.isascii() and _SURROGATE.search(text) else text
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -41,7 +41,7 @@ def json_dumps(value: Any, **options: Any) -> str:
     code point: the result is valid UTF-8 and `json.loads` returns the original data.
     """
     text = json.dumps(value, ensure_ascii=False, **options)
-    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+    return _SURROGATE.sub(_escape, text) if not text.isascii() and _SURROGATE.search(text) else text
 
 
 def terminal(text: str) -> str:

@@ -5,11 +5,13 @@ calls, what a scripted grader provider is told, and how a failed grader call is 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from ci_grade.errors import VerdictError, VerdictProblem
+from ci_grade.grading.grader_prompts import try_parse
 from ci_grade.grading.model_graded.rubric import judge, parse_rubric_verdict
 from ci_grade.grading.scoring import PassRule
 from ci_grade.grading.session import Tally, excerpt
@@ -100,3 +102,16 @@ def test_grader_guidance_must_be_text_and_failed_calls_name_the_grader_call(tmp_
     guidance, failed = (outcome(c) for c in rows[0]["gradingResult"]["componentResults"])
     assert (guidance.status, guidance.reason) == ("error", "graderGuidance must be text")
     assert failed.status == "error" and failed.reason.startswith("grader call to openai:"), failed.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": 1}', "[1, 2]", " 7", "-0.5", "true", "null", "NaN", "Infinity", '"quoted"', "\n{}", "Answer: {}", "thanks", "", "nope", "{broken"],
+)
+def test_template_variables_parse_as_json_exactly_when_json_would(text: str) -> None:
+    """`try_parse` skips the parser for text JSON cannot begin with: the same value either way."""
+    try:
+        expected = json.loads(text)
+    except ValueError:
+        expected = text
+    assert json.dumps(try_parse(text)) == json.dumps(expected)  # as JSON, so that NaN equals NaN

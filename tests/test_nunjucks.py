@@ -136,3 +136,35 @@ def test_yaml_keys_written_twice_are_errors() -> None:
 def test_text_without_tags_renders_as_jinja_would(template: str) -> None:
     """Text that opens no tag, expression or comment skips the template engine: same result."""
     assert render(template, {"name": "Ada"}) == nunjucks._compile(template, ()).render({"name": "Ada"})
+
+
+SUBSTITUTION_VARIABLES = {"name": "Ada <b>&", "city": "Zürich\n{{ not rendered }}", "n": 3, "flag": True, "items": ["a", "b"], "blank": "", "self": "me", "true": "yes"}
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "Hi {{ name }}",
+        "{{name}} from {{  city  }}, {{ name }} again\n",
+        "{{\nname\n}}}} and {{ blank }}.",
+        "{{ n }} / {{ flag }} / {{ items }}",  # not text: printed the JavaScript way, by jinja
+        "{{ missing }}-{{ name }}",  # not there: empty, by jinja
+        "{{ self }} {{ true }}",  # names jinja reads otherwise
+        "{{ name | upper }} {{ name }}",
+        "{{ name }}{% if n %}!{% endif %}",
+        "{{ name }} {# note #}",
+        "{{ name }}\r\n",
+        "{{ name }}{{- city }}",
+        "{ {{ name }} }",
+    ],
+)
+def test_templates_that_only_print_variables_render_as_jinja_would(template: str) -> None:
+    """Printing text variables by name skips the template engine: same result, whatever the template."""
+    expected = nunjucks._compile(template, ()).render(SUBSTITUTION_VARIABLES)
+    assert render(template, SUBSTITUTION_VARIABLES) == expected
+
+
+def test_only_plain_substitutions_skip_the_template_engine() -> None:
+    assert nunjucks._substitutions("Hi {{ name }}, {{city}}") == ("Hi ", "name", ", ", "city", "")
+    for template in ("{{ name | upper }}", "{{ self }}", "{{ a.b }}", "{{ name }}{% if x %}{% endif %}", "{{ name }}\r", "{{- name }}"):
+        assert nunjucks._substitutions(template) is None

@@ -178,6 +178,9 @@ def render(template: str, variables: dict[str, Any], env_overrides: dict[str, st
     """Render one nunjucks-style template string with `variables`."""
     if not _TAG.search(template) and "\r" not in template:
         return template  # nothing to render (jinja would only normalise line ends)
+    pieces = _substitutions(template)
+    if pieces is not None and all(type(variables.get(name)) is str for name in pieces[1::2]):
+        return "".join(variables[piece] if i % 2 else piece for i, piece in enumerate(pieces))
     compiled = _compile(template, tuple(sorted((env_overrides or {}).items())))
     try:
         return compiled.render(variables)
@@ -185,6 +188,20 @@ def render(template: str, variables: dict[str, Any], env_overrides: dict[str, st
         raise TemplateError(f"template error: {exc}") from exc
     except Exception as exc:  # a filter raising on bad input, e.g. `load` on invalid JSON
         raise TemplateError(f"template error: {type(exc).__name__}: {exc}") from exc
+
+
+_SUBSTITUTION = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_NOT_PLAIN_NAMES = frozenset({"true", "false", "none", "True", "False", "None", "self", "caller", "varargs", "kwargs", "loop"})
+
+
+@lru_cache(maxsize=1024)
+def _substitutions(template: str) -> tuple[str, ...] | None:
+    """A template that only prints variables by name (`Hi {{ name }}`) as text and names in turn
+    (text, name, text, ...); None for any other template (filters, tags, comments, a `\r`)."""
+    pieces = _SUBSTITUTION.split(template)
+    if "\r" in template or any(_TAG.search(text) for text in pieces[::2]) or any(name in _NOT_PLAIN_NAMES for name in pieces[1::2]):
+        return None
+    return tuple(pieces)
 
 
 def render_value(value: Any, variables: dict[str, Any], env_overrides: dict[str, str] | None = None) -> Any:

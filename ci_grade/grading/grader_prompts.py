@@ -86,9 +86,13 @@ def fence(text: str, tag: str = "output") -> str:
     return f'<{tag} id="{nonce}">\n{text}\n</{tag} id="{nonce}">'
 
 
+_JSON_STARTS = frozenset('{["-0123456789tfnNI \t\n\r')
+"""The characters JSON text (as Python's parser reads it: NaN and Infinity too) can begin with."""
+
+
 def try_parse(value: Any) -> Any:
     """promptfoo's tryParse for template variables: JSON text becomes data, other text stays."""
-    if isinstance(value, str):
+    if isinstance(value, str) and value[:1] in _JSON_STARTS:
         try:
             return json.loads(value)
         except ValueError:

@@ -187,6 +187,8 @@ def extract(reply: Any, key: str, *, compare: tuple[str, ...] | None = None) -> 
         raise VerdictError("grader returned an empty reply", VerdictProblem.EMPTY)
     text = reply.strip()
     objects = find_objects(text)
+    if len(objects) == 1 and objects[0].end - objects[0].start == len(text) and key in objects[0].value and not _nested_with(objects[0].value, key):
+        return objects[0].value  # the usual reply: one verdict, nothing around it or inside it
     verdicts = [f for f in objects if key in f.value]
     if not verdicts:
         raise VerdictError(f"grader reply contains no JSON object with {key!r}: {_excerpt(text)}", VerdictProblem.MISSING)
