@@ -22,6 +22,7 @@ from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
 from ci_grade.redact import Redactor
 from ci_grade.report import console, outputs
+from ci_grade.results import spool as spool_module
 from ci_grade.results.models import EvalRun
 from ci_grade.results.spool import RowSpool
 from ci_grade.results.summary import summaries_of
@@ -76,13 +77,35 @@ def test_the_spool_file_has_no_name(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_rows_the_file_cannot_take_stay_in_memory() -> None:
-    spool = RowSpool(2)
+    spool = RowSpool(3)
     store(spool, 0, row("on disk"))
+    assert spool[0].description == "on disk"  # a read writes the pending rows first
     spool.close()  # writes fail from now on, as on a full disk
     store(spool, 1, row("in memory", output="kept"))
+    store(spool, 2, row("also in memory"))
     assert spool[1].description == "in memory" and spool[1].output == "kept"
-    assert json.loads(spool.text(1))["description"] == "in memory"
-    assert [s.description for s in spool.summaries()] == ["on disk", "in memory"]
+    assert json.loads(spool.text(2))["description"] == "also in memory"
+    assert [s.description for s in spool.summaries()] == ["on disk", "in memory", "also in memory"]
+
+
+def test_rows_reach_the_file_in_batches_and_a_read_writes_what_is_pending(monkeypatch: pytest.MonkeyPatch) -> None:
+    writes: list[int] = []
+    real = os.pwrite
+
+    def counted(fd: int, data: bytes, offset: int) -> int:
+        writes.append(len(data))
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", counted)
+    monkeypatch.setattr(spool_module, "BATCH_BYTES", 4096)
+    spool = RowSpool(40)
+    for position in range(40):
+        store(spool, position, row(f"t{position}", output="x" * 500))
+    batches = len(writes)
+    assert 0 < batches < 40 and all(size >= 4096 for size in writes)
+    assert [r.description for r in spool] == [f"t{p}" for p in range(40)]
+    assert len(writes) == batches + 1  # the rest, written by the first read
+    assert os.fstat(spool._fd).st_size == sum(writes)
 
 
 def test_stored_rows_are_masked_and_results_files_mask_secrets_learned_later(tmp_path: Path) -> None:

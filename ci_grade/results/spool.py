@@ -4,8 +4,9 @@ Each row is stored once, when it finishes (rows finish in any order), as its row
 results JSON: the text a results file holds, with secrets already masked by the writer that puts
 it (the run's collector, `run/collect.py`). A small `RowSummary` per row stays in memory. Readers
 get the rows in plan order, as often as they like: as `TestResult`s (read back one at a time) or,
-for results files, as the stored text. A row the file cannot take (a full disk, a file size
-limit, no temporary folder) is kept in memory instead: a full disk never changes a verdict.
+for results files, as the stored text. Rows reach the file in batches of about 64 KB, one system
+call each; a read writes what is pending first. Rows the file cannot take (a full disk, a file
+size limit, no temporary folder) are kept in memory instead: a full disk never changes a verdict.
 
 The file is an anonymous temporary file (`tempfile.TemporaryFile`: on Linux it is created
 without a name, or unlinked at once), so it disappears when the spool is closed or collected, or
@@ -25,6 +26,9 @@ from ci_grade.results.models import StoredRows, TestResult
 from ci_grade.results.promptfoo import row_from_promptfoo
 from ci_grade.results.summary import RowSummary
 
+BATCH_BYTES = 1 << 16
+"""Rows are written once this many bytes of them are pending (and before any read)."""
+
 
 class RowSpool(StoredRows):
     """`size` rows in plan positions 0..size-1, each put exactly once."""
@@ -39,34 +43,54 @@ class RowSpool(StoredRows):
         self._offsets = array("q", [-1]) * size
         self._lengths = array("q", [0]) * size
         self._summaries: list[RowSummary | None] = [None] * size
-        self._held: dict[int, tuple[TestResult, str]] = {}
+        self._held: dict[int, str] = {}
+        self._pending = bytearray()
+        self._pending_rows: list[tuple[int, str]] = []
+        self._written = 0  # where the file ends (and the pending rows begin)
         self._end = 0
 
-    def put(self, position: int, row: TestResult, text: str, summary: RowSummary) -> None:
-        """Store `row` at `position`: its results-JSON text (masked) and its summary. A row the
-        file cannot take (a full disk, a file size limit) is kept in memory instead."""
+    def put(self, position: int, text: str, summary: RowSummary) -> None:
+        """Store the row at `position`: its results-JSON text (masked) and its summary."""
         if self.has(position):
             raise ValueError(f"row {position} is already stored")
         data = text.encode("utf-8")
-        try:
-            written = os.pwrite(self._fd, data, self._end)
-            while written < len(data):
-                written += os.pwrite(self._fd, data[written:], self._end + written)
-        except OSError:
-            self._held[position] = (row, text)
-        else:
-            self._offsets[position] = self._end
-            self._lengths[position] = len(data)
-            self._end += len(data)
+        self._offsets[position] = self._end
+        self._lengths[position] = len(data)
+        self._end += len(data)
+        self._pending += data
+        self._pending_rows.append((position, text))
         self._summaries[position] = summary
+        if len(self._pending) >= BATCH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the pending rows; those the file cannot take stay in memory."""
+        if not self._pending_rows:
+            return
+        data = memoryview(self._pending)
+        try:
+            written = os.pwrite(self._fd, data, self._written)
+            while written < len(data):
+                written += os.pwrite(self._fd, data[written:], self._written + written)
+        except OSError:
+            for position, text in self._pending_rows:
+                self._held[position] = text
+                self._offsets[position] = -1
+            self._end = self._written
+        else:
+            self._written += len(data)
+        data.release()
+        self._pending = bytearray()
+        self._pending_rows.clear()
 
     def has(self, position: int) -> bool:
         return self._summaries[position] is not None
 
     def text(self, position: int) -> str:
         """The stored results-JSON text of the row at `position`."""
+        self._flush()
         if position in self._held:
-            return self._held[position][1]
+            return self._held[position]
         offset = self._offsets[position]
         if offset < 0:
             raise LookupError(f"row {position} was never stored")
@@ -110,8 +134,6 @@ class RowSpool(StoredRows):
             yield self._read(position)
 
     def _read(self, position: int) -> TestResult:
-        if position in self._held:
-            return self._held[position][0]
         row = row_from_promptfoo(json.loads(self.text(position)))
         summary = self._summaries[position]
         if summary is not None:

@@ -31,4 +31,4 @@ def output_chars(row: TestResult) -> int:
 
 def store(spool: RowSpool, position: int, row: TestResult) -> None:
     """Put a final row into the spool at its plan position."""
-    spool.put(position, row, encode_row(row), RowSummary.of(row, output_chars(row)))
+    spool.put(position, encode_row(row), RowSummary.of(row, output_chars(row)))
