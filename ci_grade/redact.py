@@ -29,6 +29,7 @@ it new secrets. Listeners (`listen`) hear of every secret learned, e.g. to `::ad
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -47,6 +48,7 @@ _COMMON = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|(?i:true|false|yes|no
 _MIN_SECRET_LENGTH = 6
 
 
+@functools.lru_cache(maxsize=4096)  # the same few keys come up again and again
 def is_secret_name(name: str) -> bool:
     """Whether a field or variable name says its value is secret (`apiKey`, `GITHUB_TOKEN`)."""
     return bool(_SECRET_NAME.search(name))
@@ -57,9 +59,16 @@ def is_secret_env_name(name: str) -> bool:
     return is_secret_name(name) or bool(_SECRET_ENV_WORD.search(name))
 
 
+@functools.lru_cache(maxsize=4096)
 def is_auth_key(name: str) -> bool:
     """Whether a key in provider config (or its headers) holds a credential (`apiKey`, `X-Custom-Auth`)."""
-    return bool(_AUTH_KEY.search(name)) and not _NAMES_A_VARIABLE.search(name)
+    return bool(_AUTH_KEY.search(name)) and not _names_a_variable(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_a_variable(name: str) -> bool:
+    """Whether a key's value is the name of an environment variable (`apiKeyEnvar`)."""
+    return bool(_NAMES_A_VARIABLE.search(name))
 
 
 def is_common_value(value: str) -> bool:
@@ -129,7 +138,7 @@ class Redactor:
             if isinstance(node, dict):
                 for key, value in node.items():
                     name = str(key)
-                    if isinstance(value, str) and _NAMES_A_VARIABLE.search(name):
+                    if isinstance(value, str) and _names_a_variable(name):
                         found.append(env.get(value, "") if _AUTH_KEY.search(name) else "")  # apiKeyEnvar: NAME
                     elif isinstance(value, str) and (is_secret_name(name) or (in_config and is_auth_key(name))):
                         credential(value)

@@ -35,6 +35,7 @@ from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
     Liveness,
+    RetryPolicy,
     call_timeout,
     retry_after_seconds,
     with_retries,
@@ -94,6 +95,8 @@ class OpenAIProvider(Provider):
         self._model = model or self.default_model
         self._client: Any = None
         self.liveness = Liveness()
+        self._timeout = call_timeout(spec.config)
+        self._retries = RetryPolicy.from_env()
 
     @property
     def model(self) -> str | None:
@@ -131,7 +134,7 @@ class OpenAIProvider(Provider):
                 base_url=self.base_url(),
                 organization=self.spec.config.get("organization") or self.env_value("OPENAI_ORGANIZATION", "OPENAI_ORG_ID"),
                 max_retries=0,
-                timeout=call_timeout(self.spec.config),
+                timeout=self._timeout,
                 http_client=sdk_http_client(self.spec.config),
             )
         return self._client
@@ -161,7 +164,7 @@ class OpenAIProvider(Provider):
             return read(result)
 
         try:
-            return await with_retries(attempt, timeout=call_timeout(self.spec.config), liveness=self.liveness, limiter=self.limiter)
+            return await with_retries(attempt, self._retries, timeout=self._timeout, liveness=self.liveness, limiter=self.limiter)
         except TransientError as exc:
             raise ProviderError(f"{exc} (after retries)") from None
 
