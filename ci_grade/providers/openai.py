@@ -203,7 +203,7 @@ class OpenAIChatProvider(OpenAIProvider):
             # The SDK's raw request API (its documented route for custom bodies): same client,
             # auth and errors, without per-call parameter transformation and model building,
             # which cost more CPU than the rest of a grading call.
-            completion = await self.request(self.client().post, _completion, path="/chat/completions", cast_to=str, body=self.chat_body(prompt, context))
+            completion = await self.request(self.client().post, _completion, path="/chat/completions", cast_to=bytes, body=self.chat_body(prompt, context))
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         return self.to_response(completion)
@@ -351,8 +351,11 @@ class OpenAIModerationProvider(OpenAIProvider):
         return ModerationResponse(flags=flags)
 
 
-def _completion(text: str) -> dict[str, Any]:
-    """A Chat Completions body read from its text; one that is empty, not JSON or without choices is retried."""
+def _completion(body: bytes) -> dict[str, Any]:
+    """A Chat Completions body read as UTF-8 (JSON's encoding; bytes that are not UTF-8 become
+    U+FFFD, as the HTTP client's text would have them); one that is empty, not JSON or without
+    choices is retried."""
+    text = body.decode("utf-8", "replace")
     if not text.strip():
         raise TransientError("API returned an empty body")
     try:
