@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ci_grade.providers import openai_client
-from ci_grade.providers.openai_client import MAX_KINDS, client_class
+from ci_grade.providers.openai_client import MAX_KINDS, UNSENT_KEY, client_class
 from ci_grade.providers.openai_sdk import sdk as import_sdk
 from tests.provider_helpers import make
 from tests.servers.llm_server import LLMServer
@@ -183,11 +183,29 @@ def test_plain_json_posts_get_the_sdks_request_options() -> None:
 
     asyncio.run(go())
     assert len(client.seen) == 5
-    for (made, kwargs), (path, body) in zip(client.seen, [*(("/chat/completions", b) for b in bodies), ("/embeddings", BODY)], strict=True):
+    copied = [False, True, True, True, False]  # the first post to each path gets the SDK's own options
+    for (made, kwargs), (path, body), copy in zip(client.seen, [*(("/chat/completions", b) for b in bodies), ("/embeddings", BODY)], copied, strict=True):
         expected = sdk_options(path, body)
-        assert repr(made) == repr(expected) and made.model_fields_set == expected.model_fields_set
+        assert made.idempotency_key == (UNSENT_KEY if copy else None)  # no header sends it: no random key to make
+        made.idempotency_key = None
+        assert repr(made) == repr(expected) and made.model_fields_set - {"idempotency_key"} == expected.model_fields_set
         assert made.json_data == body and kwargs.get("stream", False) is False
     assert [entry[1] for entry in client._lean_post_options.values()] == [True, False]  # /embeddings was seen once
+
+
+def test_a_client_that_sends_idempotency_keys_gets_a_new_one_per_call(openai_env: LLMServer) -> None:
+    """Under an idempotency header, copied options leave the key to the SDK: a fresh one per call."""
+
+    async def go() -> None:
+        client = client_class()(api_key=KEY, base_url=openai_env.openai_base_url, max_retries=0, timeout=30.0)
+        client._idempotency_header = "Idempotency-Key"  # as the SDK's clients for some APIs have
+        for _ in range(3):
+            await client.post("/chat/completions", cast_to=bytes, body=BODY)
+        await client.close()
+
+    asyncio.run(go())
+    keys = [request.headers.get("idempotency-key") for request in openai_env.requests[-3:]]
+    assert all(key and key != UNSENT_KEY for key in keys) and len(set(keys)) == 3
 
 
 def test_post_options_that_differ_from_the_sdks_are_the_sdks_from_then_on(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -263,4 +281,6 @@ def test_paths_whose_post_options_are_remembered_are_bounded(monkeypatch: pytest
     assert [made.url for made, _ in client.seen] == [f"/path{n}" for n in range(5)] * 3
     for made, _ in client.seen:
         expected = sdk_options(made.url, BODY)
-        assert repr(made) == repr(expected) and made.model_fields_set == expected.model_fields_set
+        assert made.idempotency_key in (None, UNSENT_KEY)
+        made.idempotency_key = None
+        assert repr(made) == repr(expected) and made.model_fields_set - {"idempotency_key"} == expected.model_fields_set

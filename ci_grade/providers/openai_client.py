@@ -11,7 +11,8 @@ is built by the SDK from then on. Requests with files, query parameters, extra h
 idempotency header or a body that is not a JSON object always go the SDK's way. In the same way,
 a plain JSON `post` (no options, files or streaming) gets its request options as a copy of the
 first ones the SDK made for that path (checked once against the SDK's own), instead of the SDK
-building them field by field with deep copies of every default. The copies read
+building them field by field with deep copies of every default (and, when the client sends no
+idempotency header, without the random idempotency key the SDK makes for each call). The copies read
 a few of the SDK's private names; if an SDK version no longer has them, the client builds every
 request the SDK's way from then on.
 """
@@ -24,6 +25,9 @@ from typing import Any
 
 from ci_grade.providers.openai_sdk import sdk
 
+UNSENT_KEY = "not-sent"
+"""The idempotency key of a copied `post`'s options when the client sends none (it has no
+idempotency header): the SDK would otherwise make a random one for every call, to no use."""
 MAX_KINDS = 32
 """Kinds of request remembered per client; beyond that, requests are built by the SDK."""
 _RETRY_COUNT = "x-stainless-retry-count"
@@ -87,6 +91,8 @@ class LeanRequests:
                 made[path] = None
                 return None
             first[1] = True
+        if self._idempotency_header is None:  # type: ignore[attr-defined]
+            fields["idempotency_key"] = UNSENT_KEY  # spares the SDK a random key per call
         return copy
 
     def _build_request(self, options: Any, *, retries_taken: int = 0) -> Any:
