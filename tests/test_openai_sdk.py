@@ -143,3 +143,23 @@ def test_the_sdk_imports_without_its_type_packages_and_keeps_every_name() -> Non
     assert lazy["resources"] == "AsyncCompletions"
     assert lazy["count"] < eager["count"] / 2  # most of the SDK's modules are its type packages'
     assert len(eager["names"]) > 100 and lazy["names"] == eager["names"]  # once read, no name is missing
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_sdk_import_leaves_the_collector_as_it_was(enabled: bool) -> None:
+    """No collection runs during the import (it creates many objects and no garbage; one may run as
+    it begins or ends), and the collector is on afterwards only if it was before."""
+    script = textwrap.dedent(
+        f"""
+        import gc
+        from ci_grade.providers.openai_sdk import sdk
+        {'gc.enable()' if enabled else 'gc.disable()'}
+        runs = []
+        gc.callbacks.append(lambda phase, info: phase == "start" and runs.append(info["generation"]))
+        sdk()
+        print(len(runs), gc.isenabled())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    collections, left_enabled = done.stdout.split()
+    assert int(collections) <= 2 and left_enabled == str(enabled)  # unpaused, the import runs ~150 collections
