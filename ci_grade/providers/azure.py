@@ -24,8 +24,8 @@ from ci_grade.providers.openai import (
     OpenAIProvider,
     sdk_http_client,
 )
+from ci_grade.providers.openai_sdk import sdk
 from ci_grade.providers.pricing import estimate_cost
-from ci_grade.providers.retry import call_timeout
 from ci_grade.results.usage import TokenUsage
 
 DEFAULT_API_VERSION = "2024-10-21"
@@ -68,14 +68,12 @@ class AzureClientMixin:
 
     def client(self: Any) -> Any:
         if self._client is None:
-            from ci_grade.providers.openai_sdk import sdk
-
             self._client = sdk().AsyncAzureOpenAI(
                 api_key=self.api_key(),
                 azure_endpoint=self.endpoint(),
                 api_version=self.api_version(),
                 max_retries=0,
-                timeout=call_timeout(self.spec.config),
+                timeout=self._timeout,
                 http_client=sdk_http_client(self.spec.config),
             )
         return self._client

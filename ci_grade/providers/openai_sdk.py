@@ -93,20 +93,21 @@ class _DeferredInit(importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         loader, lock = self._loader, threading.RLock()
         folder = next(iter(module.__path__))
-        state: dict[str, Any] = {}
+        loading = False
 
         def __getattr__(name: str) -> Any:
+            nonlocal loading
             if not name.startswith("__") and name in _modules_in(folder):
                 return importlib.import_module(f"{module.__name__}.{name}")
             with lock:
-                if "loading" in state:  # its own `__init__` asking: not there (yet)
+                if loading:  # its own `__init__` asking: not there (yet)
                     raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
                 if module.__dict__.get("__getattr__") is __getattr__:
-                    state["loading"] = True
+                    loading = True
                     try:
                         loader.exec_module(module)
                     finally:
-                        del state["loading"]
+                        loading = False
                         if module.__dict__.get("__getattr__") is __getattr__:
                             del module.__dict__["__getattr__"]
             try:
