@@ -275,3 +275,25 @@ def test_paths_whose_post_options_are_remembered_are_bounded(monkeypatch: pytest
         assert made.idempotency_key in (None, UNSENT_KEY)
         made.idempotency_key = None
         assert repr(made) == repr(expected) and made.model_fields_set - {"idempotency_key"} == expected.model_fields_set
+
+
+def test_cookies_the_api_sets_are_not_kept(openai_env: LLMServer) -> None:
+    """An API that sets cookies (OpenAI's edge sets Cloudflare's `__cf_bm` on every reply) gets
+    none back, as from promptfoo's fetch, and requests stay copies of the first one."""
+    openai_env.on_chat(reply="ok", headers={"Set-Cookie": "__cf_bm=abc123; path=/; HttpOnly"})
+
+    async def go() -> Any:
+        provider: Any = make("openai:chat:gpt-4.1-mini")
+        try:
+            for prompt in ("one", "two", "three", "four"):
+                await provider.client().post("/chat/completions", cast_to=bytes, body=provider.chat_body(prompt))
+            return provider.client()
+        finally:
+            await provider.aclose()
+
+    client = asyncio.run(go())
+    recorded = openai_env.requests_to("/v1/chat/completions")
+    assert len(recorded) == 4
+    assert [request.headers.get("cookie", request.headers.get("Cookie")) for request in recorded] == [None] * 4
+    assert not client._client.cookies
+    assert [template.verified for template in client._lean_templates.values()] == [True]

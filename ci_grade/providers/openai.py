@@ -72,10 +72,15 @@ CHAT_OPTIONS = (
 
 
 def sdk_http_client(config: Mapping[str, Any]) -> Any:
-    """The SDK's own HTTP client with its defaults, on the lean HTTP/1.1 transport (`http1`)."""
+    """The SDK's own HTTP client with its defaults, on the lean HTTP/1.1 transport (`http1`),
+    keeping no cookies: as promptfoo's fetch, none the API sets (OpenAI's edge sets one on every
+    reply) is sent back, and requests stay copies of one another (`openai_client`)."""
+    from http.cookiejar import CookieJar, DefaultCookiePolicy
+
     import httpx2
 
-    return sdk().DefaultAsyncHttpxClient(transport=lean_transport(httpx2), timeout=call_timeout(config))
+    jar = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+    return sdk().DefaultAsyncHttpxClient(transport=lean_transport(httpx2), timeout=call_timeout(config), cookies=jar)
 
 
 def _finish_reason(value: str | None) -> str | None:
