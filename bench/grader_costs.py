@@ -14,7 +14,8 @@ K requests at once and answers 429 with `Retry-After` beyond that: wall time, ho
 and the limiter's own report (the run's "asked to slow down" warning). `bare`: the same number of
 chat calls to the same loopback grader from a bare asyncio client (httpx on ci-grade's lean
 transport, `-j` workers, nothing else): what the harness itself needs, the floor any eval of the
-suite stands on, so that the rest of an eval's wall time is start-up and ci-grade's own work.
+suite stands on, so that the rest of an eval's wall time is start-up and ci-grade's own work;
+its CPU per call is the machine's price for a call at that latency, without ci-grade.
 `timeline`: whole evals of the suite against the loopback grader run in this process, which notes
 when each request arrives: the time until the first request is sent (start-up: interpreter,
 imports, config, plan, the SDK's import), from it to the last reply (the calls), and from the
@@ -112,7 +113,7 @@ def bare(args: argparse.Namespace) -> None:
 
     from ci_grade.providers.http1 import Http1Transport
 
-    async def once(base_url: str) -> float:
+    async def once(base_url: str) -> tuple[float, float]:
         body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "grade this"}]}
         left = args.tests
         async with httpx.AsyncClient(transport=Http1Transport(httpx), timeout=30) as client:  # type: ignore[arg-type]
@@ -125,16 +126,19 @@ def bare(args: argparse.Namespace) -> None:
                     reply.raise_for_status()
                     reply.json()
 
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             await asyncio.gather(*(worker() for _ in range(args.concurrency or 32)))
-            return time.perf_counter() - started
+            return time.perf_counter() - started, time.process_time() - cpu
 
     with grader(args.latency_ms) as env:
-        walls = [asyncio.run(once(env["OPENAI_BASE_URL"])) for _ in range(args.runs)]
+        measured = [asyncio.run(once(env["OPENAI_BASE_URL"])) for _ in range(args.runs)]
         time.sleep(0.5)  # the server sees the connections end before it is stopped
+    walls = [wall for wall, _ in measured]
+    per_call = statistics.median(cpu for _, cpu in measured) / args.tests
     floor = -(-args.tests // (args.concurrency or 32)) * args.latency_ms / 1000
     print(f"bare client: {args.tests} calls, {args.concurrency or 32} at once, {args.latency_ms:g} ms latency: "
-          f"wall {min(walls):.3f} s min, {statistics.median(walls):.3f} s median (rounds x latency: {floor:.2f} s)")
+          f"wall {min(walls):.3f} s min, {statistics.median(walls):.3f} s median (rounds x latency: {floor:.2f} s); "
+          f"CPU {per_call * 1e6:.0f} µs per call (median)")
 
 
 def timeline(args: argparse.Namespace) -> None:
