@@ -10,7 +10,7 @@ content decoding) is unchanged. When the environment names a proxy (`HTTP_PROXY`
 `ALL_PROXY`, either case), `lean_transport` gives None and the library keeps its own transport,
 which routes through the proxy and honours `NO_PROXY`. Connections are opened as needed (each provider's `Limiter`
 bounds how many calls are in flight) and kept while idle; one the server closed is dropped
-before reuse. TLS uses the same trust store as httpx (certifi, or SSL_CERT_FILE / SSL_CERT_DIR).
+before reuse. TLS uses the same trust store as httpx (`tls`: certifi, or SSL_CERT_FILE / SSL_CERT_DIR).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import ssl
 from collections import defaultdict
 from types import ModuleType
 from typing import Any
+
+from ci_grade.providers import tls
 
 MAX_IDLE = 64
 """Idle connections kept per origin."""
@@ -101,16 +103,13 @@ class Http1Transport:
         scheme, host, port = origin
         try:
             reader, writer = await asyncio.open_connection(host, port, ssl=self._context() if scheme == "https" else None, limit=_HEAD_LIMIT)
-        except (OSError, ssl.SSLError) as exc:
-            raise self._lib.ConnectError(f"{type(exc).__name__}: {exc}", request=request) from None
+        except (OSError, ssl.SSLError) as exc:  # chained: a refused certificate is told apart (`tls`)
+            raise self._lib.ConnectError(f"{type(exc).__name__}: {exc}", request=request) from exc
         return _Connection(reader, writer)
 
     def _context(self) -> ssl.SSLContext:
         if self._ssl is None:
-            import certifi
-
-            cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
-            self._ssl = ssl.create_default_context(cafile=cafile or (None if capath else certifi.where()), capath=capath)
+            self._ssl = tls.context()
         return self._ssl
 
     async def aclose(self) -> None:

@@ -26,6 +26,7 @@ from ci_grade.providers.retry import (
     retry_after_seconds,
     with_retries,
 )
+from ci_grade.providers.tls import refused_certificate
 
 if TYPE_CHECKING:
     import httpx  # imported on first use: an eval that calls no HTTP API never loads it
@@ -113,6 +114,8 @@ class HttpApiProvider(Provider):
             except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as exc:
                 raise ProviderError(f"invalid request: {exc}") from None
             except httpx.TransportError as exc:
+                if refused := refused_certificate(exc):
+                    raise ProviderError(refused) from None
                 raise TransientError(f"connection failed: {type(exc).__name__}: {exc}") from None
             self.liveness.answered()
             if response.status_code in ok_status:

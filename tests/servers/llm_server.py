@@ -28,6 +28,7 @@ import math
 import re
 import signal
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -173,6 +174,7 @@ class LLMServer:
         self._flags: list[tuple[str, str, float]] = []
         self._lock = threading.Lock()
         self._server: asyncio.Server | None = None
+        self._scheme = "http"
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -188,15 +190,17 @@ class LLMServer:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def start(self, port: int = 0) -> LLMServer:
-        """Serve on 127.0.0.1 from a background thread running its own event loop."""
+    def start(self, port: int = 0, tls: ssl.SSLContext | None = None) -> LLMServer:
+        """Serve on 127.0.0.1 from a background thread running its own event loop (HTTPS with a
+        server-side `tls` context)."""
+        self._scheme = "https" if tls is not None else "http"
         self._loop = asyncio.new_event_loop()
         self._executor = ThreadPoolExecutor(max_workers=128, thread_name_prefix="llm-server-handler")
         ready = threading.Event()
 
         def run() -> None:
             asyncio.set_event_loop(self._loop)
-            self._server = self._loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", port, backlog=1024))
+            self._server = self._loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", port, backlog=1024, ssl=tls))
             ready.set()
             self._loop.run_forever()
 
@@ -236,7 +240,7 @@ class LLMServer:
     def url(self) -> str:
         assert self._server is not None, "server not started"
         host, port = self._server.sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}"
+        return f"{self._scheme}://{host}:{port}"
 
     @property
     def connections(self) -> int:
