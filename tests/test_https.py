@@ -18,7 +18,7 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
 from ci_grade.providers.http1 import Http1Transport
 from ci_grade.providers.http_api import HttpApiProvider
-from ci_grade.providers.tls import refused_certificate
+from ci_grade.providers.tls import trust_failure
 from tests.provider_helpers import call, eval_rows, use
 from tests.servers.llm_server import LLMServer
 
@@ -50,6 +50,19 @@ def trusted(ca: trustme.CA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         server.stop()
 
 
+def count_connections(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The scheme of each connection the lean transport sets out to open, in order."""
+    attempts: list[str] = []
+    connect = Http1Transport._connection
+
+    async def counted(self: Http1Transport, origin: tuple[str, str, int], request: Any) -> Any:
+        attempts.append(origin[0])
+        return await connect(self, origin, request)
+
+    monkeypatch.setattr(Http1Transport, "_connection", counted)
+    return attempts
+
+
 def openai_env(server: LLMServer) -> dict[str, str]:
     return {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.openai_base_url, "CI_GRADE_RETRY_BASE_SECONDS": "0.01"}
 
@@ -69,7 +82,7 @@ def test_openai_calls_over_https_trust_ssl_cert_file_and_keep_their_connection(t
 
 
 @pytest.mark.parametrize("names", [("127.0.0.1",), ("api.example.com",)], ids=["untrusted-ca", "another-host"])
-def test_a_refused_certificate_is_an_error_at_once_with_what_to_do(ca: trustme.CA, names: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_trust_failure_is_an_error_at_once_with_what_to_do(ca: trustme.CA, names: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A server signed by a CA the machine does not trust, or certified for another host: the
     call is an ERROR saying so and naming SSL_CERT_FILE, after one attempt (no retries: the next
     attempt would be refused the same way); the server never sees a request."""
@@ -80,14 +93,7 @@ def test_a_refused_certificate_is_an_error_at_once_with_what_to_do(ca: trustme.C
         monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
     else:
         monkeypatch.delenv("SSL_CERT_FILE", raising=False)  # certifi's bundle
-    attempts: list[str] = []
-    connect = Http1Transport._connection
-
-    async def counted(self: Http1Transport, origin: tuple[str, str, int], request: Any) -> Any:
-        attempts.append(origin[0])
-        return await connect(self, origin, request)
-
-    monkeypatch.setattr(Http1Transport, "_connection", counted)
+    attempts = count_connections(monkeypatch)
     server = https_server(ca, *names)
     try:
         response = call("openai:chat:gpt-4.1-mini", "hello", env=openai_env(server))
@@ -100,9 +106,32 @@ def test_a_refused_certificate_is_an_error_at_once_with_what_to_do(ca: trustme.C
         server.stop()
 
 
+@pytest.mark.parametrize("variable", ["SSL_CERT_FILE", "SSL_CERT_DIR"])
+def test_ca_certificates_that_cannot_be_read_are_an_error_at_once_naming_the_variable(ca: trustme.CA, variable: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CA file that holds no certificate, or a CA directory that is not there, stays so on the
+    next attempt: one attempt, and the error names the variable and its value."""
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    if variable == "SSL_CERT_FILE":
+        value = tmp_path / "not-a-ca.pem"
+        value.write_text("this is not a certificate\n")
+    else:
+        value = tmp_path / "no-such-dir"
+    monkeypatch.setenv(variable, str(value))
+    attempts = count_connections(monkeypatch)
+    server = https_server(ca, "127.0.0.1")
+    try:
+        response = call("openai:chat:gpt-4.1-mini", "hello", env=openai_env(server))
+    finally:
+        server.stop()
+    assert response.error is not None and f"{variable}={value}" in response.error and "cannot be used" in response.error, response.error
+    assert attempts == ["https"]
+    assert server.requests == []
+
+
 def test_http_api_providers_share_the_trust_store_and_the_refusal(ca: trustme.CA, trusted: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """httpx on the lean transport (HTTP API providers): the trusted server answers; with the CA
-    file gone, the same request fails with a certificate error `refused_certificate` recognises."""
+    file gone, the same request fails with a certificate error `trust_failure` recognises."""
 
     async def get(transport: Any) -> Any:
         async with httpx.AsyncClient(transport=transport) as client:
@@ -113,8 +142,8 @@ def test_http_api_providers_share_the_trust_store_and_the_refusal(ca: trustme.CA
     monkeypatch.delenv("SSL_CERT_FILE")
     with pytest.raises(httpx.ConnectError) as caught:
         asyncio.run(get(Http1Transport(httpx)))
-    assert refused_certificate(caught.value) is not None
-    assert refused_certificate(httpx.ConnectError("Connection refused")) is None
+    assert trust_failure(caught.value) is not None
+    assert trust_failure(httpx.ConnectError("Connection refused")) is None
 
     async def send(provider: HttpApiProvider) -> Any:
         try:

@@ -103,7 +103,7 @@ class Http1Transport:
         scheme, host, port = origin
         try:
             reader, writer = await asyncio.open_connection(host, port, ssl=self._context() if scheme == "https" else None, limit=_HEAD_LIMIT)
-        except (OSError, ssl.SSLError) as exc:  # chained: a refused certificate is told apart (`tls`)
+        except (OSError, ssl.SSLError) as exc:  # chained: `tls.trust_failure` finds TLS trust failures
             raise self._lib.ConnectError(f"{type(exc).__name__}: {exc}", request=request) from exc
         return _Connection(reader, writer)
 

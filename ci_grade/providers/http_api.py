@@ -26,7 +26,7 @@ from ci_grade.providers.retry import (
     retry_after_seconds,
     with_retries,
 )
-from ci_grade.providers.tls import refused_certificate
+from ci_grade.providers.tls import trust_failure
 
 if TYPE_CHECKING:
     import httpx  # imported on first use: an eval that calls no HTTP API never loads it
@@ -114,7 +114,7 @@ class HttpApiProvider(Provider):
             except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as exc:
                 raise ProviderError(f"invalid request: {exc}") from None
             except httpx.TransportError as exc:
-                if refused := refused_certificate(exc):
+                if refused := trust_failure(exc):
                     raise ProviderError(refused) from None
                 raise TransientError(f"connection failed: {type(exc).__name__}: {exc}") from None
             self.liveness.answered()

@@ -40,7 +40,7 @@ from ci_grade.providers.retry import (
     retry_after_seconds,
     with_retries,
 )
-from ci_grade.providers.tls import refused_certificate
+from ci_grade.providers.tls import trust_failure
 from ci_grade.results.usage import TokenUsage
 
 T = TypeVar("T")
@@ -162,7 +162,7 @@ class OpenAIProvider(Provider):
             except openai.APITimeoutError as exc:
                 raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None
             except openai.APIConnectionError as exc:
-                if refused := refused_certificate(exc):
+                if refused := trust_failure(exc):
                     raise ProviderError(refused) from None
                 raise TransientError(f"{type(exc).__name__}: {exc}") from None
             except (ValueError, TypeError, AttributeError) as exc:  # the SDK could not decode or read the body

@@ -1,16 +1,22 @@
-"""HTTPS trust: the certificates a call accepts, and the failure a refused one is.
+"""HTTPS trust: the certificates a call accepts, and the failures that retrying cannot fix.
 
 Calls trust what httpx trusts: certifi's bundle, or the CA file or directory named by
 `SSL_CERT_FILE` / `SSL_CERT_DIR` (a company proxy's or a private gateway's CA). A server whose
 certificate is not trusted, or names another host, will not be trusted on the next attempt
-either: `refused_certificate` tells such a failure apart from a dropped connection, so it is
-reported at once with what to do, instead of being retried.
+either, and a CA file that cannot be read stays unreadable: `trust_failure` tells these apart
+from a dropped connection, so they are reported at once with what to do, instead of retried.
 """
 
 from __future__ import annotations
 
 import os
 import ssl
+
+_VARIABLES = "SSL_CERT_FILE or SSL_CERT_DIR"
+
+
+class TrustStoreError(OSError):
+    """The CA certificates `SSL_CERT_FILE` / `SSL_CERT_DIR` name cannot be used."""
 
 
 def context() -> ssl.SSLContext:
@@ -19,22 +25,27 @@ def context() -> ssl.SSLContext:
     if not (cafile or capath):
         import certifi
 
-        cafile = certifi.where()
-    return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
+        return ssl.create_default_context(cafile=certifi.where())
+    if capath and not os.path.isdir(capath):  # OpenSSL would only find no certificate there
+        raise TrustStoreError(f"the CA certificates named by SSL_CERT_DIR={capath} cannot be used: not a directory")
+    try:
+        return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
+    except (OSError, ssl.SSLError) as exc:
+        named = ", ".join(f"{name}={value}" for name, value in (("SSL_CERT_FILE", cafile), ("SSL_CERT_DIR", capath)) if value)
+        raise TrustStoreError(f"the CA certificates named by {named} cannot be used: {exc}") from None
 
 
-def refused_certificate(exc: BaseException) -> str | None:
+def trust_failure(exc: BaseException) -> str | None:
     """What to report when `exc` (or an exception it was raised from) is a certificate this
-    machine does not accept; None for any other failure."""
+    machine does not accept, or CA certificates it cannot read; None for any other failure."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
+        if isinstance(cause, TrustStoreError):
+            return str(cause)
         if isinstance(cause, ssl.SSLCertVerificationError):
             detail = cause.verify_message or cause.reason or str(cause)
-            return (
-                f"the server's TLS certificate was refused ({detail}); if it is signed by a private CA, "
-                "name that CA's certificates in SSL_CERT_FILE or SSL_CERT_DIR"
-            )
+            return f"the server's TLS certificate was refused ({detail}); if it is signed by a private CA, name that CA's certificates in {_VARIABLES}"
         cause = cause.__cause__ or cause.__context__
     return None
