@@ -46,7 +46,7 @@ class Answering:
 
 
 async def measure(calls: int, rounds: int) -> None:
-    openai_provider.lean_transport = lambda lib: Answering()  # type: ignore[attr-defined]
+    openai_provider.client_options = lambda lib: {"transport": Answering()}  # type: ignore[attr-defined]
     env = {"OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
     provider: Any = openai_provider.create(ProviderSpec(id="openai:gpt-4.1-mini"), env, 32)
     context = CallContext(response_schema={"type": "object"})

@@ -19,7 +19,7 @@ from ci_grade.errors import ProviderError
 from ci_grade.providers.http1 import Http1Transport
 from ci_grade.providers.http_api import HttpApiProvider
 from ci_grade.providers.tls import trust_failure
-from tests.provider_helpers import call, eval_rows, use
+from tests.provider_helpers import call, eval_rows, make, use
 from tests.servers.llm_server import LLMServer
 
 KEY = "sk-test-0123456789"
@@ -181,3 +181,57 @@ tests:
     assert len(rows) == 2
     assert all(row["error"] and "TLS certificate was refused" in row["error"] for row in rows), [row["error"] for row in rows]
     assert server.requests == []
+
+
+async def connect_proxy(seen: list[str]) -> asyncio.Server:
+    """A loopback HTTP proxy that tunnels CONNECT requests (how clients reach HTTPS through one)."""
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        method, target = head.split(b" ")[:2]
+        seen.append(f"{method.decode()} {target.decode()}")
+        host, port = target.decode().rsplit(":", 1)
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await writer.drain()
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+def test_through_a_proxy_https_calls_trust_the_same_ca_certificates(trusted: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With HTTPS_PROXY named, the SDK's own transport tunnels through the proxy and trusts the CA
+    that SSL_CERT_FILE names; CA certificates that cannot be used are named, as without a proxy."""
+    seen: list[str] = []
+
+    async def go() -> list[Any]:
+        proxy = await connect_proxy(seen)
+        async with proxy:
+            monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.sockets[0].getsockname()[1]}")
+            monkeypatch.delenv("NO_PROXY", raising=False)
+            monkeypatch.delenv("no_proxy", raising=False)
+            responses = []
+            for ca_file in (None, "/nonexistent/ca.pem"):
+                if ca_file:
+                    monkeypatch.setenv("SSL_CERT_FILE", ca_file)
+                provider: Any = make("openai:chat:gpt-4.1-mini", openai_env(trusted))
+                try:
+                    responses.append(await provider.call("through the proxy"))
+                finally:
+                    await provider.aclose()
+            return responses
+
+    through, unusable = asyncio.run(go())
+    assert through.error is None and through.output == "echo: through the proxy"
+    assert seen == [f"CONNECT 127.0.0.1:{trusted.url.rsplit(':', 1)[1]}"]
+    assert unusable.error is not None and "SSL_CERT_FILE=/nonexistent/ca.pem" in unusable.error and "cannot be used" in unusable.error

@@ -7,10 +7,11 @@ replies with Content-Length or chunked bodies. This transport does that on async
 plugs in under the same clients (`httpx` for HTTP API providers, the OpenAI SDK's `httpx2`), so
 everything above it (the SDK's requests and errors, auth, timeouts, proxies from the environment,
 content decoding) is unchanged. When the environment names a proxy (`HTTP_PROXY`, `HTTPS_PROXY`,
-`ALL_PROXY`, either case), `lean_transport` gives None and the library keeps its own transport,
-which routes through the proxy and honours `NO_PROXY`. Connections are opened as needed (each provider's `Limiter`
+`ALL_PROXY`, either case), `client_options` keeps the library's own transport, which routes through
+the proxy and honours `NO_PROXY`. Connections are opened as needed (each provider's `Limiter`
 bounds how many calls are in flight) and kept while idle; one the server closed is dropped
-before reuse. TLS uses the same trust store as httpx (`tls`: certifi, or SSL_CERT_FILE / SSL_CERT_DIR).
+before reuse. Either way, TLS trusts what `tls.context` trusts (certifi, or SSL_CERT_FILE /
+SSL_CERT_DIR, as httpx would).
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ _NO_BODY = frozenset({204, 304})
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
-def lean_transport(lib: ModuleType) -> Any:
-    """An `Http1Transport` for `lib` (httpx or httpx2), or None (the library's own transport)
-    when the environment names a proxy."""
+def client_options(lib: ModuleType) -> dict[str, Any]:
+    """Options for a `lib.AsyncClient` (httpx or httpx2): an `Http1Transport`, or, when the
+    environment names a proxy, the library's own transport verifying servers with `tls.context`
+    (so a CA path that cannot be used is a `tls.TrustStoreError` naming it, here)."""
     if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES):
-        return None
-    return Http1Transport(lib)
+        return {"verify": tls.context()}
+    return {"transport": Http1Transport(lib)}
 
 
 class _Connection:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import Provider
-from ci_grade.providers.http1 import lean_transport
+from ci_grade.providers.http1 import client_options
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
     Liveness,
@@ -81,7 +81,7 @@ class HttpApiProvider(Provider):
             import httpx
 
             limits = httpx.Limits(max_connections=self.limiter.ceiling, max_keepalive_connections=self.limiter.ceiling)
-            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, transport=lean_transport(httpx))
+            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, **client_options(httpx))
         return self._http
 
     def retry_policy(self) -> RetryPolicy:

@@ -29,7 +29,7 @@ from ci_grade.providers.base import (
     ProviderResponse,
     parse_chat_messages,
 )
-from ci_grade.providers.http1 import lean_transport
+from ci_grade.providers.http1 import client_options
 from ci_grade.providers.openai_sdk import sdk
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
@@ -81,7 +81,7 @@ def sdk_http_client(config: Mapping[str, Any]) -> Any:
     import httpx2
 
     jar = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
-    return sdk().DefaultAsyncHttpxClient(transport=lean_transport(httpx2), timeout=call_timeout(config), cookies=jar)
+    return sdk().DefaultAsyncHttpxClient(timeout=call_timeout(config), cookies=jar, **client_options(httpx2))
 
 
 def _finish_reason(value: str | None) -> str | None:
