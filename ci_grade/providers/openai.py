@@ -8,7 +8,7 @@ Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
 `openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
 The SDK's own retries are off; ci-grade's retry policy (which honours Retry-After) applies, also
 to 200 replies whose body is malformed or empty, or lacks choices, an embedding or moderation
-results. Chat replies are read leniently: invalid UTF-8 in the body becomes U+FFFD.
+results (`openai_replies`). Chat replies are read leniently: invalid UTF-8 in the body becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -30,6 +30,14 @@ from ci_grade.providers.base import (
     parse_chat_messages,
 )
 from ci_grade.providers.http1 import client_options
+from ci_grade.providers.openai_replies import (
+    completion_body,
+    error_message,
+    usage_of,
+    with_embedding,
+    with_moderation_results,
+    with_output,
+)
 from ci_grade.providers.openai_sdk import sdk
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
@@ -155,7 +163,7 @@ class OpenAIProvider(Provider):
                 result = await method(**body)
             except openai.APIStatusError as exc:
                 self.liveness.answered()
-                message = _error_message(exc)
+                message = error_message(exc)
                 if exc.status_code in RETRYABLE_STATUS:
                     raise TransientError(message, retry_after_seconds(dict(exc.response.headers)), status=exc.status_code) from None
                 raise ProviderError(message) from None
@@ -211,16 +219,16 @@ class OpenAIChatProvider(OpenAIProvider):
             # The SDK's raw request API (its documented route for custom bodies): same client,
             # auth and errors, without per-call parameter transformation and model building,
             # which cost more CPU than the rest of a grading call.
-            completion = await self.request(self.client().post, _completion, path="/chat/completions", cast_to=bytes, body=self.chat_body(prompt, context))
+            completion = await self.request(self.client().post, completion_body, path="/chat/completions", cast_to=bytes, body=self.chat_body(prompt, context))
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         return self.to_response(completion)
 
     def to_response(self, completion: dict[str, Any]) -> ProviderResponse:
-        """A Chat Completions JSON body (with choices, see `_completion`) -> ProviderResponse."""
+        """A Chat Completions JSON body (with choices, see `completion_body`) -> ProviderResponse."""
         choice = completion["choices"][0]
         message = choice.get("message") or {}
-        usage = _usage(completion.get("usage"))
+        usage = usage_of(completion.get("usage"))
         finish = choice.get("finish_reason")
         common = {"token_usage": usage, "cost": self.cost(usage), "finish_reason": _finish_reason(finish), "cached": False}
         if message.get("refusal"):
@@ -276,7 +284,7 @@ class OpenAIResponsesProvider(OpenAIProvider):
         if "seed" in body:
             body.setdefault("extra_body", {})["seed"] = body.pop("seed")
         try:
-            result = await self.request(self.client().responses.create, _with_output, **body)
+            result = await self.request(self.client().responses.create, with_output, **body)
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         input_details = getattr(result.usage, "input_tokens_details", None)
@@ -326,7 +334,7 @@ class OpenAIEmbeddingProvider(OpenAIProvider):
         if error := self.missing_key_error():
             return EmbeddingResponse(error=error)
         try:
-            result = await self.request(self.client().embeddings.create, _with_embedding, model=self._model, input=text)
+            result = await self.request(self.client().embeddings.create, with_embedding, model=self._model, input=text)
         except ProviderError as exc:
             return EmbeddingResponse(error=str(exc))
         usage = TokenUsage.of(result.usage.prompt_tokens if result.usage else 0, 0, result.usage.total_tokens if result.usage else None)
@@ -346,7 +354,7 @@ class OpenAIModerationProvider(OpenAIProvider):
         if error := self.missing_key_error():
             return ModerationResponse(error=error)
         try:
-            result = await self.request(self.client().moderations.create, _with_moderation_results, model=self._model, input=output)
+            result = await self.request(self.client().moderations.create, with_moderation_results, model=self._model, input=output)
         except ProviderError as exc:
             return ModerationResponse(error=str(exc))
         flags: list[ModerationFlag] = []
@@ -357,76 +365,6 @@ class OpenAIModerationProvider(OpenAIProvider):
                 if flagged:
                     flags.append(ModerationFlag(code=name, description=name, confidence=float(scores.get(name) or 0.0)))
         return ModerationResponse(flags=flags)
-
-
-def _completion(body: bytes) -> dict[str, Any]:
-    """A Chat Completions body read as UTF-8 (JSON's encoding; bytes that are not UTF-8 become
-    U+FFFD, as the HTTP client's text would have them); one that is empty, not JSON or without
-    choices is retried."""
-    text = body.decode("utf-8", "replace")
-    if not text.strip():
-        raise TransientError("API returned an empty body")
-    try:
-        completion = json.loads(text)
-    except ValueError:
-        raise TransientError(f"API returned a body that is not JSON: {text[:120]!r}") from None
-    if not isinstance(completion, dict) or not completion.get("choices") or not isinstance(completion["choices"][0], dict):
-        raise TransientError(f"API returned no choices: {str(completion)[:200]}")
-    return completion
-
-
-def _present(result: T) -> T:
-    """An SDK reply as it is (the SDK checked its shape), unless the body was not a JSON object."""
-    if isinstance(result, str | type(None)):
-        raise TransientError(f"API returned a body that is not a JSON object: {str(result)[:120]!r}")
-    return result
-
-
-def _with_output(result: Any) -> Any:
-    if not isinstance(getattr(_present(result), "output", None), list):
-        raise TransientError("API returned no output list")
-    return result
-
-
-def _with_embedding(result: Any) -> Any:
-    if not getattr(_present(result), "data", None):
-        raise TransientError("API returned no embedding")
-    return result
-
-
-def _with_moderation_results(result: Any) -> Any:
-    """A moderation reply must hold results: without them nothing was checked (never "no flags")."""
-    if not getattr(_present(result), "results", None):
-        raise TransientError("API returned no moderation results")
-    return result
-
-
-def _usage(usage: Any) -> TokenUsage:
-    """Usage from a JSON body (dict) or an SDK object."""
-    if usage is None:
-        return TokenUsage(num_requests=1)
-
-    def field(obj: Any, name: str) -> Any:
-        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-    details = field(usage, "completion_tokens_details")
-    prompt_details = field(usage, "prompt_tokens_details")
-    return TokenUsage.of(
-        field(usage, "prompt_tokens"),
-        field(usage, "completion_tokens"),
-        field(usage, "total_tokens"),
-        cached=field(prompt_details, "cached_tokens") if prompt_details else 0,
-        reasoning=field(details, "reasoning_tokens") if details else 0,
-    )
-
-
-def _error_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    detail = None
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        detail = error.get("message") if isinstance(error, dict) else str(error)
-    return f"API error {exc.status_code}: {detail or exc.message}"
 
 
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
