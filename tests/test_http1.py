@@ -261,3 +261,44 @@ def test_closing_the_client_closes_its_sockets_before_it_returns() -> None:
 
     opened, filenos = asyncio.run(main())
     assert opened == 3 and filenos == [-1, -1, -1]
+
+
+def test_a_host_whose_first_address_never_answers_is_reached_on_the_next(llm_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host with two addresses, the first a black hole (a listener whose accept queue is full,
+    so its SYNs are dropped, as on a broken IPv6 route): the call is answered from the second
+    address after the happy-eyeballs delay, not after the call's timeout. The resolver is the only
+    stand-in (a name for two loopback addresses); both connections are real."""
+    import socket
+    import time
+
+    from tests.provider_helpers import call
+
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(0)
+    filling = []
+    for _ in range(4):  # fill the accept queue: later connections hang
+        client = socket.socket()
+        client.setblocking(False)
+        client.connect_ex(hole.getsockname())
+        filling.append(client)
+    port = int(llm_server.url.rsplit(":", 1)[1])
+    addresses = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", hole.getsockname()), (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+    resolve = asyncio.base_events.BaseEventLoop.getaddrinfo
+
+    async def getaddrinfo(self: Any, host: Any, *args: Any, **kwargs: Any) -> Any:
+        return addresses if host == "api.test" else await resolve(self, host, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    monkeypatch.setenv("CI_GRADE_CALL_TIMEOUT_SECONDS", "5")
+    try:
+        started = time.monotonic()
+        response = call("openai:chat:gpt-4.1-mini", "hello", env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": f"http://api.test:{port}/v1"})
+        elapsed = time.monotonic() - started
+    finally:
+        for client in filling:
+            client.close()
+        hole.close()
+    assert response.error is None and response.output == "echo: hello"
+    assert elapsed < 2.5, elapsed  # the black hole alone would hold the call for its 5 s timeout
+    assert len(llm_server.requests) == 1

@@ -28,6 +28,10 @@ from ci_grade.providers import tls
 
 MAX_IDLE = 64
 """Idle connections kept per origin."""
+HAPPY_EYEBALLS_DELAY = 0.25
+"""Seconds before the next address of a host is tried while one is still connecting (RFC 8305,
+as httpx's default transport does): a host whose first address never answers (an IPv6 route
+that drops packets) is reached on the next one instead of waiting out the call's timeout."""
 _HEAD_LIMIT = 256 * 1024
 _NO_BODY = frozenset({204, 304})
 
@@ -104,7 +108,8 @@ class Http1Transport:
             connection.close()
         scheme, host, port = origin
         try:
-            reader, writer = await asyncio.open_connection(host, port, ssl=self._context() if scheme == "https" else None, limit=_HEAD_LIMIT)
+            context = self._context() if scheme == "https" else None
+            reader, writer = await asyncio.open_connection(host, port, ssl=context, limit=_HEAD_LIMIT, happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY)
         except (OSError, ssl.SSLError) as exc:  # chained: `tls.trust_failure` finds TLS trust failures
             raise self._lib.ConnectError(f"{type(exc).__name__}: {exc}", request=request) from exc
         return _Connection(reader, writer)
