@@ -98,13 +98,15 @@ class InfrastructureError(CiGradeError):
 class GitHubError(InfrastructureError):
     """The GitHub API could not be read or written (permissions, network, GitHub's errors)."""
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, *, rate_limited: bool = False):
         super().__init__(message)
         self.status = status
+        self.rate_limited = rate_limited
 
     @property
     def forbidden(self) -> bool:
-        return self.status in (401, 403, 404)
+        """Refused for who the token is or what it may do (not for a rate limit)."""
+        return self.status in (401, 403, 404) and not self.rate_limited
 
 
 class Interrupted(CiGradeError):

@@ -257,11 +257,31 @@ def test_read_only_token_degrades_to_a_warning(workspace: Path, gh: GitHubServer
     run = run_action(workspace, gh)
     assert run.code == code  # the gate's verdict, unchanged by the failed comment
     (warning,) = [(p, m) for p, m in run.commands("warning") if "PR comment" in m]
-    assert "could not post the PR comment: GitHub answered 403" in warning[1] and "read-only token" in warning[1]
+    assert "could not post the PR comment: GitHub answered 403" in warning[1] and "permissions: pull-requests: write" in warning[1]
     assert "### ci-grade" in run.summary and "could not post the PR comment" in run.summary
     assert run.outputs["comment-url"] == "" and run.outputs["passed"] == ("true" if code == 0 else "false")
     assert gh.comments.get(7) is None
     assert_no_token(run, gh, workspace)
+
+
+@pytest.mark.parametrize("cause", ["fork", "rate limit"])
+def test_the_warning_names_why_github_refused(workspace: Path, gh: GitHubServer, cause: str) -> None:
+    """A fork's read-only token points at the docs' two-workflow pattern (a permission cannot
+    help there); a rate limit says so, with no permission hint."""
+    payload = None
+    if cause == "fork":
+        payload = {"number": 7, "pull_request": {"number": 7, "head": {"repo": {"full_name": "stranger/demo"}}}, "repository": {"full_name": "octo/demo"}}
+        gh.fail("POST", r"/issues/7/comments$", 403)
+    else:
+        gh.fail("GET", r"/issues/7/comments$", 403, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", headers={"Retry-After": "600"})
+    run = run_action(workspace, gh, payload=payload)
+    assert run.code == 0
+    (warning,) = [m for _, m in run.commands("warning") if "PR comment" in m]
+    if cause == "fork":
+        assert "comes from a fork" in warning and "two-workflow pattern" in warning and "permissions:" not in warning
+    else:
+        assert "secondary rate limit" in warning and "waits at most 60 s" in warning and "permission" not in warning and "fork" not in warning
+    assert "### ci-grade" in run.summary and run.outputs["comment-url"] == ""
 
 
 def test_api_outage_degrades_to_a_warning(workspace: Path, gh: GitHubServer) -> None:

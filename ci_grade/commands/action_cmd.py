@@ -281,8 +281,10 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
         )
     except GitHubError as exc:
         hint = ""
-        if exc.forbidden:
-            hint = " (pull requests from forks get a read-only token; the workflow needs `permissions: pull-requests: write`)"
+        if exc.forbidden and event.from_fork:
+            hint = " (this pull request comes from a fork, whose token is read-only: to comment on it, see the docs' two-workflow pattern)"
+        elif exc.forbidden:
+            hint = " (the workflow needs `permissions: pull-requests: write`)"
         return "", f"could not post the PR comment: {exc}{hint}; the report is in the job summary"
     commands.line(f"ci-grade: {'created' if posted.created else 'updated'} the PR comment {posted.url}")
     if posted.author:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +45,7 @@ class _Fault:
     message: str
     times: int | None
     raw: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -54,6 +56,7 @@ class GitHubServer:
     repository: str = "octo/demo"
     user_login: str | None = None
     max_per_page: int = 100
+    tls: ssl.SSLContext | None = None
     requests: list[Request] = field(default_factory=list)
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     _faults: list[_Fault] = field(default_factory=list)
@@ -83,6 +86,8 @@ class GitHubServer:
                 server._handle(self, "DELETE")
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if self.tls is not None:  # HTTPS (a GitHub Enterprise Server with its own CA)
+            self._httpd.socket = self.tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
@@ -94,7 +99,7 @@ class GitHubServer:
     @property
     def api_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls is not None else 'http'}://{host}:{port}"
 
     @property
     def author(self) -> str:
@@ -115,10 +120,20 @@ class GitHubServer:
         with self._lock:
             return self._new_comment(number, body, login)
 
-    def fail(self, method: str, path_regex: str, status: int = 403, message: str = "Resource not accessible by integration", times: int | None = None, raw: bytes | None = None) -> None:
+    def fail(
+        self,
+        method: str,
+        path_regex: str,
+        status: int = 403,
+        message: str = "Resource not accessible by integration",
+        times: int | None = None,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         """Answer matching requests with `status` (`times` times, or always), with GitHub's error
-        body or, given `raw`, those bytes as the body (a malformed reply)."""
-        self._faults.append(_Fault(method, re.compile(path_regex), status, message, times, raw))
+        body or, given `raw`, those bytes as the body (a malformed reply), and `headers` (say
+        `Retry-After`, as GitHub's rate limits send)."""
+        self._faults.append(_Fault(method, re.compile(path_regex), status, message, times, raw, dict(headers or {})))
 
     def calls(self, method: str, path_regex: str = "") -> list[Request]:
         pattern = re.compile(path_regex)
@@ -187,7 +202,7 @@ class GitHubServer:
             if fault.method == request.method and fault.pattern.search(request.path) and fault.times != 0:
                 if fault.times is not None:
                     fault.times -= 1
-                return fault.status, fault.raw if fault.raw is not None else {"message": fault.message}, {}
+                return fault.status, fault.raw if fault.raw is not None else {"message": fault.message}, fault.headers
         repo = re.escape(self.repository)
         path = request.path
         if request.method == "GET" and path == "/user":
