@@ -12,7 +12,8 @@ import pytest
 import trustme
 
 from ci_grade.errors import GitHubError
-from ci_grade.github.comment import MAX_WAIT_SECONDS, marker_for, upsert_comment
+from ci_grade.github.client import MAX_WAIT_SECONDS
+from ci_grade.github.comment import marker_for, upsert_comment
 from tests.servers.github_server import BOT_LOGIN, GitHubServer
 
 MARKER = marker_for("ci-grade")
