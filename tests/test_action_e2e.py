@@ -420,3 +420,81 @@ def test_cache_is_on_by_default_and_the_cache_input_turns_it_off(
     assert run_action(workspace, gh, config="model.yaml", baseline="", cache="off", cache_dir=".cache/replies").code == 0
     assert len(openai_env.requests_to("/v1/chat/completions")) == 2
     assert not (workspace / "evals" / ".cache").exists()
+
+
+FORK_SHA = "f00d" * 10
+
+
+def fork_workflow_run() -> dict:
+    """What a `workflow_run` workflow receives after a fork's pull request ran the evals: GitHub
+    lists no pull request in it."""
+    return {
+        "workflow_run": {
+            "id": 99, "head_branch": "improve-prompt", "head_sha": FORK_SHA, "pull_requests": [],
+            "head_repository": {"full_name": "stranger/demo", "owner": {"login": "stranger"}},
+        },
+        "repository": {"full_name": "octo/demo"},
+    }
+
+
+def test_a_workflow_run_after_a_forks_pull_request_comments_on_it(workspace: Path, gh: GitHubServer) -> None:
+    """The docs' two-workflow pattern: the trusted workflow finds the fork's pull request by the
+    triggering run's head (branch and commit), not by anything the run uploaded."""
+    gh.add_pull(12, "stranger:improve-prompt", FORK_SHA)
+    gh.add_pull(13, "stranger:other-branch", FORK_SHA)
+    gh.add_pull(14, "octo:improve-prompt", FORK_SHA)
+    run = run_action(workspace, gh, event="workflow_run", payload=fork_workflow_run())
+    assert run.code == 0
+    (comment,) = gh.comments[12]
+    assert comment["body"].startswith("### ci-grade") and set(gh.comments) == {12}
+    assert run.outputs["comment-url"] == comment["html_url"]
+    (listing,) = gh.calls("GET", r"/repos/octo/demo/pulls$")
+    assert listing.query["head"] == "stranger:improve-prompt" and listing.query["state"] == "open"
+
+
+def test_a_workflow_run_whose_pull_request_moved_on_posts_nothing(workspace: Path, gh: GitHubServer) -> None:
+    """The pull request's head is a newer commit than the run's: that report is not its report."""
+    gh.add_pull(12, "stranger:improve-prompt", "0" * 40)
+    run = run_action(workspace, gh, event="workflow_run", payload=fork_workflow_run())
+    assert run.code == 0 and not gh.calls("POST") and gh.comments == {}
+    assert f"no open pull request has stranger:improve-prompt at {FORK_SHA[:12]} as its head" in run.result.out
+    assert "### ci-grade" in run.summary and run.outputs["comment-url"] == ""
+
+
+def test_the_pull_request_number_input_names_the_pull_request(workspace: Path, gh: GitHubServer) -> None:
+    """An event that belongs to no pull request (here workflow_dispatch) comments where the input says."""
+    run = run_action(workspace, gh, event="workflow_dispatch", payload={"inputs": {}}, **{"pull_request_number": "21"})
+    assert run.code == 0
+    (comment,) = gh.comments[21]
+    assert run.outputs["comment-url"] == comment["html_url"]
+
+
+def test_a_review_event_comments_on_its_pull_request(workspace: Path, gh: GitHubServer) -> None:
+    payload = {"review": {"id": 5, "state": "approved"}, "pull_request": {"number": 8, "head": {"repo": {"full_name": "octo/demo"}}}, "repository": {"full_name": "octo/demo"}}
+    run = run_action(workspace, gh, event="pull_request_review", payload=payload)
+    assert run.code == 0 and list(gh.comments) == [8]
+
+
+def test_the_docs_fork_comment_workflow_end_to_end(workspace: Path, gh: GitHubServer, tmp_path: Path) -> None:
+    """As `evals comment` runs it: no checkout (a workspace holding only the restored baseline and
+    the downloaded results of the fork's run), `merge` of those results against the baseline, the
+    pull request found by the run's head, `fail-on: never` (the fork's run was the check)."""
+    regress(workspace)
+    first = run_action(workspace, gh, comment="off")  # the fork's `evals` run, which uploads its results
+    assert first.code == 1 and gh.comments == {}
+    trusted = tmp_path / "trusted-workspace"
+    (trusted / "pr-results").mkdir(parents=True)
+    (trusted / "pr-results" / "results.json").write_bytes((workspace / first.outputs["results-path"]).read_bytes())
+    (trusted / ".ci-grade").mkdir()
+    (trusted / ".ci-grade" / "base-results.json").write_bytes((workspace / ".ci-grade" / "baseline.json").read_bytes())
+    gh.add_pull(12, "stranger:improve-prompt", FORK_SHA)
+    run = run_action(
+        trusted, gh, event="workflow_run", payload=fork_workflow_run(),
+        merge="pr-results/results.json", baseline=".ci-grade/base-results.json", fail_on="never", working_directory=".",
+        results_path="ci-grade-comment/results.json", junit_path="ci-grade-comment/results.junit.xml",
+    )
+    assert run.code == 0, run.result.out + run.result.err
+    (comment,) = gh.comments[12]
+    assert "says goodbye" in comment["body"] and "Regressed" in comment["body"]
+    assert run.outputs["comment-url"] == comment["html_url"] and run.outputs["regressions"] == first.outputs["regressions"] != "0"
+    assert (trusted / "ci-grade-comment" / "results.json").is_file()

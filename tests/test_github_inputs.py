@@ -65,6 +65,8 @@ def test_values_are_parsed() -> None:
     assert "ghp_fromInput123" not in repr(inputs) and "evals/a.yaml" in repr(inputs)
     assert read_inputs({"GITHUB_TOKEN": "ghs_fromEnv456"}).github_token == "ghs_fromEnv456"
     assert read_inputs({"INPUT_MIN_PASS_RATE": "0.5"}).min_pass_rate == 0.5
+    assert read_inputs({"INPUT_PULL-REQUEST-NUMBER": "12"}).pull_request_number == 12
+    assert read_inputs({}).pull_request_number is None
 
 
 @pytest.mark.parametrize(
@@ -85,6 +87,8 @@ def test_values_are_parsed() -> None:
         ("RESULTS-PATH", "out/results.xml", "input `results-path` must end with .json"),
         ("JUNIT-PATH", "out/junit.json", "input `junit-path` must end with .xml"),
         ("CONFIG", " , \n", "input `config` names no config file"),
+        ("PULL-REQUEST-NUMBER", "#12", "input `pull-request-number` must be a whole number"),
+        ("PULL-REQUEST-NUMBER", "0", "input `pull-request-number` must be at least 1"),
     ],
 )
 def test_invalid_values_are_usage_errors(name: str, value: str, message: str) -> None:
@@ -157,3 +161,28 @@ def test_unreadable_payload_is_reported_not_fatal(tmp_path: Path) -> None:
     event = ActionEvent.from_env({"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(path)})
     assert event.pull_request_number is None
     assert event.problem and "cannot read the event payload" in event.problem
+
+
+def test_review_events_belong_to_their_pull_request(tmp_path: Path) -> None:
+    for name in ("pull_request_review", "pull_request_review_comment"):
+        event = _event(tmp_path, name, {"review": {"id": 1}, "pull_request": {"number": 9, "head": {"repo": {"full_name": "octo/demo"}}}}, GITHUB_REPOSITORY="octo/demo")
+        assert event.pull_request_number == 9 and event.run_head is None and event.from_fork is False
+
+
+def workflow_run(pulls: list[dict], head_repo: str = "octo/demo", sha: str = "c0ffee" * 6 + "beef") -> dict:
+    owner = head_repo.split("/")[0]
+    return {"workflow_run": {"head_branch": "fix-typo", "head_sha": sha, "head_repository": {"full_name": head_repo, "owner": {"login": owner}}, "pull_requests": pulls}}
+
+
+def test_a_workflow_run_names_its_pull_request_or_its_head(tmp_path: Path) -> None:
+    """Same repository: the payload lists the pull request (the one at the run's commit). A fork:
+    it lists none; the run's head (`owner:branch`, commit) is what finds it (`github.pulls`)."""
+    sha = "c0ffee" * 6 + "beef"
+    listed = [{"number": 4, "head": {"sha": "0" * 40}}, {"number": 5, "head": {"sha": sha}}]
+    same_repo = _event(tmp_path, "workflow_run", workflow_run(listed), GITHUB_REPOSITORY="octo/demo")
+    assert same_repo.pull_request_number == 5 and same_repo.run_head == ("octo:fix-typo", sha) and same_repo.from_fork is False
+    fork = _event(tmp_path, "workflow_run", workflow_run([], head_repo="stranger/demo"), GITHUB_REPOSITORY="octo/demo")
+    assert fork.pull_request_number is None and fork.run_head == ("stranger:fix-typo", sha) and fork.from_fork is True
+    moved_on = _event(tmp_path, "workflow_run", workflow_run([{"number": 4, "head": {"sha": "0" * 40}}]), GITHUB_REPOSITORY="octo/demo")
+    assert moved_on.pull_request_number is None
+    assert _event(tmp_path, "workflow_run", {"workflow_run": {"head_branch": "x"}}).run_head is None

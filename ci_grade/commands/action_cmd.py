@@ -264,10 +264,10 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
     from ci_grade.errors import GitHubError
     from ci_grade.github.comment import upsert_comment
 
-    number = event.pull_request_number
     if not inputs.comment:
         return "", None
-    if number is None:
+    number = inputs.pull_request_number or event.pull_request_number
+    if number is None and event.run_head is None:
         commands.line(f"ci-grade: {event.name or 'this run'} is not a pull-request event: no PR comment, the report is in the job summary")
         return "", None
     if not inputs.github_token:
@@ -275,13 +275,22 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
     if not event.repository:
         return "", "GITHUB_REPOSITORY is not set: the PR comment was skipped; the report is in the job summary"
     try:
+        if number is None and event.run_head is not None:  # a workflow_run: its pull request, by head
+            from ci_grade.github.pulls import pull_request_of
+
+            number = pull_request_of(event.api_url, inputs.github_token, event.repository, *event.run_head)
+        if number is None:
+            if event.run_head is not None:
+                label, sha = event.run_head
+                commands.line(f"ci-grade: no open pull request has {label} at {sha[:12]} as its head: no PR comment, the report is in the job summary")
+            return "", None
         posted = upsert_comment(
             api_url=event.api_url, token=inputs.github_token, repository=event.repository, number=number, marker=marker, body=report,
             author=inputs.comment_author,
         )
     except GitHubError as exc:
         hint = ""
-        if exc.forbidden and event.from_fork:
+        if exc.forbidden and event.from_fork and event.name != "workflow_run":
             hint = " (this pull request comes from a fork, whose token is read-only: to comment on it, see the docs' two-workflow pattern)"
         elif exc.forbidden:
             hint = " (the workflow needs `permissions: pull-requests: write`)"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_API_URL = "https://api.github.com"
-PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target", "pull_request_review", "pull_request_review_comment")
 
 
 @dataclass
@@ -44,19 +44,34 @@ class ActionEvent:
 
     @property
     def pull_request_number(self) -> int | None:
-        """The PR this run belongs to: pull_request(_target) events, or a comment on a PR."""
+        """The PR this run belongs to, as far as the payload says: pull_request(_target) and review
+        events, a comment on a PR, or a `workflow_run` whose triggering run was for a PR of this
+        repository at the same commit (for a fork's PR the payload lists none: see `run_head`)."""
+        number: Any = None
         if self.name in PULL_REQUEST_EVENTS:
             number = _get(self.payload, "pull_request", "number") or self.payload.get("number")
         elif self.name == "issue_comment" and _get(self.payload, "issue", "pull_request"):
             number = _get(self.payload, "issue", "number")
-        else:
-            return None
+        elif self.name == "workflow_run" and (head := self.run_head):
+            pulls = _get(self.payload, "workflow_run", "pull_requests")
+            number = next((_get(pull, "number") for pull in pulls or [] if _get(pull, "head", "sha") == head[1]), None)
         return number if isinstance(number, int) and number > 0 else None
+
+    @property
+    def run_head(self) -> tuple[str, str] | None:
+        """For a `workflow_run` event: the triggering run's head as `owner:branch` and its commit,
+        which find its pull request (`github.pulls`); None for other events."""
+        run = self.payload.get("workflow_run") if self.name == "workflow_run" else None
+        owner = _get(run, "head_repository", "owner", "login")
+        branch, sha = _get(run, "head_branch"), _get(run, "head_sha")
+        if not all(isinstance(value, str) and value for value in (owner, branch, sha)):
+            return None
+        return f"{owner}:{branch}", sha
 
     @property
     def from_fork(self) -> bool:
         """A PR from another repository: its token is read-only and it gets no secrets."""
-        head = _get(self.payload, "pull_request", "head", "repo", "full_name")
+        head = _get(self.payload, "pull_request", "head", "repo", "full_name") or _get(self.payload, "workflow_run", "head_repository", "full_name")
         return bool(head and self.repository and head != self.repository)
 
 

@@ -36,6 +36,7 @@ DEFAULTS: dict[str, str] = {
     "comment": "on",
     "comment-title": "ci-grade",
     "comment-author": "",
+    "pull-request-number": "",
     "working-directory": ".",
     "junit-path": "ci-grade-results/results.junit.xml",
     "results-path": "ci-grade-results/results.json",
@@ -86,6 +87,7 @@ class ActionInputs:
     comment: bool
     comment_title: str
     comment_author: str | None
+    pull_request_number: int | None
     working_directory: str
     junit_path: str
     results_path: str
@@ -205,6 +207,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         comment=_switch("comment", get("comment")),
         comment_title=title,
         comment_author=optional("comment-author"),
+        pull_request_number=_whole("pull-request-number", text, low=1) if (text := get("pull-request-number")) else None,
         working_directory=get("working-directory"),
         junit_path=_path("junit-path", get("junit-path"), (".xml",)),
         results_path=_path("results-path", get("results-path"), (".json",)),

@@ -1,6 +1,7 @@
 """A GitHub REST stand-in on loopback: the endpoints PyGithub calls for the sticky PR comment.
 
-Serves `GET /repos/{o}/{r}`, `GET /repos/{o}/{r}/issues/{n}` (and `/pulls/{n}`), `GET`/`POST
+Serves `GET /repos/{o}/{r}`, `GET /repos/{o}/{r}/issues/{n}` (and `/pulls/{n}`), `GET
+/repos/{o}/{r}/pulls` (open pull requests by `head`, seeded with `add_pull`), `GET`/`POST
 /repos/{o}/{r}/issues/{n}/comments` (paginated with `Link` headers like GitHub), `PATCH` and
 `DELETE /repos/{o}/{r}/issues/comments/{id}` and `GET /user`. Every request must carry a known
 token; requests are recorded; faults (status + message, a number of times) can be injected.
@@ -57,6 +58,7 @@ class GitHubServer:
     user_login: str | None = None
     max_per_page: int = 100
     tls: ssl.SSLContext | None = None
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     _faults: list[_Fault] = field(default_factory=list)
@@ -114,6 +116,18 @@ class GitHubServer:
         answered with the thread as it was when it arrived."""
         self._barrier = threading.Barrier(count, timeout=timeout)
         self._held = count
+
+    def add_pull(self, number: int, head_label: str, head_sha: str, state: str = "open") -> None:
+        """Open pull request `number` whose head is `head_label` (`owner:branch`) at `head_sha`."""
+        owner, branch = head_label.split(":", 1)
+        name = self.repository.split("/")[1]
+        self.pulls[number] = {
+            "number": number,
+            "state": state,
+            "url": f"{self.api_url}/repos/{self.repository}/pulls/{number}",
+            "head": {"label": head_label, "ref": branch, "sha": head_sha, "repo": {"full_name": f"{owner}/{name}", "name": name}},
+            "base": {"label": f"{self.repository.split('/')[0]}:main", "ref": "main", "sha": "0" * 40},
+        }
 
     def add_comment(self, number: int, body: str, login: str) -> dict[str, Any]:
         """Seed a comment written by `login`."""
@@ -209,6 +223,10 @@ class GitHubServer:
             if not reads_user:
                 return 403, {"message": "Resource not accessible by integration"}, {}
             return 200, {"login": login, "id": 1, "type": "User"}, {}
+        if request.method == "GET" and re.fullmatch(f"/repos/{repo}/pulls", path):  # GitHub's filters: state, head
+            state, head = request.query.get("state", "open"), request.query.get("head")
+            listed = [pull for _, pull in sorted(self.pulls.items()) if (state == "all" or pull["state"] == state) and (head is None or pull["head"]["label"] == head)]
+            return 200, listed, {}
         if request.method == "GET" and re.fullmatch(f"/repos/{repo}", path):
             return 200, self._repo_json(), {}
         if request.method == "GET" and (m := re.fullmatch(f"/repos/{repo}/(?:issues|pulls)/(\\d+)", path)):
