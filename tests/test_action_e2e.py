@@ -498,3 +498,16 @@ def test_the_docs_fork_comment_workflow_end_to_end(workspace: Path, gh: GitHubSe
     assert "says goodbye" in comment["body"] and "Regressed" in comment["body"]
     assert run.outputs["comment-url"] == comment["html_url"] and run.outputs["regressions"] == first.outputs["regressions"] != "0"
     assert (trusted / "ci-grade-comment" / "results.json").is_file()
+
+
+@pytest.mark.parametrize("head", ["stranger/demo", "octo/demo"])
+def test_an_issue_comment_on_a_forks_pull_request_is_warned_about(workspace: Path, gh: GitHubServer, head: str) -> None:
+    """`issue_comment` jobs have the repository's secrets whatever the pull request; the payload
+    cannot tell a fork's, so the API is asked; only a fork's is warned about."""
+    gh.add_pull(7, f"{head.split('/')[0]}:feature", "a" * 40)
+    payload = {"issue": {"number": 7, "pull_request": {"url": "x"}}, "comment": {"body": "/evals"}, "repository": {"full_name": "octo/demo"}}
+    run = run_action(workspace, gh, event="issue_comment", payload=payload)
+    assert run.code == 0 and list(gh.comments) == [7]
+    warned = [m for p, m in run.commands("warning") if p.get("title") == "ci-grade: unsafe trigger"]
+    assert warned == (["running under issue_comment on a fork's pull request: its config can run code with this repository's secrets and write token. Use pull_request (see the docs)."] if head != "octo/demo" else [])
+    assert gh.calls("GET", r"/repos/octo/demo/pulls/7$")

@@ -90,9 +90,9 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         raise UsageError(f"input `working-directory`: {inputs.working_directory} is not a folder in the workspace")
     if event.problem:
         commands.warning(event.problem, title="ci-grade")
-    if event.name == "pull_request_target" and event.from_fork:
+    if (event.name == "pull_request_target" and event.from_fork) or _comment_on_a_fork(event, inputs):
         commands.warning(
-            "running under pull_request_target on a fork's pull request: its config can run code with this repository's secrets and write token. Use pull_request (see the docs).",
+            f"running under {event.name} on a fork's pull request: its config can run code with this repository's secrets and write token. Use pull_request (see the docs).",
             title="ci-grade: unsafe trigger",
         )
     policy = GatePolicy(
@@ -131,6 +131,23 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         values = step_outputs(graded, event.workspace, comment_url)
         publish(commands, "the step outputs", lambda: write_outputs(Path(env["GITHUB_OUTPUT"]), values))
     return ExitCode.GATE_FAILED if graded.gate_failed else ExitCode.OK
+
+
+def _comment_on_a_fork(event: ActionEvent, inputs: ActionInputs) -> bool:
+    """An `issue_comment` on a fork's pull request (the payload cannot say; the API is asked).
+    The job has this repository's secrets and write token: if it checked out the pull request's
+    head, the fork's config runs with them, as under `pull_request_target`."""
+    from ci_grade.errors import GitHubError
+    from ci_grade.github.pulls import head_repository
+
+    number = event.pull_request_number
+    if event.name != "issue_comment" or number is None or not inputs.github_token or not event.repository:
+        return False
+    try:
+        head = head_repository(event.api_url, inputs.github_token, event.repository, number)
+    except GitHubError:
+        return False  # the comment step reports GitHub's problems
+    return head is not None and head != event.repository
 
 
 def publish(commands: WorkflowCommands, what: str, write: Callable[[], object]) -> None:

@@ -1,4 +1,5 @@
-"""The pull request a `workflow_run` belongs to, found through the API when the event cannot say.
+"""Pull requests the event cannot describe, asked of the API: the one a `workflow_run` belongs
+to, and where the head of the one an `issue_comment` is on comes from.
 
 GitHub lists no pull requests in a `workflow_run` event triggered from a fork's pull request, which
 is exactly the run the two-workflow pattern comments for. The pull request is the open one whose
@@ -21,3 +22,13 @@ def pull_request_of(api_url: str, token: str, repository: str, head_label: str, 
             if pull.head.sha == head_sha:
                 return int(pull.number)
     return None
+
+
+def head_repository(api_url: str, token: str, repository: str, number: int) -> str | None:
+    """The repository (`owner/name`) pull request `number`'s head branch lives in; None when the
+    fork is gone. A GitHubError when GitHub cannot be asked."""
+    with github_errors(api_url):
+        pull = connect(api_url, token).get_repo(repository).get_pull(number)
+        repo = pull.head.repo
+        name = repo.full_name if repo is not None else None
+    return name

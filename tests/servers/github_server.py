@@ -229,8 +229,11 @@ class GitHubServer:
             return 200, listed, {}
         if request.method == "GET" and re.fullmatch(f"/repos/{repo}", path):
             return 200, self._repo_json(), {}
-        if request.method == "GET" and (m := re.fullmatch(f"/repos/{repo}/(?:issues|pulls)/(\\d+)", path)):
-            return 200, self._issue_json(int(m[1])), {}
+        if request.method == "GET" and (m := re.fullmatch(f"/repos/{repo}/(issues|pulls)/(\\d+)", path)):
+            number = int(m[2])
+            if m[1] == "pulls" and number in self.pulls:
+                return 200, {**self._issue_json(number), **self.pulls[number]}, {}
+            return 200, self._issue_json(number), {}
         if m := re.fullmatch(f"/repos/{repo}/issues/(\\d+)/comments", path):
             number = int(m[1])
             if request.method == "GET":
