@@ -106,6 +106,50 @@ def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
     assert texts == ["one", "two"] and connections == 2
 
 
+def test_a_connection_idle_past_the_expiry_is_not_reused(llm_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between client and server, a relay that forgets a flow idle too long and then swallows its
+    packets without closing it (a NAT or load balancer: Azure's drops quiet flows after 4 minutes,
+    no reset). A connection idle past `KEEPALIVE_EXPIRY` is never reused, so the call after a pause
+    opens a new one and is answered at once instead of waiting out its timeout."""
+    import time
+
+    from tests.provider_helpers import use
+
+    monkeypatch.setattr(http1, "KEEPALIVE_EXPIRY", 0.2)
+    monkeypatch.setenv("CI_GRADE_CALL_TIMEOUT_SECONDS", "3")
+    forget_after = 0.4
+    flows: list[int] = []
+
+    async def relay(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        flows.append(1)
+        host, port = llm_server.url.removeprefix("http://").split(":")
+        server_reader, server_writer = await asyncio.open_connection(host, int(port))
+        last, forgotten = [time.monotonic()], [False]
+
+        async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while data := await reader.read(65536):
+                forgotten[0] = forgotten[0] or time.monotonic() - last[0] > forget_after
+                if not forgotten[0]:
+                    last[0] = time.monotonic()
+                    writer.write(data)
+
+        await asyncio.gather(pump(client_reader, server_writer), pump(server_reader, client_writer), return_exceptions=True)
+
+    async def calls(provider: Any) -> tuple[list[Any], float]:
+        server = await asyncio.start_server(relay, "127.0.0.1", 0)
+        provider.spec.config["apiBaseUrl"] = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+        first = await provider.call("before the pause")
+        await asyncio.sleep(forget_after + 0.2)
+        started = time.monotonic()
+        second = await provider.call("after the pause")
+        server.close()
+        return [first, second], time.monotonic() - started
+
+    (first, second), waited = use("openai:chat:gpt-4.1-mini", calls, env={"OPENAI_API_KEY": "sk-test"})
+    assert (first.output, second.output) == ("echo: before the pause", "echo: after the pause"), second.error
+    assert waited < 2 and len(flows) == 2
+
+
 def test_no_body_replies_and_connection_close() -> None:
     async def check(client: httpx.AsyncClient, url: str) -> list[Any]:
         head = await client.head(url)

@@ -9,9 +9,9 @@ everything above it (the SDK's requests and errors, auth, timeouts, proxies from
 content decoding) is unchanged. When the environment names a proxy (`HTTP_PROXY`, `HTTPS_PROXY`,
 `ALL_PROXY`, either case), `client_options` keeps the library's own transport, which routes through
 the proxy and honours `NO_PROXY`. Connections are opened as needed (each provider's `Limiter`
-bounds how many calls are in flight) and kept while idle; one the server closed is dropped
-before reuse. Either way, TLS trusts what `tls.context` trusts (certifi, or SSL_CERT_FILE /
-SSL_CERT_DIR, as httpx would).
+bounds how many calls are in flight) and kept while idle for up to `KEEPALIVE_EXPIRY`; one the
+server closed, or idle longer, is dropped before reuse. Either way, TLS trusts what
+`tls.context` trusts (certifi, or SSL_CERT_FILE / SSL_CERT_DIR, as httpx would).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import asyncio
 import os
 import re
 import ssl
+import time
 from collections import defaultdict
 from types import ModuleType
 from typing import Any
@@ -28,6 +29,10 @@ from ci_grade.providers import tls
 
 MAX_IDLE = 64
 """Idle connections kept per origin."""
+KEEPALIVE_EXPIRY = 5.0
+"""Seconds an idle connection is kept for reuse (httpx's default). A NAT or load balancer on the
+way may forget a quiet flow without telling either end (Azure's default: after 4 minutes, no
+reset); a request written on such a connection is never answered and waits out its timeout."""
 HAPPY_EYEBALLS_DELAY = 0.25
 """Seconds before the next address of a host is tried while one is still connecting (RFC 8305,
 as httpx's default transport does): a host whose first address never answers (an IPv6 route
@@ -51,10 +56,13 @@ def client_options(lib: ModuleType) -> dict[str, Any]:
 class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self.reader, self.writer = reader, writer
+        self.idle_since = 0.0
 
     @property
     def usable(self) -> bool:
-        return not (self.reader.at_eof() or self.writer.is_closing())
+        """Not closed by the server, and not idle long enough for the path to have forgotten it."""
+        fresh = time.monotonic() - self.idle_since <= KEEPALIVE_EXPIRY
+        return fresh and not (self.reader.at_eof() or self.writer.is_closing())
 
     def close(self) -> None:
         self.writer.close()
@@ -94,6 +102,7 @@ class Http1Transport:
             connection.close()
             raise lib.RemoteProtocolError(str(exc), request=request) from None
         if reusable and len(self._idle[origin]) < MAX_IDLE:
+            connection.idle_since = time.monotonic()
             self._idle[origin].append(connection)
         else:
             connection.close()
