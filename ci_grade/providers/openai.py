@@ -33,6 +33,8 @@ from ci_grade.providers.http1 import client_options
 from ci_grade.providers.openai_replies import (
     completion_body,
     error_message,
+    quota_exhausted,
+    rate_limit_wait,
     usage_of,
     with_embedding,
     with_moderation_results,
@@ -164,8 +166,12 @@ class OpenAIProvider(Provider):
             except openai.APIStatusError as exc:
                 self.liveness.answered()
                 message = error_message(exc)
+                headers = dict(exc.response.headers)
+                if exc.status_code == 429 and quota_exhausted(exc):
+                    raise ProviderError(f"{message} (quota or billing: not retried)") from None
                 if exc.status_code in RETRYABLE_STATUS:
-                    raise TransientError(message, retry_after_seconds(dict(exc.response.headers)), status=exc.status_code) from None
+                    wait = rate_limit_wait(headers, message) if exc.status_code == 429 else retry_after_seconds(headers)
+                    raise TransientError(message, wait, status=exc.status_code) from None
                 raise ProviderError(message) from None
             except openai.APITimeoutError as exc:
                 raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None

@@ -2,15 +2,20 @@
 
 A reply that is empty, not JSON or lacks what the call needs (choices, an output list, an
 embedding, moderation results) is retried; token usage is read from a JSON body or an SDK
-object; an API error becomes one line for the report.
+object; an API error becomes one line for the report. A 429 says how long to wait in more places
+than `Retry-After` (`rate_limit_wait`), and one for an exhausted quota or credit is not a rate
+limit at all (`quota_exhausted`): retrying cannot help it.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from ci_grade.errors import TransientError
+from ci_grade.providers.retry import retry_after_seconds
 from ci_grade.results.usage import TokenUsage
 
 T = TypeVar("T")
@@ -84,3 +89,47 @@ def error_message(exc: Any) -> str:
         error = body.get("error", body)
         detail = error.get("message") if isinstance(error, dict) else str(error)
     return f"API error {exc.status_code}: {detail or exc.message}"
+
+
+_TRY_AGAIN = re.compile(r"try again in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)", re.I)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "credit_balance_exhausted"})
+
+
+def duration_seconds(text: str) -> float | None:
+    """OpenAI's durations ("6m0s", "1s", "120ms", "1h2m3.5s") in seconds; None if not one."""
+    parts = _DURATION_PART.findall(text.strip())
+    if not parts or "".join(number + unit for number, unit in parts) != text.strip():
+        return None
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+
+
+def rate_limit_wait(headers: Mapping[str, str], message: str) -> float | None:
+    """How long a 429 asks to wait: `Retry-After` (or `retry-after-ms`); else the message's "try
+    again in 6s"; else the reset of the limit that ran out (`x-ratelimit-reset-requests` or
+    `-tokens` where its `remaining` is 0; Azure's `x-rate-limit-reset-tokens`, in seconds)."""
+    asked = retry_after_seconds(headers)
+    if asked is not None:
+        return asked
+    if found := _TRY_AGAIN.search(message):
+        return duration_seconds(found[1])
+    lowered = {name.lower(): value for name, value in headers.items()}
+    waits = [
+        wait
+        for kind in ("requests", "tokens")
+        if lowered.get(f"x-ratelimit-remaining-{kind}", "").strip() == "0"
+        and (wait := duration_seconds(lowered.get(f"x-ratelimit-reset-{kind}", ""))) is not None
+    ]
+    try:
+        waits.append(float(lowered["x-rate-limit-reset-tokens"]))
+    except (KeyError, ValueError):
+        pass
+    return max(waits) if waits else None
+
+
+def quota_exhausted(exc: Any) -> bool:
+    """A 429 for an exhausted quota, credit or spend limit (OpenAI's `insufficient_quota`), which
+    no retry fixes, unlike a rate limit."""
+    codes = {str(getattr(exc, "type", None) or ""), str(getattr(exc, "code", None) or "")}
+    return bool(codes & QUOTA_CODES) or any(code.endswith("_spend_limit_exceeded") for code in codes)

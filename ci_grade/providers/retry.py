@@ -3,8 +3,8 @@
 Transient failures (429, 408, 5xx, timeouts, dropped or reset connections, 200 replies whose
 body is malformed, empty or lacks what was asked for) are retried: backoff is exponential with
 jitter and honours `Retry-After` / `retry-after-ms`, capped so one call can never stall a run
-for long. What still fails after the last attempt is returned to the caller as an error value
-with the reason.
+for long; a reply asking for more than `LONGEST_WAIT` is not retried at all. What still fails
+after the last attempt is returned to the caller as an error value with the reason.
 
 Each attempt may take `call_timeout` seconds (a provider's `timeout`, else
 CI_GRADE_CALL_TIMEOUT_SECONDS, else 120). A timed-out call is retried once; it is retried again
@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ci_grade.errors import TransientError
+from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.limiter import Limiter
 
 T = TypeVar("T")
@@ -39,6 +39,9 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 
 OVERLOAD_STATUS = frozenset({429, 529})
 FREE_RETRIES = 8
 """Overloaded replies per call that a limit cut explains, and that do not use up an attempt."""
+LONGEST_WAIT = 120.0
+"""A reply asking to wait longer than this (a daily quota's `Retry-After: 86400`) is not retried:
+the call fails at once, naming the wait (as the OpenAI SDK, which retries up to 2 minutes)."""
 DEFAULT_CALL_TIMEOUT_SECONDS = 120.0
 
 
@@ -141,6 +144,10 @@ async def with_retries(
             if limiter is not None:
                 limiter.release(ticket, succeeded=True)
             return result
+        if failure.retry_after is not None and failure.retry_after > LONGEST_WAIT:
+            if limiter is not None:
+                limiter.release(ticket)
+            raise ProviderError(f"{failure} (asked to wait {failure.retry_after:.0f} s, more than the {LONGEST_WAIT:.0f} s ci-grade waits: not retried)")
         wait = policy.delay(tries, failure.retry_after)
         tries += 1
         if limiter is not None:
