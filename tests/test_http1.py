@@ -346,3 +346,18 @@ def test_a_host_whose_first_address_never_answers_is_reached_on_the_next(llm_ser
     assert response.error is None and response.output == "echo: hello"
     assert elapsed < 2.5, elapsed  # the black hole alone would hold the call for its 5 s timeout
     assert len(llm_server.requests) == 1
+
+
+def test_proxies_are_found_as_httpx_finds_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`NO_PROXY` alone names no proxy: the lean transport stays. A proxy in the system's settings
+    (macOS, Windows; `urllib.request.getproxies` reads them, here stood in for, as there is no
+    such setting on Linux) keeps the library's own transport, as one in the environment does."""
+    import urllib.request
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "localhost")
+    assert isinstance(http1.client_options(httpx)["transport"], Http1Transport)
+    monkeypatch.setattr(urllib.request, "getproxies", lambda: {"https": "http://proxy.corp:8080", "no": "localhost"})
+    options = http1.client_options(httpx)
+    assert "transport" not in options and isinstance(options["verify"], __import__("ssl").SSLContext)

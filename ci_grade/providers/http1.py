@@ -6,9 +6,9 @@ parses replies event by event. API calls need far less: one request at a time pe
 replies with Content-Length or chunked bodies. This transport does that on asyncio's streams and
 plugs in under the same clients (`httpx` for HTTP API providers, the OpenAI SDK's `httpx2`), so
 everything above it (the SDK's requests and errors, auth, timeouts, proxies from the environment,
-content decoding) is unchanged. When the environment names a proxy (`HTTP_PROXY`, `HTTPS_PROXY`,
-`ALL_PROXY`, either case), `client_options` keeps the library's own transport, which routes through
-the proxy and honours `NO_PROXY`. Connections are opened as needed (each provider's `Limiter`
+content decoding) is unchanged. When a proxy is configured (`HTTP_PROXY`, `HTTPS_PROXY`,
+`ALL_PROXY`, either case, or the system's settings), `client_options` keeps the library's own
+transport, which routes through the proxy and honours `NO_PROXY`. Connections are opened as needed (each provider's `Limiter`
 bounds how many calls are in flight) and kept while idle for up to `KEEPALIVE_EXPIRY`; one the
 server closed, or idle longer, is dropped before reuse. Either way, TLS trusts what
 `tls.context` trusts (certifi, or SSL_CERT_FILE / SSL_CERT_DIR, as httpx would).
@@ -17,7 +17,6 @@ server closed, or idle longer, is dropped before reuse. Either way, TLS trusts w
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import ssl
 import time
@@ -41,14 +40,19 @@ _HEAD_LIMIT = 256 * 1024
 _NO_BODY = frozenset({204, 304})
 
 
-_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+_PROXY_SCHEMES = ("http", "https", "all")
 
 
 def client_options(lib: ModuleType) -> dict[str, Any]:
-    """Options for a `lib.AsyncClient` (httpx or httpx2): an `Http1Transport`, or, when the
-    environment names a proxy, the library's own transport verifying servers with `tls.context`
-    (so a CA path that cannot be used is a `tls.TrustStoreError` naming it, here)."""
-    if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES):
+    """Options for a `lib.AsyncClient` (httpx or httpx2): an `Http1Transport`, or, when a proxy is
+    configured, the library's own transport verifying servers with `tls.context` (so a CA path
+    that cannot be used is a `tls.TrustStoreError` naming it, here). Proxies are found as httpx
+    finds them (`urllib.request.getproxies`): the environment, and on macOS and Windows the
+    system's settings too."""
+    from urllib.request import getproxies
+
+    proxies = getproxies()
+    if any(proxies.get(scheme) for scheme in _PROXY_SCHEMES):
         return {"verify": tls.context()}
     return {"transport": Http1Transport(lib)}
 
