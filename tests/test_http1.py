@@ -352,6 +352,7 @@ def test_proxies_are_found_as_httpx_finds_them(monkeypatch: pytest.MonkeyPatch) 
     """`NO_PROXY` alone names no proxy: the lean transport stays. A proxy in the system's settings
     (macOS, Windows; `urllib.request.getproxies` reads them, here stood in for, as there is no
     such setting on Linux) keeps the library's own transport, as one in the environment does."""
+    import ssl
     import urllib.request
 
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
@@ -360,4 +361,4 @@ def test_proxies_are_found_as_httpx_finds_them(monkeypatch: pytest.MonkeyPatch) 
     assert isinstance(http1.client_options(httpx)["transport"], Http1Transport)
     monkeypatch.setattr(urllib.request, "getproxies", lambda: {"https": "http://proxy.corp:8080", "no": "localhost"})
     options = http1.client_options(httpx)
-    assert "transport" not in options and isinstance(options["verify"], __import__("ssl").SSLContext)
+    assert "transport" not in options and isinstance(options["verify"], ssl.SSLContext)
