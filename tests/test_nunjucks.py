@@ -17,6 +17,17 @@ def test_undefined_variables_render_empty_even_when_chained() -> None:
     assert render("{{ obj.present }}-{{ obj.absent.deeper }}", {"obj": {"present": 1}}) == "1-"
 
 
+def test_a_mapping_member_is_its_key_never_a_dict_method() -> None:
+    """nunjucks looks `order.items` up as the key `items` (a JavaScript object has no `items`
+    method); jinja would find Python's `dict.items` first. Without such a key, `.items()` still
+    iterates a mapping (the way to loop over keys and values, see docs/compatibility.md)."""
+    order = {"items": ["tea", "cake"], "values": 3, "keys": "k", "get": "g"}
+    assert render("{{ order.items | join(', ') }}|{{ order.values }}|{{ order.keys }}|{{ order.get }}", {"order": order}) == "tea, cake|3|k|g"
+    assert render("{% for item in order.items %}{{ item }};{% endfor %}", {"order": order}) == "tea;cake;"
+    assert render("{% for k, v in plain.items() %}{{ k }}={{ v }};{% endfor %}[{{ plain.absent }}][{{ plain.length }}]", {"plain": {"a": 1}}) == "a=1;[][]"
+    assert render("{{ text.length }} {{ listed.length }} {{ obj.length }}", {"text": "abc", "listed": [1, 2], "obj": {"length": 7}}) == "3 2 7"
+
+
 def test_nothing_is_html_escaped() -> None:
     assert render("{{ html }} & {{ '<i>' }}", {"html": "<b>&amp;\"'</b>"}) == "<b>&amp;\"'</b> & <i>"
 

@@ -88,10 +88,14 @@ class _EnvView(Mapping[str, str]):
 
 
 class _Environment(ImmutableSandboxedEnvironment):
-    """Adds JavaScript's `.length` on strings and lists, as nunjucks templates use it (a mapping's
-    `length` stays its `length` key, as on a JavaScript object)."""
+    """Member lookup as nunjucks does it: `a.b` on a mapping is its key `b` first, before any
+    method of Python's dict (`order.items` is the `items` key; without one, `.items()` still
+    iterates the mapping), and JavaScript's `.length` on strings and lists (a mapping's `length`
+    stays its `length` key)."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
+        if isinstance(obj, Mapping) and attribute in obj:
+            return obj[attribute]
         if attribute == "length" and isinstance(obj, str | list | tuple):
             return len(obj)
         return super().getattr(obj, attribute)
