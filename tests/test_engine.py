@@ -86,6 +86,34 @@ def test_weight_zero_is_informational_and_metrics_are_weighted_means(tmp_path: P
     assert components(row)[0]["pass"] is True and components(row)[0]["score"] == 0.0
 
 
+def test_a_failing_set_of_weight_zero_still_fails_the_test(tmp_path: Path) -> None:
+    """promptfoo makes `weight: 0` pass only for single assertions; a set's failure is recorded
+    whatever its weight (its weight only keeps its score out of the test's)."""
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - vars: {q: abc}
+            assert:
+              - {type: contains, value: a}
+              - type: assert-set
+                weight: 0
+                assert:
+                  - {type: contains, value: zzz}
+              - type: assert-set
+                assert:
+                  - {type: contains, value: zzz, weight: 0}
+        """,
+    )
+    assert code == 1
+    (row,) = rows
+    assert row["success"] is False and row["score"] == pytest.approx(0.5)
+    sets = [c for c in components(row) if c["assertion"]["type"] == "assert-set"]
+    assert [s["pass"] for s in sets] == [False, True]  # a weight-0 member of a set is informational
+
+
 def test_assert_set_threshold_weight_and_flattened_components(tmp_path: Path) -> None:
     code, rows = run_config(
         tmp_path,

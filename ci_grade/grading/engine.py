@@ -139,7 +139,7 @@ async def _grade_set(assertion: Assertion, inp: GradingInput, output: Any, run: 
         cost=cost,
         children=children,
     )
-    return _apply_weight(result)
+    return result  # `weight: 0` makes a single assertion informational, never a set (as promptfoo)
 
 
 async def grade_assertion(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext) -> AssertionResult:
