@@ -236,3 +236,26 @@ def test_scripts_receive_data_outputs_as_data(tmp_path: Path) -> None:
     )
     assert {k: v.status for k, v in r.items()} == {"javascript": "pass", "python": "pass", "javascript empty": "pass", "python empty": "pass"}
     assert r["python"].score == 1.0
+
+
+def test_inline_python_has_json_imported(tmp_path: Path) -> None:
+    """promptfoo's wrapper for inline Python starts with `import json`."""
+    r = grade_outputs(tmp_path, {"json": ('{"a": 1}', {"type": "python", "value": "json.loads(output)['a'] == 1"})})
+    assert r["json"].status == "pass", r["json"].reason
+
+
+def test_inline_python_is_a_function_body_exactly_when_it_has_a_newline(tmp_path: Path) -> None:
+    """As promptfoo: text with a newline (a YAML block's final one included) is the function's body,
+    each line indented as the first indented line is; one line is returned as written, so a trailing
+    comment is fine and a block holding only an expression returns None (not a result)."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "block with return": ("abc", {"type": "python", "value": "return len(output) > 2\n"}),
+            "line with comment": ("abc", {"type": "python", "value": "len(output) > 2  # long enough"}),
+            "block holding an expression": ("abc", {"type": "python", "value": "len(output) > 2\n"}),
+            "indented block": ("abc", {"type": "python", "value": "if output:\n  n = len(output)\n  return n > 2\nreturn False\n"}),
+        },
+    )
+    expected = {"block with return": "pass", "line with comment": "pass", "block holding an expression": "error", "indented block": "pass"}
+    assert {k: v.status for k, v in r.items()} == expected, {k: v.reason for k, v in r.items()}
