@@ -259,3 +259,26 @@ def test_inline_python_is_a_function_body_exactly_when_it_has_a_newline(tmp_path
     )
     expected = {"block with return": "pass", "line with comment": "pass", "block holding an expression": "error", "indented block": "pass"}
     assert {k: v.status for k, v in r.items()} == expected, {k: v.reason for k, v in r.items()}
+
+
+def test_inline_javascript_is_a_function_body_as_promptfoo_builds_it(tmp_path: Path) -> None:
+    """promptfoo trims the end; text with a newline is the body as written; one line starting with
+    `const`/`let`/`var` gets `return` before its last statement; any other line gets `return` before
+    it, so a line that already starts with `return` is a syntax error."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "declaration then expression": ("abc", {"type": "javascript", "value": "const n = output.length; n === 3"}),
+            "semicolon in a string": ("a;b", {"type": "javascript", "value": "const s = output; s === 'a;b';"}),
+            "declaration only": ("abc", {"type": "javascript", "value": "let n = output.length;"}),
+            "line starting with return": ("abc", {"type": "javascript", "value": "return output === 'abc'"}),
+            "block holding an expression": ("abc", {"type": "javascript", "value": "output === 'abc'\n"}),
+            "expression over two lines": ("abc", {"type": "javascript", "value": "output.length === 3 &&\n  output === 'abc'\n"}),
+        },
+    )
+    expected = {
+        "declaration then expression": "pass", "semicolon in a string": "pass", "declaration only": "error",
+        "line starting with return": "error", "block holding an expression": "pass", "expression over two lines": "error",
+    }  # fmt: skip
+    assert {k: v.status for k, v in r.items()} == expected, {k: v.reason for k, v in r.items()}
+    assert "SyntaxError" in r["line starting with return"].reason

@@ -52,7 +52,7 @@ async def javascript(ctx: AssertionContext) -> Grade:
                 raise GraderError(f"file not found: {path}")
             value, returned = await js.acall_js_file_function(path, function, args), True
         else:
-            returned, value = await js.arun_inline(code, ("output", "context"), args)
+            returned, value = await js.arun_inline(js.assertion_body(code), ("output", "context"), args)
     except ScriptError as exc:
         raise GraderError(f"JavaScript error: {exc}") from None
     return normalize(value if returned else None, ctx)
