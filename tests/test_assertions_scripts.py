@@ -346,3 +346,20 @@ def test_javascript_and_python_results_follow_their_own_rules(tmp_path: Path) ->
     assert (r["js object below threshold"].score, r["js object below threshold"].reason) == (pytest.approx(0.2), "low")
     assert r["py object below threshold"].reason == "Python score 0.2 is less than threshold 0.5: low"
     assert r["py number text"].score == pytest.approx(0.75)
+
+
+def test_scripts_see_the_provider_as_promptfoo_passes_it(tmp_path: Path) -> None:
+    """JavaScript gets promptfoo's provider object: `id` is a method (so JSON leaves it out) and
+    `label` is text, empty when none is set. Python gets that object as JSON: no `id`."""
+    write(tmp_path / "check.js", "module.exports = (output, context) => context.provider.id() === 'echo';\n")
+    js_checks = (
+        "typeof context.provider.id === 'function' && context.provider.id() === 'echo'"
+        " && context.provider.label === context.vars.label && !('id' in JSON.parse(JSON.stringify(context.provider)))"
+    )
+    py_checks = "'id' not in context['provider'] and context['provider']['label'] == context['vars']['label']"
+    asserts = [{"type": "javascript", "value": js_checks}, {"type": "javascript", "value": "file://check.js"}, {"type": "python", "value": py_checks}]
+    for label in ("", "mine"):
+        provider = {"id": "echo", "label": label} if label else "echo"
+        rows = evaluate(tmp_path, {"prompts": ["{{label}}"], "providers": [provider], "tests": [{"vars": {"label": label}, "assert": asserts}]})
+        components = rows[0]["gradingResult"]["componentResults"]
+        assert [c["pass"] for c in components] == [True, True, True], [c["reason"] for c in components]

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ci_grade.config import files
+from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import GraderError, ScriptError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
@@ -22,9 +23,8 @@ from ci_grade.results.models import AssertionResult
 from ci_grade.scripting import js, python
 
 
-def script_context(ctx: AssertionContext) -> dict[str, Any]:
+def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[str, Any]:
     """The `context` argument scripts receive."""
-    provider = {"id": ctx.provider.id, "label": ctx.provider.label} if ctx.provider else None
     response = {
         "output": ctx.response.output,
         "tokenUsage": ctx.response.token_usage.model_dump(by_alias=True),
@@ -38,15 +38,24 @@ def script_context(ctx: AssertionContext) -> dict[str, Any]:
         "vars": ctx.vars,
         "test": {"description": ctx.test.description, "vars": ctx.vars, "metadata": ctx.test.metadata or {}, "options": ctx.test.options.model_dump(exclude_none=True)},
         "config": ctx.config,
-        "provider": provider,
+        "provider": _provider(ctx.provider, javascript),
         "providerResponse": response,
     }
+
+
+def _provider(spec: ProviderSpec | None, javascript: bool) -> dict[str, Any] | None:
+    """The provider as promptfoo passes it: its object to JavaScript (`id()` a method, `label` text,
+    `config`), that object as JSON to Python (no `id`)."""
+    if spec is None:
+        return None
+    provider = {"label": spec.label or "", "config": spec.config}
+    return {"id": js.method(spec.id), **provider} if javascript else provider
 
 
 @assertion("javascript", handles_inverse=True, value=ValueSpec("{type} needs code (an expression, a function body or file://x.js[:fn])", STRING))
 async def javascript(ctx: AssertionContext) -> Grade:
     code = ctx.value
-    args = [ctx.output, script_context(ctx)]
+    args = [ctx.output, script_context(ctx, javascript=True)]
     try:
         if code.startswith("file://"):
             path_text, function = files.split_function(code)

@@ -130,6 +130,11 @@ def _file_function(rt: JsRuntime, path: Path, function: str | None, *, call: boo
     return rt.define((), f"var f = {target}; if (typeof f !== 'function') throw new Error({missing}); {then}")
 
 
+def method(value: Any) -> dict[str, Any]:
+    """An argument (or a part of one) that arrives as a function returning `value`."""
+    return {"__cigrade_method__": value}
+
+
 UNDEFINED: dict[str, Any] = {"__cigrade_undefined__": True}
 """An argument to `call_js_file_function` that arrives as JavaScript's `undefined`."""
 _IS_UNDEFINED = "(a !== null && typeof a === 'object' && a.__cigrade_undefined__ === true)"
