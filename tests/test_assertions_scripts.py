@@ -23,6 +23,8 @@ return ratio
 
 
 def test_javascript_inline_and_file_code(tmp_path: Path) -> None:
+    """An object's verdict stands whatever the threshold, as in promptfoo (the threshold applies to
+    numbers only); ci-grade used to fail objects scoring below it, as for Python."""
     write(
         tmp_path / "checks.js",
         """\
@@ -64,7 +66,7 @@ def test_javascript_inline_and_file_code(tmp_path: Path) -> None:
         "expression": "pass", "expression false": "fail", "multi-line body": "pass", "multi-line body false": "fail",
         "file function returning object": "pass", "file function returning number": "pass", "number below threshold": "fail",
         "default export with assertion config": "pass", "number without threshold, zero": "fail",
-        "number without threshold, positive": "pass", "object below threshold": "fail", "object fail": "fail",
+        "number without threshold, positive": "pass", "object below threshold": "pass", "object fail": "fail",
         "context vars and prompt": "pass", "not-javascript": "pass", "not-javascript number": "fail", "thrown error": "error",
         "type error": "error", "syntax error": "error", "returns nothing": "error", "returns a string": "error",
         "missing function": "error", "not-javascript error stays error": "error",
@@ -75,7 +77,7 @@ def test_javascript_inline_and_file_code(tmp_path: Path) -> None:
     assert r["file function returning number"].score == pytest.approx(0.5)
     assert r["number below threshold"].score == pytest.approx(0.4)
     assert r["number without threshold, positive"].score == 0.25
-    assert r["object below threshold"].reason == "score 0.3 is less than threshold 0.5: meh"
+    assert (r["object below threshold"].score, r["object below threshold"].reason) == (pytest.approx(0.3), "meh")
     assert r["object fail"].reason == "too short" and r["object fail"].score == pytest.approx(0.1)
     assert r["not-javascript number"].score == pytest.approx(0.2)
     assert r["expression false"].reason == "Custom function returned false"
@@ -118,6 +120,8 @@ def test_a_missing_script_file_is_a_config_error_and_one_gone_at_run_time_an_err
 
 
 def test_python_inline_and_file_code(tmp_path: Path) -> None:
+    """Objects carry a score and a reason: promptfoo rejects them without (see
+    test_script_objects_need_pass_score_and_reason)."""
     write(
         tmp_path / "grader.py",
         """\
@@ -162,7 +166,7 @@ def test_python_inline_and_file_code(tmp_path: Path) -> None:
             "file named function": ("12345678", {"type": "python", "value": "file://grader.py:ratio", "threshold": 0.7}),
             "json text return": ("x", {"type": "python", "value": "file://grader.py:as_json"}),
             "snake_case pass key": ("x", {"type": "python", "value": "file://grader.py:snake"}),
-            "dict with threshold": ("x", {"type": "python", "value": "{'pass': True, 'score': 0.4}", "threshold": 0.5}),
+            "dict with threshold": ("x", {"type": "python", "value": "{'pass': True, 'score': 0.4, 'reason': 'meh'}", "threshold": 0.5}),
             "context access": ("x", {"type": "python", "value": "context['vars']['case'] == 'context access' and context['config']['k'] == 1", "config": {"k": 1}}),
             "not-python": ("Rome", {"type": "not-python", "value": "'Paris' in output"}),
             "not-python number": ("x", {"type": "not-python", "value": "0.75"}),
@@ -172,7 +176,7 @@ def test_python_inline_and_file_code(tmp_path: Path) -> None:
             "broken file": ("x", {"type": "python", "value": "file://broken.py"}),
             "returns None": ("x", {"type": "python", "value": "file://grader.py:nothing"}),
             "missing function": ("x", {"type": "python", "value": "file://grader.py:absent"}),
-            "bad named scores": ("x", {"type": "python", "value": "{'pass': True, 'named_scores': {'a': 'high'}}"}),
+            "bad named scores": ("x", {"type": "python", "value": "{'pass': True, 'score': 1, 'reason': '', 'named_scores': {'a': 'high'}}"}),
             "not-python exception stays error": ("x", {"type": "not-python", "value": "1/0"}),
         },
     )
@@ -211,7 +215,7 @@ def test_named_scores_from_scripts_reach_the_row(tmp_path: Path) -> None:
                     "vars": {"q": "positive"},
                     "assert": [
                         {"type": "javascript", "metric": "accuracy", "value": "({pass: true, score: 1, reason: 'ok', namedScores: {tp: 1, fp: 0}})"},
-                        {"type": "python", "value": "{'pass': True, 'score': 1, 'named_scores': {'fluency': 0.5}}"},
+                        {"type": "python", "value": "{'pass': True, 'score': 1, 'reason': 'fluent', 'named_scores': {'fluency': 0.5}}"},
                     ],
                 }
             ],
@@ -236,3 +240,126 @@ def test_scripts_receive_data_outputs_as_data(tmp_path: Path) -> None:
     )
     assert {k: v.status for k, v in r.items()} == {"javascript": "pass", "python": "pass", "javascript empty": "pass", "python empty": "pass"}
     assert r["python"].score == 1.0
+
+
+def test_script_objects_need_pass_score_and_reason(tmp_path: Path) -> None:
+    """promptfoo accepts an object result only with a boolean `pass`, a number `score` and a string
+    `reason` (Python's snake_case keys are mapped first); anything less is not a result, so the
+    assertion cannot pass. ci-grade reports it as an error, like any script that gives no result."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "js no score": ("abc", {"type": "javascript", "value": "const ok = output.includes('a');\nreturn { pass: ok, reason: 'has a' };"}),
+            "js no reason": ("abc", {"type": "javascript", "value": "({pass: true, score: 1})"}),
+            "js snake key": ("abc", {"type": "javascript", "value": "({pass_: true, score: 1, reason: 'x'})"}),
+            "js complete": ("abc", {"type": "javascript", "value": "({pass: true, score: 0.5, reason: 'ok'})"}),
+            "py no score": ("abc", {"type": "python", "value": "ok = 'a' in output\nreturn {'pass': ok, 'reason': 'has a'}"}),
+            "py no reason": ("abc", {"type": "python", "value": "{'pass': True, 'score': 1}"}),
+            "py passed key": ("abc", {"type": "python", "value": "{'passed': True, 'score': 1, 'reason': 'x'}"}),
+            "py snake key": ("abc", {"type": "python", "value": "{'pass_': True, 'score': 1, 'reason': 'x'}"}),
+        },
+    )
+    expected = {
+        "js no score": "error", "js no reason": "error", "js snake key": "error", "js complete": "pass",
+        "py no score": "error", "py no reason": "error", "py passed key": "error", "py snake key": "pass",
+    }  # fmt: skip
+    assert {k: v.status for k, v in r.items()} == expected
+    assert all(r[k].score == 0 for k, status in expected.items() if status == "error")
+    assert "must return a boolean, number, or GradingResult" in r["js no score"].reason
+    assert "must return a boolean, number, or {pass, score, reason}" in r["py no score"].reason
+
+
+def test_inline_python_has_json_imported(tmp_path: Path) -> None:
+    """promptfoo's wrapper for inline Python starts with `import json`."""
+    r = grade_outputs(tmp_path, {"json": ('{"a": 1}', {"type": "python", "value": "json.loads(output)['a'] == 1"})})
+    assert r["json"].status == "pass", r["json"].reason
+
+
+def test_inline_python_is_a_function_body_exactly_when_it_has_a_newline(tmp_path: Path) -> None:
+    """As promptfoo: text with a newline (a YAML block's final one included) is the function's body,
+    each line indented as the first indented line is; one line is returned as written, so a trailing
+    comment is fine and a block holding only an expression returns None (not a result)."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "block with return": ("abc", {"type": "python", "value": "return len(output) > 2\n"}),
+            "line with comment": ("abc", {"type": "python", "value": "len(output) > 2  # long enough"}),
+            "block holding an expression": ("abc", {"type": "python", "value": "len(output) > 2\n"}),
+            "indented block": ("abc", {"type": "python", "value": "if output:\n  n = len(output)\n  return n > 2\nreturn False\n"}),
+        },
+    )
+    expected = {"block with return": "pass", "line with comment": "pass", "block holding an expression": "error", "indented block": "pass"}
+    assert {k: v.status for k, v in r.items()} == expected, {k: v.reason for k, v in r.items()}
+
+
+def test_inline_javascript_is_a_function_body_as_promptfoo_builds_it(tmp_path: Path) -> None:
+    """promptfoo trims the end; text with a newline is the body as written; one line starting with
+    `const`/`let`/`var` gets `return` before its last statement; any other line gets `return` before
+    it, so a line that already starts with `return` is a syntax error."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "declaration then expression": ("abc", {"type": "javascript", "value": "const n = output.length; n === 3"}),
+            "semicolon in a string": ("a;b", {"type": "javascript", "value": "const s = output; s === 'a;b';"}),
+            "declaration only": ("abc", {"type": "javascript", "value": "let n = output.length;"}),
+            "line starting with return": ("abc", {"type": "javascript", "value": "return output === 'abc'"}),
+            "block holding an expression": ("abc", {"type": "javascript", "value": "output === 'abc'\n"}),
+            "expression over two lines": ("abc", {"type": "javascript", "value": "output.length === 3 &&\n  output === 'abc'\n"}),
+        },
+    )
+    expected = {
+        "declaration then expression": "pass", "semicolon in a string": "pass", "declaration only": "error",
+        "line starting with return": "error", "block holding an expression": "pass", "expression over two lines": "error",
+    }  # fmt: skip
+    assert {k: v.status for k, v in r.items()} == expected, {k: v.reason for k, v in r.items()}
+    assert "SyntaxError" in r["line starting with return"].reason
+
+
+def test_javascript_and_python_results_follow_their_own_rules(tmp_path: Path) -> None:
+    """promptfoo's JavaScript results are a boolean, a number or a complete result object, whose
+    pass stands whatever the threshold (it applies to numbers only); text is not a result. Python's
+    threshold also fails objects scoring below it, and text reading true/false (any case), a JSON
+    object, or starting with a number is a result."""
+    low = "({pass: true, score: 0.2, reason: 'low'})"
+    r = grade_outputs(
+        tmp_path,
+        {
+            "js object below threshold": ("abc", {"type": "javascript", "value": low, "threshold": 0.5}),
+            "js text true": ("abc", {"type": "javascript", "value": "'true'"}),
+            "js json text": ("abc", {"type": "javascript", "value": "'{\"pass\": true, \"score\": 1, \"reason\": \"x\"}'"}),
+            "js number below threshold": ("abc", {"type": "javascript", "value": "0.2", "threshold": 0.5}),
+            "py object below threshold": ("abc", {"type": "python", "value": "{'pass': True, 'score': 0.2, 'reason': 'low'}", "threshold": 0.5}),
+            "py text true": ("abc", {"type": "python", "value": "'TRUE'"}),
+            "py text false": ("abc", {"type": "python", "value": "'false'"}),
+            "py text with spaces": ("abc", {"type": "python", "value": "' true'"}),
+            "py json text": ("abc", {"type": "python", "value": "'{\"pass\": true, \"score\": 1, \"reason\": \"x\"}'"}),
+            "py number text": ("abc", {"type": "python", "value": "'0.75 of 1'"}),
+            "py list": ("abc", {"type": "python", "value": "[True]"}),
+        },
+    )
+    expected = {
+        "js object below threshold": "pass", "js text true": "error", "js json text": "error", "js number below threshold": "fail",
+        "py object below threshold": "fail", "py text true": "pass", "py text false": "fail", "py text with spaces": "error",
+        "py json text": "pass", "py number text": "pass", "py list": "error",
+    }  # fmt: skip
+    assert {k: v.status for k, v in r.items()} == expected, {k: v.reason for k, v in r.items()}
+    assert (r["js object below threshold"].score, r["js object below threshold"].reason) == (pytest.approx(0.2), "low")
+    assert r["py object below threshold"].reason == "Python score 0.2 is less than threshold 0.5: low"
+    assert r["py number text"].score == pytest.approx(0.75)
+
+
+def test_scripts_see_the_provider_as_promptfoo_passes_it(tmp_path: Path) -> None:
+    """JavaScript gets promptfoo's provider object: `id` is a method (so JSON leaves it out) and
+    `label` is text, empty when none is set. Python gets that object as JSON: no `id`."""
+    write(tmp_path / "check.js", "module.exports = (output, context) => context.provider.id() === 'echo';\n")
+    js_checks = (
+        "typeof context.provider.id === 'function' && context.provider.id() === 'echo'"
+        " && context.provider.label === context.vars.label && !('id' in JSON.parse(JSON.stringify(context.provider)))"
+    )
+    py_checks = "'id' not in context['provider'] and context['provider']['label'] == context['vars']['label']"
+    asserts = [{"type": "javascript", "value": js_checks}, {"type": "javascript", "value": "file://check.js"}, {"type": "python", "value": py_checks}]
+    for label in ("", "mine"):
+        provider = {"id": "echo", "label": label} if label else "echo"
+        rows = evaluate(tmp_path, {"prompts": ["{{label}}"], "providers": [provider], "tests": [{"vars": {"label": label}, "assert": asserts}]})
+        components = rows[0]["gradingResult"]["componentResults"]
+        assert [c["pass"] for c in components] == [True, True, True], [c["reason"] for c in components]

@@ -218,6 +218,40 @@ def test_a_broken_transform_is_an_error_row_and_the_run_goes_on(tmp_path: Path) 
     assert fine["success"] is True
 
 
+def test_an_inline_transform_is_a_function_body_exactly_when_it_has_a_newline(tmp_path: Path) -> None:
+    """As promptfoo: one line gets `return` before it (so one starting with `return` is a syntax
+    error); text with a newline, a YAML block's final one included, is the body as written, so a
+    block holding only an expression returns nothing, which is an error."""
+    code, rows = run_config(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [echo]
+        tests:
+          - vars: {q: abc}
+            options: {transform: output.toUpperCase()}
+            assert: [{type: equals, value: ABC}]
+          - vars: {q: abc}
+            options:
+              transform: |
+                return output.toUpperCase()
+            assert: [{type: equals, value: ABC}]
+          - vars: {q: abc}
+            options:
+              transform: |
+                output.toUpperCase()
+            assert: [{type: equals, value: ABC}]
+          - vars: {q: abc}
+            options: {transform: return output.toUpperCase()}
+            assert: [{type: equals, value: ABC}]
+        """,
+    )
+    assert code == 1
+    assert [row["success"] for row in rows] == [True, True, False, False]
+    assert rows[2]["failureReason"] == 2 and "returned no value" in rows[2]["error"]
+    assert rows[3]["failureReason"] == 2 and "SyntaxError" in rows[3]["error"]
+
+
 def test_provider_output_is_graded_without_a_call_and_no_assertions_pass(tmp_path: Path) -> None:
     code, rows = run_config(
         tmp_path,

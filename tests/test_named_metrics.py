@@ -40,7 +40,7 @@ tests:
           - {type: contains, value: zeta, metric: accuracy, weight: 3}
           - {type: contains, value: omega, metric: accuracy}
       - type: javascript
-        value: '({pass: true, score: 1, namedScores: {style: 0.5}})'
+        value: "({pass: true, score: 1, reason: 'styled', namedScores: {style: 0.5}})"
   - description: informational metric
     vars: {q: X}
     assert:

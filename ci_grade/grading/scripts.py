@@ -1,27 +1,30 @@
 """`javascript` and `python` assertions: user code that returns a bool, a number or a result.
 
-Return values are normalised as promptfoo does: a boolean passes or fails; a number is the score
-and passes when `>= threshold` (or `> 0` without one); a mapping gives pass, score, reason,
-named scores and component results (Python's snake_case keys are accepted).
+Return values are read as promptfoo reads them, each language by its own rules: a boolean passes
+or fails; a number is the score and passes when `>= threshold` (or `> 0` without one); an object
+with a boolean `pass`, a number `score` and a text `reason` is the result. Python's threshold also
+applies to objects, and Python may return text (true/false, JSON, a number) and snake_case keys.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from ci_grade.config import files
+from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import GraderError, ScriptError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
+from ci_grade.grading.structured.json import parse_json
 from ci_grade.results.models import AssertionResult
 from ci_grade.scripting import js, python
 
 
-def script_context(ctx: AssertionContext) -> dict[str, Any]:
+def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[str, Any]:
     """The `context` argument scripts receive."""
-    provider = {"id": ctx.provider.id, "label": ctx.provider.label} if ctx.provider else None
     response = {
         "output": ctx.response.output,
         "tokenUsage": ctx.response.token_usage.model_dump(by_alias=True),
@@ -35,15 +38,24 @@ def script_context(ctx: AssertionContext) -> dict[str, Any]:
         "vars": ctx.vars,
         "test": {"description": ctx.test.description, "vars": ctx.vars, "metadata": ctx.test.metadata or {}, "options": ctx.test.options.model_dump(exclude_none=True)},
         "config": ctx.config,
-        "provider": provider,
+        "provider": _provider(ctx.provider, javascript),
         "providerResponse": response,
     }
+
+
+def _provider(spec: ProviderSpec | None, javascript: bool) -> dict[str, Any] | None:
+    """The provider as promptfoo passes it: its object to JavaScript (`id()` a method, `label` text,
+    `config`), that object as JSON to Python (no `id`)."""
+    if spec is None:
+        return None
+    provider = {"label": spec.label or "", "config": spec.config}
+    return {"id": js.method(spec.id), **provider} if javascript else provider
 
 
 @assertion("javascript", handles_inverse=True, value=ValueSpec("{type} needs code (an expression, a function body or file://x.js[:fn])", STRING))
 async def javascript(ctx: AssertionContext) -> Grade:
     code = ctx.value
-    args = [ctx.output, script_context(ctx)]
+    args = [ctx.output, script_context(ctx, javascript=True)]
     try:
         if code.startswith("file://"):
             path_text, function = files.split_function(code)
@@ -52,10 +64,10 @@ async def javascript(ctx: AssertionContext) -> Grade:
                 raise GraderError(f"file not found: {path}")
             value, returned = await js.acall_js_file_function(path, function, args), True
         else:
-            returned, value = await js.arun_inline(code, ("output", "context"), args)
+            returned, value = await js.arun_inline(js.assertion_body(code), ("output", "context"), args)
     except ScriptError as exc:
         raise GraderError(f"JavaScript error: {exc}") from None
-    return normalize(value if returned else None, ctx)
+    return _javascript_result(value if returned else None, ctx)
 
 
 @assertion("python", handles_inverse=True, value=ValueSpec("{type} needs code (an expression, a function body or file://x.py[:fn])", STRING))
@@ -79,63 +91,106 @@ async def python_assert(ctx: AssertionContext) -> Grade:
         raise GraderError(f"Python syntax error: {exc.msg} (line {exc.lineno})") from None
     except Exception as exc:
         raise GraderError(f"Python error: {type(exc).__name__}: {exc}") from None
-    return normalize(value, ctx)
+    return _python_result(value, ctx)
 
 
-def normalize(value: Any, ctx: AssertionContext) -> Grade:
-    """A script's return value -> Grade, with threshold and `not-` applied as promptfoo does."""
+def _javascript_result(value: Any, ctx: AssertionContext) -> Grade:
+    """promptfoo's JavaScript rules: a boolean, a number or a result object, whose verdict stands
+    whatever the threshold (it applies to numbers only)."""
+    if isinstance(value, dict) and _is_result(value):
+        return _from_mapping(value, ctx, None)
+    if isinstance(value, bool | int | float):
+        return _from_scalar(value, ctx)
+    raise GraderError(f"Custom function must return a boolean, number, or GradingResult object; got {_shown(value)}")
+
+
+def _python_result(value: Any, ctx: AssertionContext) -> Grade:
+    """promptfoo's Python rules: also text reading true or false (any case), holding a JSON object
+    or starting with a number; snake_case keys are mapped; objects below the threshold fail."""
     if isinstance(value, str):
-        stripped = value.strip()
-        try:
-            value = json.loads(stripped)
-        except ValueError:
-            if stripped.lower() in ("true", "false"):
-                value = stripped.lower() == "true"
-            else:
-                raise GraderError(f"script returned a string that is not a result: {stripped[:100]!r}") from None
+        value = _from_text(value)
+    if isinstance(value, dict):
+        value = _camel_case(value)
+        if _is_result(value):
+            return _from_mapping(value, ctx, "Python")
+    elif isinstance(value, bool | int | float):
+        return _from_scalar(value, ctx)
+    raise GraderError(f"Python assertion must return a boolean, number, or {{pass, score, reason}} object; got {_shown(value)}")
+
+
+_NUMBER_PREFIX = re.compile(r"\s*([+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))")
+"""What JavaScript's parseFloat reads."""
+
+
+def _from_text(text: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text.startswith("{"):
+        ok, parsed = parse_json(text)
+        if not ok:
+            raise GraderError(f"Python assertion returned invalid JSON: {text[:100]!r}")
+        return parsed
+    number = _NUMBER_PREFIX.match(text)
+    return float(number.group(1)) if number else text
+
+
+def _camel_case(value: dict[str, Any]) -> dict[str, Any]:
+    """Python's snake_case result keys as promptfoo maps them (in component results too)."""
+    mapped = dict(value)
+    for snake, camel in (("pass_", "pass"), ("named_scores", "namedScores"), ("component_results", "componentResults"), ("tokens_used", "tokensUsed")):
+        if snake in mapped and camel not in mapped:
+            mapped[camel] = mapped[snake]
+    if isinstance(mapped.get("componentResults"), list | tuple):
+        mapped["componentResults"] = [_camel_case(c) if isinstance(c, dict) else c for c in mapped["componentResults"]]
+    return mapped
+
+
+def _is_result(value: dict[str, Any]) -> bool:
+    """promptfoo's `isGradingResult`: a boolean `pass`, a number `score`, a text `reason`, and any
+    optional fields of the right kinds."""
+    score = value.get("score")
+    return (
+        isinstance(value.get("pass"), bool)
+        and isinstance(score, int | float)
+        and not isinstance(score, bool)
+        and isinstance(value.get("reason"), str)
+        and all(value.get(k) is None or isinstance(value[k], dict | list | tuple) for k in ("namedScores", "namedScoreWeights", "tokensUsed", "assertion"))
+        and isinstance(value.get("componentResults", []), list | tuple)
+        and isinstance(value.get("comment", ""), str)
+    )
+
+
+def _shown(value: Any) -> str:
+    return "nothing" if value is None else json.dumps(value, default=str)[:200]
+
+
+def _from_scalar(value: bool | float, ctx: AssertionContext) -> Grade:
     if isinstance(value, bool):
         passed = value != ctx.inverse
         return Grade(passed, 1.0 if passed else 0.0, "Assertion passed" if passed else f"Custom function returned {str(value).lower()}")
-    if isinstance(value, int | float):
-        score = float(value)
-        if not math.isfinite(score):
-            raise GraderError(f"script returned a non-finite score: {value}")
-        passed = score >= ctx.threshold if ctx.threshold is not None else score > 0
-        if ctx.inverse:
-            passed, score = not passed, 1.0 - score
-        reason = "Assertion passed" if passed else f"Custom function returned {value:g}" + (f" (threshold {ctx.threshold:g})" if ctx.threshold is not None else "")
-        return Grade(passed, score, reason)
-    if isinstance(value, dict):
-        return _from_mapping(value, ctx)
-    raise GraderError(f"script must return a boolean, a number or {{pass, score, reason}}; got {type(value).__name__ if value is not None else 'nothing'}")
+    score = float(value)
+    if not math.isfinite(score):
+        raise GraderError(f"script returned a non-finite score: {value}")
+    passed = score >= ctx.threshold if ctx.threshold is not None else score > 0
+    if ctx.inverse:
+        passed, score = not passed, 1.0 - score
+    reason = "Assertion passed" if passed else f"Custom function returned {value:g}" + (f" (threshold {ctx.threshold:g})" if ctx.threshold is not None else "")
+    return Grade(passed, score, reason)
 
 
-def _pick(mapping: dict[str, Any], *names: str) -> Any:
-    for name in names:
-        if name in mapping:
-            return mapping[name]
-    return None
-
-
-def _from_mapping(value: dict[str, Any], ctx: AssertionContext) -> Grade:
-    passed = _pick(value, "pass", "pass_", "passed")
-    if not isinstance(passed, bool):
-        raise GraderError(f"script result needs a boolean 'pass', got {passed!r}")
-    raw_score = _pick(value, "score")
-    if raw_score is not None and (isinstance(raw_score, bool) or not isinstance(raw_score, int | float)):
-        raise GraderError(f"script result has a non-numeric score: {raw_score!r}")
-    score = (1.0 if passed else 0.0) if raw_score is None else float(raw_score)
-    reason = str(_pick(value, "reason") or "")
-    if ctx.threshold is not None and score < ctx.threshold:
+def _from_mapping(value: dict[str, Any], ctx: AssertionContext, threshold_label: str | None) -> Grade:
+    """A result object; `threshold_label` names the language when the threshold applies to it."""
+    passed, score, reason = value["pass"], float(value["score"]), value["reason"]
+    if threshold_label and ctx.threshold is not None and score < ctx.threshold:
         passed = False
-        reason = f"score {score:g} is less than threshold {ctx.threshold:g}" + (f": {reason}" if reason else "")
+        reason = f"{threshold_label} score {score:g} is less than threshold {ctx.threshold:g}" + (f": {reason}" if reason else "")
     if ctx.inverse:
         passed, score = not passed, 1.0 - score
         reason = "Assertion passed" if passed else reason or "Custom function returned pass: true"
     elif not reason:
         reason = "Assertion passed" if passed else "Custom function returned pass: false"
-    children = [_component(c) for c in (_pick(value, "componentResults", "component_results") or []) if isinstance(c, dict)]
-    return Grade(passed, score, reason, _named_scores(_pick(value, "namedScores", "named_scores")), children=children)
+    children = [_component(c) for c in value.get("componentResults") or [] if isinstance(c, dict)]
+    return Grade(passed, score, reason, _named_scores(value.get("namedScores")), children=children)
 
 
 def _named_scores(named: Any) -> dict[str, float]:
@@ -147,13 +202,13 @@ def _named_scores(named: Any) -> dict[str, float]:
 
 
 def _component(item: dict[str, Any]) -> AssertionResult:
-    passed = bool(_pick(item, "pass", "pass_", "passed"))
-    score = _pick(item, "score")
+    passed = bool(item.get("pass"))
+    score, assertion = item.get("score"), item.get("assertion")
     return AssertionResult(
-        type=str(((item.get("assertion") or {}).get("type")) or "component"),
+        type=str((assertion.get("type") if isinstance(assertion, dict) else None) or "component"),
         status="pass" if passed else "fail",
         score=float(score) if isinstance(score, int | float) else (1.0 if passed else 0.0),
         reason=str(item.get("reason") or ""),
-        named_scores={str(k): float(v) for k, v in (_pick(item, "namedScores", "named_scores") or {}).items()},
+        named_scores=_named_scores(item.get("namedScores")),
         weight=0.0,
     )

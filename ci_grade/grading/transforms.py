@@ -36,7 +36,7 @@ async def run_script(code: str, args: list[Any], base_dir: Path, params: tuple[s
         value = await js.acall_js_file_function(path, function, args)
         return value is not None, value
     try:
-        return await js.arun_inline(code, params, args)
+        return await js.arun_inline(js.transform_body(code), params, args)
     except ScriptError as exc:
         raise TransformError(str(exc)) from None
 

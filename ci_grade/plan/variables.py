@@ -85,7 +85,7 @@ def transform_vars(test: TestCase, variables: dict[str, Any], location: Location
     if code.startswith("file://"):
         raise ConfigError.at("transformVars from a file is not supported by ci-grade; use an inline expression", loc, where)
     try:
-        _, value = js.run_inline(code, ("vars", "context"), [variables, {}])
+        _, value = js.run_inline(js.transform_body(code), ("vars", "context"), [variables, {}])
     except ScriptError as exc:
         raise ConfigError.at(f"transformVars failed: {exc}", loc, where) from None
     if not isinstance(value, dict):

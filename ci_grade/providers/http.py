@@ -133,7 +133,7 @@ class HttpProvider(HttpApiProvider):
             return js.call_js_file_function(path, function, args)
         if _FUNCTION_EXPRESSION.match(code):
             code = f"return ({code.strip().rstrip(';')})(json, text, context);"
-        _, value = await js.arun_inline(code, ("json", "text", "context"), args)
+        _, value = await js.arun_inline(_expression_body(code), ("json", "text", "context"), args)
         return value
 
 
@@ -155,3 +155,13 @@ def _render_body(body: Any, variables: dict[str, Any], headers: dict[str, str]) 
     if content_type is None:
         headers["Content-Type"] = "application/json"
     return json.dumps(nunjucks.render_value(body, variables), ensure_ascii=False).encode()
+
+
+def _expression_body(code: str) -> str:
+    """One line is an expression; several lines are a body, or one expression when without `return`."""
+    stripped = code.strip()
+    if "\n" not in stripped:
+        return stripped if stripped.startswith("return ") else f"return {stripped};"
+    if re.search(r"\breturn\b", stripped):
+        return stripped
+    return f"return (\n{stripped}\n);"

@@ -34,32 +34,47 @@ def runtime() -> JsRuntime:
         return _runtime
 
 
-def inline_body(code: str) -> str:
-    """promptfoo's inline rule: one line is an expression; several lines are a function body."""
-    stripped = code.strip()
-    if "\n" not in stripped:
-        return stripped if stripped.startswith("return ") else f"return {stripped};"
-    if re.search(r"\breturn\b", stripped):
-        return stripped
-    return f"return (\n{stripped}\n);"
+def transform_body(code: str) -> str:
+    """promptfoo's inline transform: code with a newline is the function body, one line is returned."""
+    return code if "\n" in code else f"return {code}"
 
 
-def run_inline(code: str, params: tuple[str, ...], args: list[Any]) -> tuple[bool, Any]:
-    """Run an inline snippet (expression or body) with named parameters."""
+def assertion_body(code: str) -> str:
+    """promptfoo's inline `javascript` value: trimmed at the end, code with a newline is the function
+    body; one line gets `return` before it, or, after `const`/`let`/`var`, before its last statement."""
+    code = code.rstrip()
+    if "\n" in code:
+        return code
+    line = re.sub(r";+\s*$", "", code.strip())
+    if not re.match(r"(const|let|var)\s", line):
+        return f"return {line}"
+    end = _last_statement_semicolon(line)
+    expression = line[end + 1 :].strip() if end != -1 else ""
+    return f"{line[: end + 1]} return {expression}" if expression else line
+
+
+def _last_statement_semicolon(code: str) -> int:
+    """The index of the last `;` outside quotes and template literals, or -1."""
+    quote, last, backslashes = "", -1, 0
+    for i, char in enumerate(code):
+        if char in "'\"`" and backslashes % 2 == 0 and quote in ("", char):
+            quote = "" if quote else char
+        elif char == ";" and not quote:
+            last = i
+        backslashes = backslashes + 1 if char == "\\" else 0
+    return last
+
+
+def run_inline(body: str, params: tuple[str, ...], args: list[Any]) -> tuple[bool, Any]:
+    """Run a function body with named parameters."""
     rt = runtime()
-    return rt.call(rt.define(params, inline_body(code)), args)
+    return rt.call(rt.define(params, body), args)
 
 
-async def arun_inline(code: str, params: tuple[str, ...], args: list[Any]) -> tuple[bool, Any]:
+async def arun_inline(body: str, params: tuple[str, ...], args: list[Any]) -> tuple[bool, Any]:
     """`run_inline` without blocking the event loop."""
     rt = runtime()
-    name = _inline_names.get((code, params))
-    if name is None:
-        name = _inline_names[(code, params)] = await rt.adefine(params, inline_body(code))
-    return await rt.acall(name, args)
-
-
-_inline_names: dict[tuple[str, tuple[str, ...]], str] = {}
+    return await rt.acall(await rt.adefine(params, body), args)
 
 
 _REGEX_TEST = """
@@ -113,6 +128,11 @@ def _file_function(rt: JsRuntime, path: Path, function: str | None, *, call: boo
     missing = json.dumps(f"{path.name} has no function {function or 'default'}")
     then = f"return f.apply(null, arguments[0].map(function (a) {{ return {_IS_UNDEFINED} ? undefined : a; }}));" if call else "return true;"
     return rt.define((), f"var f = {target}; if (typeof f !== 'function') throw new Error({missing}); {then}")
+
+
+def method(value: Any) -> dict[str, Any]:
+    """An argument (or a part of one) that arrives as a function returning `value`."""
+    return {"__cigrade_method__": value}
 
 
 UNDEFINED: dict[str, Any] = {"__cigrade_undefined__": True}

@@ -11,8 +11,9 @@ import asyncio
 import hashlib
 import importlib.util
 import inspect
+import json
+import re
 import sys
-import textwrap
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -81,10 +82,14 @@ async def call(function: Callable[..., Any], *args: Any) -> Any:
 
 
 def compile_inline(code: str, params: tuple[str, ...] = ("output", "context")) -> Callable[..., Any]:
-    """promptfoo's inline rule: one line is an expression to return; several lines are a body."""
-    stripped = textwrap.dedent(code).strip("\n")
-    body = textwrap.indent(stripped, "    ") if "\n" in stripped else f"    return ({stripped.strip()})"
+    """promptfoo's wrapper: code with a newline is the function body (every line indented as its
+    first indented line is), one line is returned as written; `json` is imported."""
+    if "\n" in code:
+        indent = re.search(r"^(?!\s*$)\s+", code, re.M)
+        body = "\n".join((indent.group(0) if indent else "    ") + line for line in code.split("\n"))
+    else:
+        body = f"    return {code}"
     source = f"def __inline__({', '.join(params)}):\n{body}\n"
-    namespace: dict[str, Any] = {"__name__": "ci_grade_inline"}
+    namespace: dict[str, Any] = {"__name__": "ci_grade_inline", "json": json}
     exec(compile(source, "<inline python>", "exec"), namespace)
     return cast(Callable[..., Any], namespace["__inline__"])

@@ -53,8 +53,13 @@ function __cigrade_call(name, args, i) {
   if (result === undefined) return '{}';
   return JSON.stringify({ v: result });
 }
+function __cigrade_method(key, value) {
+  if (value === null || typeof value !== 'object' || !('__cigrade_method__' in value)) return value;
+  var result = value.__cigrade_method__;
+  return function () { return result; };
+}
 function __cigrade_batch(callsJson) {
-  var calls = JSON.parse(callsJson);
+  var calls = callsJson.indexOf('"__cigrade_method__"') < 0 ? JSON.parse(callsJson) : JSON.parse(callsJson, __cigrade_method);
   __cigrade_out = [];
   __cigrade_settled = [];
   for (var i = 0; i < calls.length; i++) __cigrade_out.push(__cigrade_call(calls[i][0], calls[i][1], i));
