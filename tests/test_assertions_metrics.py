@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ci_grade.grading.metrics import bleu, brevity_penalty, levenshtein, rouge_n
-from tests.assertion_runs import grade_outputs
+from tests.assertion_runs import evaluate, first, grade_outputs
 
 
 def test_levenshtein_distance() -> None:
@@ -16,6 +16,13 @@ def test_levenshtein_distance() -> None:
     assert levenshtein("flaw", "lawn") == 2  # -f, +n
     assert levenshtein("", "abc") == 3
     assert levenshtein("same", "same") == 0
+
+
+def test_levenshtein_counts_utf16_code_units() -> None:
+    """As JavaScript strings (promptfoo's fastest-levenshtein): an astral character is two units."""
+    assert levenshtein("kitten", "ki🙂tten") == 2
+    assert levenshtein("😀", "😁") == 1  # the same high surrogate
+    assert levenshtein("a", "😀") == 2
 
 
 def test_rouge_n_recall() -> None:
@@ -108,6 +115,19 @@ def test_rouge_n_assertion_scores_and_inverts(tmp_path: Path) -> None:
     assert r["empty output"].status == "fail" and r["empty output"].score == 0.0
     assert r["tokenless reference"].status == "error" and "has no 1-grams" in r["tokenless reference"].reason
     assert r["list value"].status == "error"
+
+
+def test_astral_characters_end_to_end(tmp_path: Path) -> None:
+    """An emoji is two UTF-16 code units to levenshtein (promptfoo's result)."""
+    rows = evaluate(tmp_path, """
+        prompts: ['{{text}}']
+        providers: [echo]
+        tests:
+          - vars: {text: kitten}
+            assert: [{type: levenshtein, value: ki🙂tten, threshold: 1}]
+        """)
+    distance = first(rows[0])
+    assert distance.status == "fail" and distance.reason == "Levenshtein distance 2 is greater than threshold 1"
 
 
 def test_bleu_assertion(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
 """Text-similarity assertions: levenshtein, rouge-n and bleu.
 
 The metrics are small pure functions (tested on hand-computed examples); the handlers apply
-promptfoo's thresholds: levenshtein passes when the edit distance is <= threshold (default 5),
-rouge-n and bleu score the metric and pass when it is >= threshold (defaults 0.75 and 0.5),
-with `not-` flipping the verdict and reporting `1 - score`.
+promptfoo's thresholds: levenshtein passes when the edit distance (in UTF-16 code units, as
+JavaScript counts) is <= threshold (default 5), rouge-n and bleu score the metric and pass when it
+is >= threshold (defaults 0.75 and 0.5), with `not-` flipping the verdict and reporting `1 - score`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import SCALAR, ValueSpec, assertion
+from ci_grade.safe_text import utf16_units
 
 BLEU_MAX_N = 4
 BLEU_ZERO_PRECISION = 1e-7  # smoothing for an order with no matching n-gram, as promptfoo does
@@ -25,10 +26,10 @@ _WORD = re.compile(r"\w+(?:['’]\w+)*")
 
 
 def levenshtein(a: str, b: str) -> int:
-    """Single-character insertions, deletions and substitutions turning `a` into `b`."""
+    """Insertions, deletions and substitutions of UTF-16 code units turning `a` into `b`."""
     from rapidfuzz.distance import Levenshtein
 
-    return int(Levenshtein.distance(a, b))
+    return int(Levenshtein.distance(utf16_units(a), utf16_units(b)))
 
 
 def ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
