@@ -38,6 +38,27 @@ def test_equals_text_json_and_file_values(tmp_path: Path) -> None:
     assert r["not-equals fails"].reason == "Expected output to not equal 'Hello'"
 
 
+def test_equals_null_compares_the_output_parsed_as_json(tmp_path: Path) -> None:
+    """`value: null` is an object to promptfoo (`typeof null`): it equals output that parses as JSON null."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "null": ("null", {"type": "equals", "value": None}),
+            "null with spaces": (" null\n", {"type": "equals", "value": None}),
+            "text": ("hello", {"type": "equals", "value": None}),
+            "not-equals null": ("null", {"type": "not-equals", "value": None}),
+            "not-equals null on text": ("hello", {"type": "not-equals", "value": None}),
+            "no value is JavaScript's undefined": ("undefined", {"type": "equals"}),
+            "no value on null": ("null", {"type": "equals"}),
+        },
+    )
+    assert {k: v.status for k, v in r.items()} == {
+        "null": "pass", "null with spaces": "pass", "text": "fail", "not-equals null": "fail",
+        "not-equals null on text": "pass", "no value is JavaScript's undefined": "pass", "no value on null": "fail",
+    }  # fmt: skip
+    assert r["text"].reason == "Expected output to equal null"
+
+
 # A provider that deletes the file it is told to, as a file can vanish while an eval runs.
 VANISHING = """
 import os

@@ -24,8 +24,12 @@ NEEDS_LIST = ValueSpec("{type} needs a list of values")
 
 @assertion("equals", handles_inverse=True)
 async def equals(ctx: AssertionContext) -> Grade:
+    """An object, list or null value equals the output parsed as JSON; any other value, the output's
+    text (no value at all is JavaScript's `undefined`, as the text `undefined`)."""
     expected = ctx.value
-    if isinstance(expected, dict | list):
+    if expected is None and "value" not in ctx.assertion.model_fields_set:
+        expected = "undefined"
+    if expected is None or isinstance(expected, dict | list):
         try:
             actual = json.loads(ctx.output_text) if isinstance(ctx.output, str) else ctx.output
         except ValueError:
