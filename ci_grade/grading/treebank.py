@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_SPACES = re.compile("[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+")
+from ci_grade.config.nunjucks import JS_WHITESPACE
+
+_SPACES = re.compile(f"[{JS_WHITESPACE}\x85]+")
 _QUOTE = re.compile(r"``|''|\"")
 _SENTENCE_END = re.compile(r"([^.])(?<!\b[A-Za-z]\.[A-Za-z])(\.)([\])}>' ]*)\Z", re.ASCII)
 _OTHER_ID_CONTINUE = set("\u00b7\u0387\u1369\u136a\u136b\u136c\u136d\u136e\u136f\u1370\u1371\u19da\u1885\u1886\u2118\u212e\u309b\u309c\u30fb\uff65\u200c\u200d")
