@@ -37,6 +37,11 @@ def utf16_units(text: str) -> str:
     return text if text.isascii() else _ASTRAL.sub(_pair, text)
 
 
+def from_utf16_units(units: str) -> str:
+    """The text `utf16_units` took apart: surrogate pairs joined again (a lone surrogate stays)."""
+    return units if units.isascii() else units.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def _pair(match: re.Match[str]) -> str:
     point = ord(match.group()) - 0x10000
     return chr(0xD800 + (point >> 10)) + chr(0xDC00 + (point & 0x3FF))
