@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 # C0 controls but tab and newline, DEL, and C1 controls (U+009B is a one-character CSI).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -28,6 +29,22 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def well_formed(text: str) -> str:
     """`text` with every lone surrogate replaced by U+FFFD, so it can be encoded as UTF-8."""
     return _SURROGATE.sub("\ufffd", text) if not text.isascii() and _SURROGATE.search(text) else text
+
+
+def utf16_units(text: str) -> str:
+    """`text` as JavaScript indexes it: one character per UTF-16 code unit (an astral character
+    becomes its surrogate pair), so lengths, indexes and edit distances count as in JavaScript."""
+    return text if text.isascii() else _ASTRAL.sub(_pair, text)
+
+
+def from_utf16_units(units: str) -> str:
+    """The text `utf16_units` took apart: surrogate pairs joined again (a lone surrogate stays)."""
+    return units if units.isascii() else units.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _pair(match: re.Match[str]) -> str:
+    point = ord(match.group()) - 0x10000
+    return chr(0xD800 + (point >> 10)) + chr(0xDC00 + (point & 0x3FF))
 
 
 def _escape(match: re.Match[str]) -> str:

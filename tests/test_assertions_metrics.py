@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from ci_grade.grading.metrics import bleu, brevity_penalty, levenshtein, rouge_n
-from tests.assertion_runs import grade_outputs
+from ci_grade.grading.treebank import tokenize
+from tests.assertion_runs import evaluate, first, grade_outputs
 
 
 def test_levenshtein_distance() -> None:
@@ -18,18 +19,48 @@ def test_levenshtein_distance() -> None:
     assert levenshtein("same", "same") == 0
 
 
-def test_rouge_n_recall() -> None:
-    # reference unigrams: the x2, cat, sat, on, mat (6); the candidate has the x2, cat, on, mat -> 5/6
-    assert rouge_n("the cat was on the mat", "the cat sat on the mat") == pytest.approx(5 / 6)
-    # lower-cased, punctuation ignored: {the, cat} of {the, cat, sat}
-    assert rouge_n("The CAT!", "the cat sat") == pytest.approx(2 / 3)
-    # counts are clipped: three "the" in the candidate match the reference's one "the"
-    assert rouge_n("the the the", "the cat") == pytest.approx(1 / 2)
-    # bigrams: (the cat) (on the) (the mat) of 5 reference bigrams
-    assert rouge_n("the cat was on the mat", "the cat sat on the mat", n=2) == pytest.approx(3 / 5)
+def test_levenshtein_counts_utf16_code_units() -> None:
+    """As JavaScript strings (promptfoo's fastest-levenshtein): an astral character is two units."""
+    assert levenshtein("kitten", "ki🙂tten") == 2
+    assert levenshtein("😀", "😁") == 1  # the same high surrogate
+    assert levenshtein("a", "😀") == 2
+
+
+def test_treebank_tokens_as_js_rouge_gives_them() -> None:
+    """promptfoo's rouge-n tokenizer (js-rouge's treeBankTokenize): punctuation, quotes and
+    contraction parts are tokens; numbers, abbreviations and `U.S.` stay whole."""
+    assert tokenize("Paris is the capital of France.") == ["Paris", "is", "the", "capital", "of", "France", "."]
+    assert tokenize('She said "I can\'t go" -- they\'re late, aren\'t they?') == [
+        "She", "said", "``", "I", "ca", "n't", "go", "''", "--", "they", "'re", "late", ",", "are", "n't", "they", "?",
+    ]  # fmt: skip
+    assert tokenize("'Tis gonna be 3:30 p.m. in the U.S., costing $1,000.50; wow!") == [
+        "'T", "is", "gon", "na", "be", "3:30", "p.m.", "in", "the", "U.S.", ",", "costing", "$", "1,000.50", ";", "wow", "!",
+    ]  # fmt: skip
+    assert tokenize("He wrote ``quoted'' and 'single' words...") == [
+        "He", "wrote", "``", "quoted", "''", "and", "'single", "'", "words", "...",
+    ]  # fmt: skip
+    assert tokenize("Ça coûte 1,000 € (naïve 😀 estimate)…") == ["Ça", "coûte", "1,000", "€", "(", "naïve", "😀", "estimate", ")", "…"]
+    assert tokenize("CANNOT\tgimme\u00a0more'n that") == ["CAN", "NOT", "gim", "me", "more", "'n", "that"]
+    assert tokenize('The end." Then: "a new start"') == ["The", "end.", "''", "Then", ":", "``", "a", "new", "start", "''"]
+    assert tokenize("“Smart” quotes, l'été, 日本語です。") == ["“Smart”", "quotes", ",", "l'été", ",", "日本語です。"]
+    # a quote after half of an astral character (JavaScript reads UTF-16 units) opens nothing
+    assert tokenize('a\U00010100"b c"') == ["a\U00010100", "''", "b", "c", "''"]
+    assert tokenize(" \n ") == []
+
+
+def test_rouge_n_is_the_f1_of_clipped_unigram_counts() -> None:
+    """promptfoo's rouge-n: F1 of clipped unigram counts over lower-cased treebank tokens,
+    punctuation included (ci-grade used to score recall over words only: 1.0 and 5/6 below)."""
+    assert rouge_n("Paris is the capital of France.", "Paris") == 0.25  # P 1/7, R 1/1
+    assert rouge_n("The cat was on the mat.", "the cat sat on the mat") == 0.7692307692307692  # P 5/7, R 5/6
+    assert rouge_n("the the the", "the cat") == 0.4  # three "the" match the reference's one: P 1/3, R 1/2
+    assert rouge_n("The Cat sat on the mat", "the cat sat on the mat") == 1.0
     assert rouge_n("", "the cat") == 0.0
+    assert rouge_n("The cat was on the mat.", "?!") == 0.0
     with pytest.raises(ValueError):
-        rouge_n("anything", " ... ")
+        rouge_n("anything", " \n ")
+    with pytest.raises(ValueError, match="over 1,000,000 characters"):
+        rouge_n("x" * 1_000_001, "x")
 
 
 def test_bleu_on_hand_computed_examples() -> None:
@@ -86,6 +117,8 @@ def test_levenshtein_assertion(tmp_path: Path) -> None:
 
 
 def test_rouge_n_assertion_scores_and_inverts(tmp_path: Path) -> None:
+    """Scores as promptfoo 0.123.1 gives them for the same outputs: F1 over treebank tokens (these
+    used to pin recall over words, 5/6, and an error for a punctuation-only reference)."""
     out, ref = "The cat was on the mat.", "the cat sat on the mat"
     r = grade_outputs(
         tmp_path,
@@ -94,20 +127,45 @@ def test_rouge_n_assertion_scores_and_inverts(tmp_path: Path) -> None:
             "higher threshold": (out, {"type": "rouge-n", "value": ref, "threshold": 0.9}),
             "not-rouge-n": (out, {"type": "not-rouge-n", "value": ref}),
             "not-rouge-n higher threshold": (out, {"type": "not-rouge-n", "value": ref, "threshold": 0.9}),
+            "one word of a sentence": ("Paris is the capital of France.", {"type": "rouge-n", "value": "Paris"}),
+            "contractions and quotes": (
+                'She said "I can\'t go" -- they\'re late, aren\'t they?',
+                {"type": "rouge-n", "value": 'she said: "i cannot go"; they are late, are not they?'},
+            ),
             "empty output": ("", {"type": "rouge-n", "value": ref}),
-            "tokenless reference": (out, {"type": "rouge-n", "value": "?!"}),
+            "punctuation reference": (out, {"type": "rouge-n", "value": "?!"}),
+            "blank reference": (out, {"type": "rouge-n", "value": "  "}),
             "list value": (out, {"type": "rouge-n", "value": [ref]}),
         },
     )
-    assert r["default threshold"].status == "pass" and r["default threshold"].score == pytest.approx(5 / 6)
-    assert r["higher threshold"].status == "fail" and r["higher threshold"].score == pytest.approx(5 / 6)
-    assert r["higher threshold"].reason == "ROUGE-N score 0.8333 is less than threshold 0.9"
-    assert r["not-rouge-n"].status == "fail" and r["not-rouge-n"].score == pytest.approx(1 / 6)
-    assert r["not-rouge-n"].reason == "ROUGE-N score 0.8333 is greater than or equal to threshold 0.75"
-    assert r["not-rouge-n higher threshold"].status == "pass" and r["not-rouge-n higher threshold"].score == pytest.approx(1 / 6)
+    assert r["default threshold"].status == "pass" and r["default threshold"].score == 0.7692307692307692
+    assert r["higher threshold"].status == "fail" and r["higher threshold"].score == 0.7692307692307692
+    assert r["higher threshold"].reason == "ROUGE-N score 0.7692 is less than threshold 0.9"
+    assert r["not-rouge-n"].status == "fail" and r["not-rouge-n"].score == 0.23076923076923084
+    assert r["not-rouge-n"].reason == "ROUGE-N score 0.7692 is greater than or equal to threshold 0.75"
+    assert r["not-rouge-n higher threshold"].status == "pass" and r["not-rouge-n higher threshold"].score == 0.23076923076923084
+    assert r["one word of a sentence"].status == "fail" and r["one word of a sentence"].score == 0.25
+    assert r["contractions and quotes"].status == "fail" and r["contractions and quotes"].score == 0.6857142857142857
     assert r["empty output"].status == "fail" and r["empty output"].score == 0.0
-    assert r["tokenless reference"].status == "error" and "has no 1-grams" in r["tokenless reference"].reason
-    assert r["list value"].status == "error"
+    assert r["punctuation reference"].status == "fail" and r["punctuation reference"].score == 0.0
+    # a reference without tokens is a missing input (promptfoo scores 0)
+    assert r["blank reference"].status == "error" and r["list value"].status == "error"
+
+
+def test_astral_characters_end_to_end(tmp_path: Path) -> None:
+    """An emoji is two UTF-16 code units to levenshtein and one token to rouge-n (promptfoo's results)."""
+    rows = evaluate(tmp_path, """
+        prompts: ['{{text}}']
+        providers: [echo]
+        tests:
+          - vars: {text: kitten}
+            assert: [{type: levenshtein, value: ki🙂tten, threshold: 1}]
+          - vars: {text: 'Ça coûte 1,000 € (naïve 😀 estimate)...'}
+            assert: [{type: rouge-n, value: ça coûte 1000 € — naïve estimate 😀}]
+        """)
+    distance, rouge = first(rows[0]), first(rows[1])
+    assert distance.status == "fail" and distance.reason == "Levenshtein distance 2 is greater than threshold 1"
+    assert rouge.status == "fail" and rouge.score == 0.6666666666666666
 
 
 def test_bleu_assertion(tmp_path: Path) -> None:
@@ -146,5 +204,6 @@ def test_metrics_on_data_and_empty_outputs(tmp_path: Path) -> None:
         },
     )
     assert r["levenshtein data"].status == "pass"
-    assert r["rouge-n data"].status == "pass" and r["rouge-n data"].score == 1.0
+    # JSON.stringify text `{"city":"paris"}`: braces, quotes and colon are tokens too (promptfoo: 0.3636...)
+    assert r["rouge-n data"].status == "fail" and r["rouge-n data"].score == 0.3636363636363636
     assert r["bleu empty"].status == "fail" and r["bleu empty"].score == 0.0

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from ci_grade.errors import GraderError
 from ci_grade.grading.structured.html import html_indicators
 from ci_grade.grading.structured.json import extract_json
 from ci_grade.grading.structured.xml import xml_fragments
@@ -81,8 +85,12 @@ def test_is_json_with_and_without_schema(tmp_path: Path) -> None:
 
 
 def test_contains_json_extracts_from_prose_and_fences(tmp_path: Path) -> None:
+    """Outcomes as promptfoo 0.123.1 grades them: only `{...}` objects are found, read as YAML (so
+    `{'a': 1}` and `{a: 1}` count), braces counted without regard to strings. These used to pin a
+    JSON scan that also took arrays and skipped strings ("array", "no json", "braces in ...")."""
     fenced = 'Here you go:\n```json\n{"latitude": 10, "longitude": 20}\n```\nAnything else?'
     tricky = 'Use {curly} words, then {"note": "a } inside a string", "latitude": 1, "longitude": 2} done.'
+    name = {"type": "object", "required": ["name"]}
     r = grade_outputs(
         tmp_path,
         {
@@ -90,42 +98,71 @@ def test_contains_json_extracts_from_prose_and_fences(tmp_path: Path) -> None:
             "fenced with schema": (fenced, {"type": "contains-json", "value": COORDS}),
             "braces in prose and strings": (tricky, {"type": "contains-json", "value": COORDS}),
             "array": ("The list is [1, 2, 3].", {"type": "contains-json"}),
+            "objects in an array": ('Result: [{"name": "a"}, {"name": "b"}]', {"type": "contains-json", "value": name}),
+            "only an array": ('```json\n["a", "b"]\n```', {"type": "contains-json"}),
+            "single quotes": ("{'a': 1}", {"type": "contains-json"}),
+            "unquoted keys": ("Answer: {name: Ada, age: 36}", {"type": "contains-json", "value": name}),
+            "comment": ('{\n  "name": "x", // the name\n  "url": "http://a.b/c"\n}', {"type": "contains-json", "value": name}),
+            "unclosed": ('The result is {"name": "a", "b": [1, 2]', {"type": "contains-json", "value": name}),
+            "outer object first": ('{"outer": {"name": "x"}}', {"type": "contains-json", "value": name}),
             "second value conforms": ('First {"a": 1} then {"latitude": 0, "longitude": 0}', {"type": "contains-json", "value": COORDS}),
             "none conforms": ('{"latitude": 100, "longitude": 0} and {"a": 1}', {"type": "contains-json", "value": COORDS}),
-            "no json": ("No JSON here {just braces}", {"type": "contains-json"}),
+            "braces around words": ("No JSON here {just braces}", {"type": "contains-json"}),
+            "no braces": ("No JSON here", {"type": "contains-json"}),
             "whole output is json": ('{"latitude": 1, "longitude": 1}', {"type": "contains-json", "value": COORDS}),
             "csv-style schema string": ('x {"id": 1} y', {"type": "contains-json", "value": '{"type": "object", "required": ["id"]}'}),
             "not-contains-json": ("nothing", {"type": "not-contains-json"}),
             "not-contains-json fails": ('see {"a": 1}', {"type": "not-contains-json"}),
             "not-contains-json none conforms": ('{"a": 1}', {"type": "not-contains-json", "value": COORDS}),
+            "not-contains-json one conforms": ('{"a": 1} {"latitude": 1, "longitude": 1}', {"type": "not-contains-json", "value": COORDS}),
             "invalid schema": ('{"a": 1}', {"type": "contains-json", "value": {"required": "latitude"}}),
         },
     )
     assert statuses(r) == {
-        "fenced": "pass", "fenced with schema": "pass", "braces in prose and strings": "pass", "array": "pass",
-        "second value conforms": "pass", "none conforms": "fail", "no json": "fail", "whole output is json": "pass",
+        "fenced": "pass", "fenced with schema": "pass", "braces in prose and strings": "fail", "array": "fail",
+        "objects in an array": "pass", "only an array": "fail", "single quotes": "pass", "unquoted keys": "pass",
+        "comment": "pass", "unclosed": "pass", "outer object first": "fail", "second value conforms": "pass",
+        "none conforms": "fail", "braces around words": "pass", "no braces": "fail", "whole output is json": "pass",
         "csv-style schema string": "pass", "not-contains-json": "pass", "not-contains-json fails": "fail",
-        "not-contains-json none conforms": "pass", "invalid schema": "error",
+        "not-contains-json none conforms": "pass", "not-contains-json one conforms": "fail", "invalid schema": "error",
     }  # fmt: skip
-    assert r["no json"].reason == "Expected output to contain valid JSON"
+    assert r["no braces"].reason == "Expected output to contain valid JSON"
+    assert "$: 'latitude' is a required property" in r["braces in prose and strings"].reason
     none = r["none conforms"].reason
     assert "$.latitude: 100 is greater than the maximum of 90" in none and "(2 JSON values found, none conforms)" in none
 
 
 def test_json_extraction_unit() -> None:
+    """The objects promptfoo's extractJsonObjects returns for the same text."""
     assert extract_json('He said {not json} and "{" then {"a": "}", "b": [1, {"c": 2}]} and [1,2] end') == [
-        {"a": "}", "b": [1, {"c": 2}]},
-        [1, 2],
+        {"not json": None},
+        {"c": 2},
     ]
-    assert extract_json('escaped quote {"q": "say \\"hi\\" {"}') == [{"q": 'say "hi" {'}]
-    assert extract_json("[1, 2] [3]") == [[1, 2], [3]]
-    assert extract_json("{ unbalanced [ } ") == []
-    assert extract_json("{ outer never closes [ ] ") == [[]]
-    # The scan is bounded by the characters it examines, not by the clock: a prefix of unclosed
-    # brackets that costs more than the budget hides an object after it; a short one does not.
-    assert extract_json("[" * 10 + "x" * 1000 + '{"a": 1}') == [{"a": 1}]
-    assert extract_json("[" * 1500 + "x" * 1000 + '{"a": 1}') == []
-    assert extract_json("[" * 100_000 + "{" * 100_000) == []
+    assert extract_json('escaped quote {"q": "say \\"hi\\" {"}') == []
+    assert extract_json("[1, 2] [3]") == []
+    assert extract_json('Result: [{"name": "a"}, {"name": "b"}]') == [{"name": "a"}, {"name": "b"}]
+    assert extract_json("{'a': 1} and {b: [x, y]}") == [{"a": 1}, {"b": ["x", "y"]}]
+    # keys are text, a repeated key keeps its last value
+    assert extract_json('{"a": 1, "a": 2, 3: null, true: 1.50}') == [{"a": 2, "3": None, "true": 1.5}]
+    assert extract_json("{\n  \"url\": \"http://x.y/z\", // a comment\n  'it''s': 1 /// three slashes\n}") == [
+        {"url": "http://x.y/z", "it's": 1}
+    ]
+    # an object still open at the end is closed; a `{` that ends the text is not read
+    assert extract_json('open {"a": {"b": 1}') == [{"a": {"b": 1}}]
+    assert extract_json("abc {") == []
+    assert extract_json("abc { ") == [{}]
+    assert extract_json("{{name}}") == [{"name": None}]  # a mapping as a key is refused
+    nested: Any = 1
+    for _ in range(97):
+        nested = [nested]
+    assert extract_json("{x: " + "[" * 97 + "1" + "]" * 97 + "}") == [{"x": nested}]
+    assert extract_json("{x: " + "[" * 98 + "1" + "]" * 98 + "}") == []  # js-yaml reads 99 levels at most
+    assert extract_json('{"x": ' + "[" * 99 + "]" * 99 + "}") == []
+    with pytest.raises(GraderError, match="too many unbalanced"):
+        extract_json("{" * 100_000)  # promptfoo reads for a minute and finds nothing
+    # an object spans 100,000 UTF-16 units at most (an emoji is two), then is closed as it stands
+    assert extract_json('{"a": "' + "😀" * 49_996 + '"}') == [{"a": "😀" * 49_996}]
+    assert extract_json('{"a": "' + "😀" * 49_997 + '"}') == []
 
 
 def test_is_xml(tmp_path: Path) -> None:

@@ -38,6 +38,27 @@ def test_equals_text_json_and_file_values(tmp_path: Path) -> None:
     assert r["not-equals fails"].reason == "Expected output to not equal 'Hello'"
 
 
+def test_equals_null_compares_the_output_parsed_as_json(tmp_path: Path) -> None:
+    """`value: null` is an object to promptfoo (`typeof null`): it equals output that parses as JSON null."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "null": ("null", {"type": "equals", "value": None}),
+            "null with spaces": (" null\n", {"type": "equals", "value": None}),
+            "text": ("hello", {"type": "equals", "value": None}),
+            "not-equals null": ("null", {"type": "not-equals", "value": None}),
+            "not-equals null on text": ("hello", {"type": "not-equals", "value": None}),
+            "no value is JavaScript's undefined": ("undefined", {"type": "equals"}),
+            "no value on null": ("null", {"type": "equals"}),
+        },
+    )
+    assert {k: v.status for k, v in r.items()} == {
+        "null": "pass", "null with spaces": "pass", "text": "fail", "not-equals null": "fail",
+        "not-equals null on text": "pass", "no value is JavaScript's undefined": "pass", "no value on null": "fail",
+    }  # fmt: skip
+    assert r["text"].reason == "Expected output to equal null"
+
+
 # A provider that deletes the file it is told to, as a file can vanish while an eval runs.
 VANISHING = """
 import os
@@ -109,6 +130,37 @@ def test_contains_family(tmp_path: Path) -> None:
     assert r["not-contains fails"].reason == "Expected output to not contain 'quick'"
     assert r["missing value"].reason == "contains needs a value"
     assert r["empty list"].reason == "contains-any needs a list of values"
+
+
+def test_contains_any_and_all_read_quoted_fields_as_promptfoo(tmp_path: Path) -> None:
+    """promptfoo's comma-separated values: `"..."` fields with `\\"`, `\\\\` and `""` escapes; an
+    unterminated field or text after a closing quote is an error; a null list item is `null`."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "backslash-escaped quotes": ('he said "hi"', {"type": "contains-any", "value": '"said \\"hi\\"", zzz'}),
+            "doubled quotes": ('they say "hi" often', {"type": "contains-all", "value": '"say ""hi""", often'}),
+            "escaped backslash": ("path a\\b", {"type": "icontains-all", "value": '"A\\\\B", path'}),
+            "other backslash kept": ("a\\nb", {"type": "contains-any", "value": '"a\\nb"'}),
+            "quote inside unquoted field": ('a"b c', {"type": "contains-all", "value": 'a"b, c'}),
+            "repeated commas": ("a b", {"type": "contains-all", "value": "a,, ,b"}),
+            "not-icontains-any": ('he said "hi"', {"type": "not-icontains-any", "value": '"SAID \\"HI\\"", zzz'}),
+            "unterminated": ("abc, def", {"type": "contains-any", "value": '"abc, def'}),
+            "text after quoted field": ("abc def", {"type": "contains-any", "value": '"abc" def, x'}),
+            "number value": ("5 apples", {"type": "contains-any", "value": 5}),
+            "null item": ("null here", {"type": "contains-all", "value": ["here", None]}),
+            "null item missing": ("nothing", {"type": "contains-any", "value": ["zzz", None]}),
+        },
+    )
+    assert {k: v.status for k, v in r.items()} == {
+        "backslash-escaped quotes": "pass", "doubled quotes": "pass", "escaped backslash": "pass",
+        "other backslash kept": "pass", "quote inside unquoted field": "pass", "repeated commas": "pass",
+        "not-icontains-any": "fail", "unterminated": "error", "text after quoted field": "error",
+        "number value": "error", "null item": "pass", "null item missing": "fail",
+    }  # fmt: skip
+    assert r["unterminated"].reason == "Unterminated quoted field in contains assertion value"
+    assert r["text after quoted field"].reason == "Expected comma after quoted field in contains assertion value"
+    assert r["not-icontains-any"].reason == """Expected output to not contain one of ['SAID "HI"', 'zzz'] (case-insensitive)"""
 
 
 def test_starts_with(tmp_path: Path) -> None:

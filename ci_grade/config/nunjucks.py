@@ -30,6 +30,10 @@ class _Undefined(jinja2.ChainableUndefined):
         return ""
 
 
+JS_WHITESPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""What JavaScript's `\\s` and `trim()` take for whitespace (Python's `str.isspace` differs)."""
+
+
 def js_string(value: Any) -> str:
     """Format a value the way JavaScript's String() would."""
     if value is None or isinstance(value, jinja2.Undefined):

@@ -1,15 +1,14 @@
 """Text-similarity assertions: levenshtein, rouge-n and bleu.
 
 The metrics are small pure functions (tested on hand-computed examples); the handlers apply
-promptfoo's thresholds: levenshtein passes when the edit distance is <= threshold (default 5),
-rouge-n and bleu score the metric and pass when it is >= threshold (defaults 0.75 and 0.5),
-with `not-` flipping the verdict and reporting `1 - score`.
+promptfoo's thresholds: levenshtein passes when the edit distance (in UTF-16 code units, as
+JavaScript counts) is <= threshold (default 5), rouge-n and bleu score the metric and pass when it
+is >= threshold (defaults 0.75 and 0.5), with `not-` flipping the verdict and reporting `1 - score`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from typing import Any
 
@@ -17,18 +16,19 @@ from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import SCALAR, ValueSpec, assertion
+from ci_grade.grading.treebank import tokenize
+from ci_grade.safe_text import utf16_units
 
 BLEU_MAX_N = 4
 BLEU_ZERO_PRECISION = 1e-7  # smoothing for an order with no matching n-gram, as promptfoo does
-
-_WORD = re.compile(r"\w+(?:['’]\w+)*")
+ROUGE_MAX_WORK = 1_000_000  # js-rouge refuses to build n-grams from more token text (UTF-16 units)
 
 
 def levenshtein(a: str, b: str) -> int:
-    """Single-character insertions, deletions and substitutions turning `a` into `b`."""
+    """Insertions, deletions and substitutions of UTF-16 code units turning `a` into `b`."""
     from rapidfuzz.distance import Levenshtein
 
-    return int(Levenshtein.distance(a, b))
+    return int(Levenshtein.distance(utf16_units(a), utf16_units(b)))
 
 
 def ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
@@ -36,19 +36,27 @@ def ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
     return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
-def rouge_tokens(text: str) -> list[str]:
-    """Lower-cased words (punctuation dropped; contractions kept whole)."""
-    return _WORD.findall(text.lower())
+def rouge_n(candidate: str, reference: str) -> float:
+    """promptfoo's ROUGE-N (always unigrams): the F1 of clipped counts of lower-cased treebank tokens.
 
-
-def rouge_n(candidate: str, reference: str, n: int = 1) -> float:
-    """ROUGE-N recall: the share of the reference's n-grams found in the candidate (counts clipped)."""
-    wanted = ngrams(rouge_tokens(reference), n)
+    Raises ValueError for a reference without tokens, or token text longer than js-rouge takes.
+    """
+    found, wanted = tokenize(candidate.lower()), tokenize(reference.lower())
     if not wanted:
-        raise ValueError(f"the reference has no {n}-grams")
-    found = ngrams(rouge_tokens(candidate), n)
-    overlap = sum(min(count, found[gram]) for gram, count in wanted.items())
-    return overlap / sum(wanted.values())
+        raise ValueError("the reference has no tokens")
+    if not found:
+        return 0.0
+    if max(sum(len(utf16_units(t)) for t in tokens) for tokens in (found, wanted)) > ROUGE_MAX_WORK:
+        raise ValueError(f"its tokens hold over {ROUGE_MAX_WORK:,} characters (js-rouge's limit)")
+    reference_counts = Counter(wanted)
+    overlap = sum(min(count, reference_counts[token]) for token, count in Counter(found).items())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(found), overlap / len(wanted)
+    if precision == recall:
+        return precision
+    low, high = sorted((precision, recall))
+    return min(high, low * (2 / (1 + low / high)))  # js-rouge's fMeasure at beta 1, to the last bit
 
 
 def bleu_tokens(text: str) -> list[str]:
@@ -131,7 +139,7 @@ async def rouge_n_assertion(ctx: AssertionContext) -> Grade:
     try:
         score = rouge_n(ctx.output_text, reference)
     except ValueError as exc:
-        raise GraderError(f"rouge-n cannot score against {reference!r}: {exc}") from None
+        raise GraderError(f"rouge-n cannot score this output: {exc}") from None
     return _scored(ctx, "ROUGE-N", score, _threshold(ctx))
 
 

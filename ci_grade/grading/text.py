@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
-from ci_grade.config.nunjucks import js_string
+from ci_grade.config.nunjucks import JS_WHITESPACE, js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.registry import MAPPING, SCALAR, STRING, ValueSpec, assertion
+from ci_grade.grading.registry import MAPPING, SCALAR, STRING, Kind, ValueSpec, assertion
 from ci_grade.scripting import js
 
 
@@ -19,13 +18,17 @@ def _text(value: Any) -> str:
 
 
 NEEDS_VALUE = ValueSpec("{type} needs a value", blank=True)
-NEEDS_LIST = ValueSpec("{type} needs a list of values")
+NEEDS_LIST = ValueSpec("{type} needs a list of values", (Kind.STRING, Kind.LIST))
 
 
 @assertion("equals", handles_inverse=True)
 async def equals(ctx: AssertionContext) -> Grade:
+    """An object, list or null value equals the output parsed as JSON; any other value, the output's
+    text (no value at all is JavaScript's `undefined`, as the text `undefined`)."""
     expected = ctx.value
-    if isinstance(expected, dict | list):
+    if expected is None and "value" not in ctx.assertion.model_fields_set:
+        expected = "undefined"
+    if expected is None or isinstance(expected, dict | list):
         try:
             actual = json.loads(ctx.output_text) if isinstance(ctx.output, str) else ctx.output
         except ValueError:
@@ -49,16 +52,49 @@ async def icontains(ctx: AssertionContext) -> Grade:
     return ctx.check(needle.lower() in ctx.output_text.lower(), f"contain {needle!r} (case-insensitive)")
 
 
-def split_list(value: Any) -> list[str]:
-    """A list value, or promptfoo's comma-separated string (quotes keep commas)."""
+def split_list(value: str | list[Any]) -> list[str]:
+    """A list's items as JavaScript's `String()` writes them, or promptfoo's comma-separated fields.
+
+    A field may be quoted to hold commas: `"a, b"`, with `\\"`, `\\\\` and `""` escapes inside;
+    unquoted fields are trimmed and empty ones skipped.
+    """
     if isinstance(value, list):
-        return [_text(v) for v in value]
-    if isinstance(value, str):
-        parts = re.findall(r'(".*?"|[^,]+)(?=\s*,|\s*$)', value)
-        return [p.strip().strip('"') for p in parts if p.strip()]
-    if value is None:
-        return []
-    return [_text(value)]
+        return ["null" if v is None else _text(v) for v in value]
+    fields: list[str] = []
+    i = 0
+    while True:
+        while i < len(value) and (value[i] in JS_WHITESPACE or value[i] == ","):
+            i += 1
+        if i == len(value):
+            return fields
+        if value[i] != '"':
+            end = value.find(",", i)
+            end = len(value) if end < 0 else end
+            fields.append(value[i:end].strip(JS_WHITESPACE))
+            i = end
+            continue
+        field, i = _quoted_field(value, i + 1)
+        fields.append(field)
+        while i < len(value) and value[i] in JS_WHITESPACE:
+            i += 1
+        if i < len(value) and value[i] != ",":
+            raise GraderError("Expected comma after quoted field in contains assertion value")
+
+
+def _quoted_field(value: str, i: int) -> tuple[str, int]:
+    """The field of a quoted value starting at `i` (after its `"`) and the index after its closing quote."""
+    field: list[str] = []
+    while i < len(value):
+        pair = value[i : i + 2]
+        if pair in ('\\"', "\\\\", '""'):
+            field.append(pair[1])
+            i += 2
+        elif value[i] == '"':
+            return "".join(field), i + 1
+        else:
+            field.append(value[i])
+            i += 1
+    raise GraderError("Unterminated quoted field in contains assertion value")
 
 
 def _needles(ctx: AssertionContext) -> list[str]:

@@ -1,4 +1,5 @@
-"""`is-json` and `contains-json`: strict JSON (as JavaScript parses it), optionally against a JSON schema."""
+"""`is-json` (strict JSON, as JavaScript parses it) and `contains-json` (the objects promptfoo finds in
+text), optionally against a JSON schema."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ import re
 import warnings
 from typing import Any
 
+import yaml
+
+from ci_grade.config import yaml12
+from ci_grade.config.nunjucks import JS_WHITESPACE, js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
 from ci_grade.grading.structured import clip, first_line
+from ci_grade.safe_text import from_utf16_units, utf16_units
 
 
 def parse_json(text: str) -> tuple[bool, Any]:
@@ -25,60 +31,136 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_OUTSIDE_STRING = re.compile(r'["{}\[\]]')
-_INSIDE_STRING = re.compile(r'\\.|"', re.S)
-_CLOSERS = {"{": "}", "[": "]"}
-_OPENER = re.compile(r"[{\[]")
-_SCAN_BUDGET = 1_000_000  # characters examined while looking for JSON in one output
+MAX_OBJECT_UNITS = 100_000  # promptfoo reads an object over at most this many UTF-16 code units
+JS_YAML_MAX_DEPTH = 100  # js-yaml refuses a node with this many levels above it (the root is level 1)
+_SCAN_BUDGET = 1_000_000_000  # characters of candidate objects read in one output (seconds of work)
+_BRACES = re.compile("[{}]")
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
-def extract_json(text: str) -> list[Any]:
-    """JSON objects and arrays embedded in text (prose, fenced blocks), outermost first.
+def extract_json(text: str) -> list[dict[str, Any]]:
+    """The objects promptfoo's `extractJsonObjects` finds in `text`, in order.
 
-    Each `{` or `[` starts a string-aware scan for its balanced closer; a balanced span that
-    parses as JSON is taken whole and scanning resumes after it. Total work is bounded.
+    From each `{`, braces are counted (quotes do not hide them) up to the `}` that balances it, or
+    for at most 100,000 UTF-16 code units, closing what is still open with `}`. That span is read
+    as YAML with `//` comments made `#` (so `{'a': 1}` and `{a: 1}` count); an object is taken and
+    the search goes on after it, anything else on from the next `{`. Arrays are not looked for.
     """
-    values: list[Any] = []
+    units = utf16_units(text)
+    closing = _closing_braces(units)
+    values: list[dict[str, Any]] = []
     budget = _SCAN_BUDGET
-    match = _OPENER.search(text)
-    while match and budget > 0:
-        start = match.start()
-        end = _balanced_end(text, start)
-        budget -= (end or len(text)) - start
-        if end is not None:
-            ok, value = parse_json(text[start:end])
-            if ok:
-                values.append(value)
-                match = _OPENER.search(text, end)
-                continue
-        match = _OPENER.search(text, start + 1)
+    start = units.find("{")
+    while start >= 0:
+        limit = min(start + MAX_OBJECT_UNITS, len(units))
+        close = closing.get(start)
+        end = close + 1 if close is not None and close < limit else limit
+        value = None
+        if end > start + 1:
+            candidate = units[start:end] + "}" * (units.count("{", start, end) - units.count("}", start, end))
+            budget -= len(candidate)
+            if budget < 0:
+                raise GraderError(f"contains-json: the output has too many unbalanced `{{` to look for objects in (over {_SCAN_BUDGET:,} characters to read)")
+            value = _object(from_utf16_units(candidate))
+        if value is not None:
+            values.append(value)
+        start = units.find("{", end if value is not None else start + 1)
     return values
 
 
-def _balanced_end(text: str, start: int) -> int | None:
-    """The index just past the bracket closing the one at `start`, or None if unbalanced."""
-    closers: list[str] = []
-    pos = start
-    while True:
-        found = _OUTSIDE_STRING.search(text, pos)
-        if found is None:
+def _closing_braces(text: str) -> dict[int, int]:
+    """For each `{` that a later `}` balances (strings not skipped), the index of that `}`."""
+    opened: list[int] = []
+    closing: dict[int, int] = {}
+    for brace in _BRACES.finditer(text):
+        if brace.group() == "{":
+            opened.append(brace.start())
+        elif opened:
+            closing[opened.pop()] = brace.start()
+    return closing
+
+
+class _JsYamlLoader(yaml12.Yaml12Loader):
+    """YAML as js-yaml reads it with `json: true`: a repeated key keeps its last value, keys become
+    text as JavaScript writes them, and a collection as a key is an error."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
+        self.flatten_mapping(node)
+        return {_js_key(self.construct_object(key, deep=True)): self.construct_object(value, deep=deep) for key, value in node.value}
+
+
+def _js_key(key: Any) -> str:
+    if isinstance(key, dict | list):
+        raise ValueError("a collection cannot be a key")
+    return "null" if key is None else js_string(key)
+
+
+def _object(candidate: str) -> dict[str, Any] | None:
+    """`candidate` as promptfoo's js-yaml reads it, if that is an object."""
+    try:
+        ok, value = parse_json(candidate)  # JSON is YAML: the quick path
+    except RecursionError:
+        return None  # nested far deeper than js-yaml reads
+    if not ok:
+        if _nested_deeper_than(candidate, 2 * JS_YAML_MAX_DEPTH):
+            return None  # far deeper than js-yaml reads (unless quoted), and libyaml could run out of stack
+        try:
+            value = yaml.load(_hash_comments(candidate), Loader=_JsYamlLoader)
+        except Exception:
             return None
-        char, pos = found.group(), found.end()
-        if char == '"':
-            while True:
-                inside = _INSIDE_STRING.search(text, pos)
-                if inside is None:
-                    return None
-                pos = inside.end()
-                if inside.group() == '"':
-                    break
-        elif char in _CLOSERS:
-            closers.append(_CLOSERS[char])
-        else:
-            if closers.pop() != char:
-                return None
-            if not closers:
-                return pos
+    return value if isinstance(value, dict) and not _too_deep(value) else None
+
+
+def _nested_deeper_than(text: str, limit: int) -> bool:
+    """Whether brackets in `text` (quoted or not) nest more than `limit` deep."""
+    depth = 0
+    for bracket in _BRACKETS.finditer(text):
+        depth += 1 if bracket.group() in "[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def _too_deep(value: Any, level: int = 1) -> bool:
+    """Whether a node of `value` sits at js-yaml's depth limit (a key at its value's level)."""
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return level >= JS_YAML_MAX_DEPTH or any(_too_deep(child, level + 1) for child in children)
+
+
+def _hash_comments(text: str) -> str:
+    """promptfoo's `convertSlashCommentsToHash`: on each line the first `//` outside quotes (and not
+    in a word with `://`) starts a comment, its slashes becoming half as many `#`."""
+    return "\n".join(_hash_comment(line) if "//" in line else line for line in text.split("\n"))
+
+
+def _hash_comment(line: str) -> str:
+    quote = ""
+    for at, char in enumerate(line):
+        if quote:
+            if char == quote and not _escaped(line, at) and (quote == '"' or not _ascii_letter(line[at + 1 : at + 2])):
+                quote = ""
+        elif char == '"' or (char == "'" and not _ascii_letter(line[at - 1 : at])):
+            quote = char
+        elif line.startswith("//", at):
+            word = at
+            while word > 0 and line[word - 1] not in JS_WHITESPACE:
+                word -= 1
+            if "://" not in line[word : at + 2]:
+                slashes = len(line) - at - len(line[at:].lstrip("/"))
+                return line[:at] + "#" * (slashes // 2) + line[at + slashes :]
+    return line
+
+
+def _escaped(line: str, at: int) -> bool:
+    """Whether the quote at `at` follows an odd number of backslashes."""
+    backslashes = 0
+    while backslashes < at and line[at - backslashes - 1] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 1
+
+
+def _ascii_letter(char: str) -> bool:
+    return char.isascii() and char.isalpha()
 
 
 def json_schema_validator(ctx: AssertionContext) -> Any | None:
@@ -87,8 +169,6 @@ def json_schema_validator(ctx: AssertionContext) -> Any | None:
     if schema is None or schema == "":
         return None
     if isinstance(schema, str):
-        from ci_grade.config import yaml12
-
         try:
             schema = yaml12.loads(schema)
         except Exception as exc:
