@@ -73,7 +73,7 @@ def config_texts() -> list[str]:
 @pytest.mark.parametrize("text", TAKEN)
 def test_the_quick_reader_takes_plain_configs_and_matches_the_full_reader(text: str) -> None:
     sources = SourceMap()
-    taken, data = yaml_events.load(text, "f.yaml", sources, yaml12.Yaml12Loader.yaml_implicit_resolvers)
+    taken, data = yaml_events.load(text, "f.yaml", sources, yaml12.Yaml12Loader.yaml_implicit_resolvers, yaml12.MAX_DEPTH)
     assert taken
     expected, expected_sources = full(text)
     assert repr(data) == repr(expected)  # types too: 1 and 1.0, True and 'true', nan
@@ -83,7 +83,7 @@ def test_the_quick_reader_takes_plain_configs_and_matches_the_full_reader(text: 
 @pytest.mark.parametrize("text", DECLINED)
 def test_the_quick_reader_declines_the_rest_and_leaves_no_lines(text: str) -> None:
     sources = SourceMap()
-    assert yaml_events.load(text, "f.yaml", sources, yaml12.Yaml12Loader.yaml_implicit_resolvers) == (False, None)
+    assert yaml_events.load(text, "f.yaml", sources, yaml12.Yaml12Loader.yaml_implicit_resolvers, yaml12.MAX_DEPTH) == (False, None)
     assert sources.location(None) is None and not sources._entries
 
 
@@ -92,7 +92,7 @@ def test_real_configs_read_alike() -> None:
     taken = 0
     for text in texts:
         sources = SourceMap()
-        ok, data = yaml_events.load(text, "f.yaml", sources, yaml12.Yaml12Loader.yaml_implicit_resolvers)
+        ok, data = yaml_events.load(text, "f.yaml", sources, yaml12.Yaml12Loader.yaml_implicit_resolvers, yaml12.MAX_DEPTH)
         if ok:
             taken += 1
             expected, expected_sources = full(text)

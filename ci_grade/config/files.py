@@ -185,6 +185,8 @@ def strict_json(text: str, shown: str, first_line: int) -> Any:
         return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg}", file=shown, line=first_line + exc.lineno - 1) from exc
+    except RecursionError:
+        raise ConfigError("invalid JSON: arrays or objects nested too deep", file=shown) from None
     except _NotANumber as exc:
         found = re.search(rf"(?<=[\[:,])\s*-?{exc.args[0]}\b", text)
         line = first_line + text.count("\n", 0, found.end()) if found else None

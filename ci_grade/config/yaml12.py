@@ -74,21 +74,49 @@ Yaml12Loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
 Yaml12Loader.add_constructor("tag:yaml.org,2002:timestamp", Yaml12Loader.construct_yaml_str)
 
 
+MAX_DEPTH = 1000
+"""Collections nested deeper than this are refused with a YAML error: libyaml's composer recurses
+on the C stack, and some tens of thousands of levels (80 KB of `- - - …`, or of `{a: ` in a
+model's reply) would crash the process."""
+
+_OPENS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSES = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+def check_depth(text: str) -> None:
+    """Raise a YAML error (with its line) if `text` nests collections deeper than `MAX_DEPTH`;
+    the parser's events are read without building anything."""
+    if len(text) <= MAX_DEPTH:
+        return  # each level takes at least one character
+    depth = 0
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        if isinstance(event, _OPENS):
+            depth += 1
+            if depth > MAX_DEPTH:
+                at = event.start_mark
+                mark = yaml.error.Mark("<text>", at.index, at.line, at.column, None, 0) if at is not None else None
+                raise yaml.MarkedYAMLError(problem=f"collections nested more than {MAX_DEPTH} levels deep", problem_mark=mark)
+        elif isinstance(event, _CLOSES):
+            depth -= 1
+
+
 def loads(text: str) -> Any:
     """Parse YAML 1.2 text into Python data."""
+    check_depth(text)
     return yaml.load(text, Loader=Yaml12Loader)
 
 
 def load_with_sources(text: str, file: str, sources: SourceMap) -> Any:
     """Parse `text` and register the line of every mapping key and list item in `sources`
     (straight from the parser's events when the text allows, see `yaml_events`)."""
-    done, data = yaml_events.load(text, file, sources, Yaml12Loader.yaml_implicit_resolvers)
+    done, data = yaml_events.load(text, file, sources, Yaml12Loader.yaml_implicit_resolvers, MAX_DEPTH)
     return data if done else load_composed(text, file, sources)
 
 
 def load_composed(text: str, file: str, sources: SourceMap) -> Any:
     """`load_with_sources` through the full reader (a node tree, then construction): for what the
     quick path leaves, and its errors."""
+    check_depth(text)
     loader = Yaml12Loader(text)
     try:
         node = loader.get_single_node()

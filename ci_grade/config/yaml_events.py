@@ -43,15 +43,16 @@ class _Frame:
         self.pending: tuple[str, Any, int] | None = None
 
 
-def load(text: str, file: str, sources: SourceMap, resolvers: dict[Any, Any]) -> tuple[bool, Any]:
+def load(text: str, file: str, sources: SourceMap, resolvers: dict[Any, Any], max_depth: int) -> tuple[bool, Any]:
     """(True, data) with every mapping key's and list item's line registered in `sources`, or
-    (False, None) when the full reader must do it. `resolvers` are the loader's implicit ones."""
+    (False, None) when the full reader must do it (collections nested deeper than `max_depth`
+    included). `resolvers` are the loader's implicit ones."""
     if _PARSER is None:
         return False, None
     parser = _PARSER(text)
     registered: list[tuple[Any, int | None, Packed]] = []
     try:
-        data = _build(parser, resolvers, registered, sources)
+        data = _build(parser, resolvers, registered, sources, max_depth)
     except (_Unusual, yaml.YAMLError):
         return False, None
     finally:
@@ -60,7 +61,7 @@ def load(text: str, file: str, sources: SourceMap, resolvers: dict[Any, Any]) ->
     return True, data
 
 
-def _build(parser: Any, resolvers: dict[Any, Any], registered: list[tuple[Any, int | None, Packed]], sources: SourceMap) -> Any:
+def _build(parser: Any, resolvers: dict[Any, Any], registered: list[tuple[Any, int | None, Packed]], sources: SourceMap, max_depth: int) -> Any:
     shared: dict[str, str] = {}
     scalar_event, mapping_start, sequence_start = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
     mapping_end, sequence_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
@@ -92,6 +93,8 @@ def _build(parser: Any, resolvers: dict[Any, Any], registered: list[tuple[Any, i
                 raise _Unusual
             if stack and type(stack[-1].data) is dict and stack[-1].pending is None:
                 raise _Unusual  # a mapping or list as a key
+            if len(stack) >= max_depth:
+                raise _Unusual  # the full reader refuses it, with its line
             stack.append(_Frame({} if kind is mapping_start else [], event.start_mark.line + 1))
             continue
         elif kind is mapping_end or kind is sequence_end:

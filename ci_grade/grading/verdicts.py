@@ -20,6 +20,9 @@ from ci_grade.errors import VerdictError, VerdictProblem
 _TRUE = {"true", "yes", "y", "pass", "passed", "1"}
 _FALSE = {"false", "no", "n", "fail", "failed", "0"}
 _MAX_SCAN = 200_000
+_SCAN_BUDGET = 2 * _MAX_SCAN
+"""Characters scanned for objects in all, over every `{` tried: a reply of `{a: ` nested 50,000
+deep would otherwise be scanned once per brace (10^10 steps); a real reply needs a fraction."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def strip_comments(text: str) -> str:
 def _json_object(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past Python's limit
         return None
     return value if isinstance(value, dict) else None
 
@@ -97,7 +100,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
 def _parse_object(candidate: str) -> dict[str, Any] | None:
     try:
         value = json.loads(candidate)
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
             value = yaml12.loads(strip_comments(candidate))
         except Exception:
@@ -111,12 +114,13 @@ def find_objects(text: str) -> list[Found]:
     if text[:1] == "{" and text[-1:] == "}" and len(text) <= _MAX_SCAN and (whole := _json_object(text)) is not None:
         return [Found(whole, 0, len(text))]  # the usual reply: one JSON object, nothing around it
     text = text[:_MAX_SCAN]
-    i = 0
+    i = scanned = 0
     while True:
         start = text.find("{", i)
-        if start < 0:
+        if start < 0 or scanned > _SCAN_BUDGET:
             return found
         end = _balanced_end(text, start)
+        scanned += (end or len(text)) - start
         if end is None:
             i = start + 1
             continue
