@@ -38,6 +38,24 @@ def test_equals_text_json_and_file_values(tmp_path: Path) -> None:
     assert r["not-equals fails"].reason == "Expected output to not equal 'Hello'"
 
 
+def test_equals_on_data_is_strict_as_node_compares(tmp_path: Path) -> None:
+    """promptfoo compares data with `isDeepStrictEqual`: `true` is not `1` nor `1.0` (Python's
+    `==` would say it is), `1` and `1.0` are one JavaScript number, and key order does not matter."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "true is not 1": ('{"ok": 1}', {"type": "equals", "value": {"ok": True}}),
+            "1 is not true": ('[true, false]', {"type": "equals", "value": [1, 0]}),
+            "1 is 1.0": ('{"n": 1.0, "m": [2]}', {"type": "equals", "value": {"m": [2.0], "n": 1}}),
+            "nested strictness": ('{"a": {"b": [0]}}', {"type": "equals", "value": {"a": {"b": [False]}}}),
+            "not-equals true vs 1": ('{"ok": 1}', {"type": "not-equals", "value": {"ok": True}}),
+        },
+    )
+    assert {k: v.status for k, v in r.items()} == {
+        "true is not 1": "fail", "1 is not true": "fail", "1 is 1.0": "pass", "nested strictness": "fail", "not-equals true vs 1": "pass",
+    }  # fmt: skip
+
+
 def test_equals_null_compares_the_output_parsed_as_json(tmp_path: Path) -> None:
     """`value: null` is an object to promptfoo (`typeof null`): it equals output that parses as JSON null."""
     r = grade_outputs(

@@ -33,11 +33,25 @@ async def equals(ctx: AssertionContext) -> Grade:
             actual = json.loads(ctx.output_text) if isinstance(ctx.output, str) else ctx.output
         except ValueError:
             actual = _NOT_JSON
-        return ctx.check(actual == expected, f"equal {json.dumps(expected, ensure_ascii=False)}")
+        return ctx.check(_strictly_equal(actual, expected), f"equal {json.dumps(expected, ensure_ascii=False)}")
     return ctx.check(ctx.output_text == _text(expected), f"equal {_text(expected)!r}")
 
 
 _NOT_JSON = object()
+
+
+def _strictly_equal(a: Any, b: Any) -> bool:
+    """Node's `isDeepStrictEqual` on JSON data: `true` is not `1` (Python's `==` says it is), while
+    `1` and `1.0` are one JavaScript number; mappings compare regardless of key order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_strictly_equal(a[key], b[key]) for key in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_strictly_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
 
 
 @assertion("contains", handles_inverse=True, value=NEEDS_VALUE)
