@@ -8,7 +8,7 @@ Timestamps stay strings.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -89,15 +89,27 @@ def check_depth(text: str) -> None:
     if len(text) <= MAX_DEPTH:
         return  # each level takes at least one character
     depth = 0
-    for event in yaml.parse(text, Loader=_BaseLoader):
-        if isinstance(event, _OPENS):
-            depth += 1
-            if depth > MAX_DEPTH:
-                at = event.start_mark
-                mark = yaml.error.Mark("<text>", at.index, at.line, at.column, None, 0) if at is not None else None
-                raise yaml.MarkedYAMLError(problem=f"collections nested more than {MAX_DEPTH} levels deep", problem_mark=mark)
-        elif isinstance(event, _CLOSES):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=_BaseLoader):
+            if isinstance(event, _OPENS):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    _too_deep(event.start_mark)
+            elif isinstance(event, _CLOSES):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        if exc.problem == _LIBYAML_TOO_DEEP:
+            _too_deep(exc.problem_mark)
+        raise
+
+
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
+"""What the libyaml bundled with newer PyYAML wheels says at its own nesting limit (also 1000)."""
+
+
+def _too_deep(at: Any) -> NoReturn:
+    mark = yaml.error.Mark("<text>", at.index, at.line, at.column, None, 0) if at is not None else None
+    raise yaml.MarkedYAMLError(problem=f"collections nested more than {MAX_DEPTH} levels deep", problem_mark=mark)
 
 
 def loads(text: str) -> Any:
