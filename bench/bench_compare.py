@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from runner import (
     TOOLS,
     Quiet,
     Summary,
+    bare_client,
     loopback_grader,
     make_tool,
     measure,
@@ -87,10 +89,13 @@ def deterministic(args: argparse.Namespace) -> None:
 def grader(args: argparse.Namespace) -> None:
     with loopback_grader(args.latency_ms) as env:
         summaries = compare(args, write_grader, env)
+        yardstick = statistics.median(cpu for _, cpu in (bare_client(env["OPENAI_BASE_URL"], args.tests, args.concurrency or 32) for _ in range(3))) / args.tests
     jobs = args.concurrency if args.concurrency is not None else "tool defaults"
     print(f"grader: {args.tests} tests x 1 llm-rubric, {args.latency_ms:g} ms grader latency, -j {jobs}, {args.runs} runs each")
     print(table(summaries, calls=args.tests))
     print(ratio_line(summaries))
+    multiples = ", ".join(f"{s.tool} {s.cpu_median / args.tests / yardstick:.1f}x" for s in summaries)
+    print(f"yardstick: a bare client (no SDK, no grading, no start-up) needs {yardstick * 1e6:.0f} µs of CPU per call here; CPU per call against it: {multiples}")
     if args.concurrency is not None:
         floor = args.tests * args.latency_ms / 1000 / args.concurrency
         print(f"latency floor {floor:.2f} s; 1.25x floor = {1.25 * floor:.2f} s")

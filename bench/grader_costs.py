@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from runner import REPO, Quiet, check_results, free_port, make_tool, run_eval, wait_for_quiet
+from runner import REPO, Quiet, bare_client, check_results, free_port, make_tool, run_eval, wait_for_quiet
 from suites import GRADER_VERDICT, write_grader
 
 
@@ -107,32 +107,8 @@ def limited(args: argparse.Namespace) -> None:
 
 
 def bare(args: argparse.Namespace) -> None:
-    import asyncio
-
-    import httpx
-
-    from ci_grade.providers.http1 import Http1Transport
-
-    async def once(base_url: str) -> tuple[float, float]:
-        body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "grade this"}]}
-        left = args.tests
-        async with httpx.AsyncClient(transport=Http1Transport(httpx), timeout=30) as client:  # type: ignore[arg-type]
-
-            async def worker() -> None:
-                nonlocal left
-                while left > 0:
-                    left -= 1
-                    reply = await client.post(f"{base_url}/chat/completions", json=body)
-                    reply.raise_for_status()
-                    reply.json()
-
-            started, cpu = time.perf_counter(), time.process_time()
-            await asyncio.gather(*(worker() for _ in range(args.concurrency or 32)))
-            return time.perf_counter() - started, time.process_time() - cpu
-
     with grader(args.latency_ms) as env:
-        measured = [asyncio.run(once(env["OPENAI_BASE_URL"])) for _ in range(args.runs)]
-        time.sleep(0.5)  # the server sees the connections end before it is stopped
+        measured = [bare_client(env["OPENAI_BASE_URL"], args.tests, args.concurrency or 32) for _ in range(args.runs)]
     walls = [wall for wall, _ in measured]
     per_call = statistics.median(cpu for _, cpu in measured) / args.tests
     floor = -(-args.tests // (args.concurrency or 32)) * args.latency_ms / 1000

@@ -197,6 +197,39 @@ def loopback_grader(latency_ms: float) -> Iterator[dict[str, str]]:
         server.wait(timeout=10)
 
 
+def bare_client(base_url: str, calls: int, concurrency: int) -> tuple[float, float]:
+    """`calls` chat requests to the loopback grader at `base_url`, `concurrency` at once, from a
+    bare asyncio client in this process (httpx over ci-grade's HTTP/1.1 transport: no SDK, no
+    grading, no start-up): (wall seconds, CPU seconds). The machine's own floor for a grader
+    call, and a yardstick for comparing figures taken on machines of different speed."""
+    import asyncio
+
+    import httpx
+
+    from ci_grade.providers.http1 import Http1Transport
+
+    async def once() -> tuple[float, float]:
+        body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "grade this"}]}
+        left = calls
+        async with httpx.AsyncClient(transport=Http1Transport(httpx), timeout=30) as client:  # type: ignore[arg-type]
+
+            async def worker() -> None:
+                nonlocal left
+                while left > 0:
+                    left -= 1
+                    reply = await client.post(f"{base_url}/chat/completions", json=body)
+                    reply.raise_for_status()
+                    reply.json()
+
+            started, cpu = time.perf_counter(), time.process_time()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return time.perf_counter() - started, time.process_time() - cpu
+
+    measured = asyncio.run(once())
+    time.sleep(0.5)  # the server sees the connections end before anything else runs
+    return measured
+
+
 @dataclass(frozen=True)
 class Summary:
     tool: str
