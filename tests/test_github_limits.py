@@ -98,3 +98,49 @@ def test_github_enterprise_behind_a_private_ca_is_trusted_through_ssl_cert_file(
         posted = upsert(server)
         assert posted.created is True  # type: ignore[attr-defined]
         assert len(server.comments[7]) == 1
+
+
+def test_a_create_whose_reply_is_lost_is_never_sent_again(gh: GitHubServer) -> None:
+    """GitHub created the comment but the reply never came back (a dropped connection): sending
+    the POST again could post a second comment, so the run reports the failure instead."""
+    gh.lose_replies("POST", r"/issues/7/comments$")
+    with pytest.raises(GitHubError) as caught:
+        upsert(gh)
+    assert "cannot reach GitHub" in str(caught.value) and not caught.value.rate_limited
+    assert len(gh.calls("POST")) == 1 and len(gh.comments[7]) == 1
+
+
+def test_a_lost_reply_to_a_read_is_asked_again(gh: GitHubServer) -> None:
+    """Reads are safe to repeat: a listing whose reply was lost is asked again and the comment is
+    posted once."""
+    gh.lose_replies("GET", r"/issues/7/comments$")
+    posted = upsert(gh)
+    assert posted.created is True  # type: ignore[attr-defined]
+    assert len(gh.calls("GET", r"/issues/7/comments$")) >= 2 and len(gh.comments[7]) == 1
+
+
+def rate_limit_headers(reset_in: float) -> dict[str, str]:
+    """A primary rate limit's headers without `Retry-After`: no requests left until the reset."""
+    return {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time() + reset_in))}
+
+
+def test_a_429_without_retry_after_waits_for_the_reset_then_goes_on(gh: GitHubServer) -> None:
+    """GitHub answers a rate limit with 403 or 429; with no `Retry-After` and no requests left,
+    the reset time says when to try again (urllib3 alone gives a 429 without the header up)."""
+    gh.fail("GET", r"/issues/7/comments$", 429, "API rate limit exceeded", times=1, headers=rate_limit_headers(1))
+    gh.fail("POST", r"/issues/7/comments$", 429, "API rate limit exceeded", times=1, headers=rate_limit_headers(1))
+    started = time.monotonic()
+    posted = upsert(gh)
+    assert posted.created is True  # type: ignore[attr-defined]
+    assert len(gh.calls("POST")) == 2 and len(gh.comments[7]) == 1  # the refused create sent again, once
+    assert time.monotonic() - started >= 1.0  # each waited until after the reset, not at once
+
+
+def test_a_429_whose_reset_is_far_off_gives_up_at_once(gh: GitHubServer) -> None:
+    gh.fail("GET", r"/issues/7/comments$", 429, "API rate limit exceeded", headers=rate_limit_headers(3600))
+    started = time.monotonic()
+    with pytest.raises(GitHubError) as caught:
+        upsert(gh)
+    assert time.monotonic() - started < 10
+    assert caught.value.rate_limited and caught.value.status == 429 and f"waits at most {MAX_WAIT_SECONDS:.0f} s" in str(caught.value)
+    assert len(gh.calls("GET", r"/issues/7/comments$")) == 1 and not gh.calls("POST")

@@ -1,10 +1,11 @@
 """The PyGithub client ci-grade talks to GitHub with, and GitHub's failures as `GitHubError`s.
 
-Requests are retried 3 times: idempotent ones (GET, PATCH, DELETE) after a 5xx or a rate limit,
-a POST only after a rate limit (GitHub created nothing; after a 5xx it may have, and a retried
-create could post a second comment). No wait is longer than `MAX_WAIT_SECONDS`: a rate limit or
-`Retry-After` asking for more gives up at once, so the report still reaches the job summary and
-the outputs. HTTPS trusts what model calls trust: `SSL_CERT_FILE` / `SSL_CERT_DIR` (a GitHub
+Requests are retried 3 times: idempotent ones (GET, PATCH, DELETE) after a 5xx, a rate limit or
+a lost reply, a POST only after a rate limit (GitHub created nothing; after a 5xx or a lost reply
+it may have, and a retried create could post a second comment). A rate limit is waited out as
+GitHub asks: `Retry-After`, else the reset time when no requests remain, else a minute (for 403s
+PyGithub reads the same from the body). No wait is longer than `MAX_WAIT_SECONDS`: a rate limit
+asking for more gives up at once, so the report still reaches the job summary and the outputs. HTTPS trusts what model calls trust: `SSL_CERT_FILE` / `SSL_CERT_DIR` (a GitHub
 Enterprise Server with a private CA), else requests' own (`REQUESTS_CA_BUNDLE`, certifi).
 """
 
@@ -14,6 +15,7 @@ import functools
 import json
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 MAX_WAIT_SECONDS = 60.0
 """The longest wait before one retry of a GitHub request (rate limits, `Retry-After`)."""
 RATE_LIMIT_STATUS = (403, 429)
+SECONDARY_WAIT_SECONDS = 60.0
+"""GitHub's wait for a rate limit that names neither `Retry-After` nor a reset: at least a minute."""
 
 
 def connect(api_url: str, token: str) -> Github:
@@ -39,7 +43,9 @@ def connect(api_url: str, token: str) -> Github:
     retry = _retry_class()(
         total=3,
         backoff_factor=float(os.environ.get("CI_GRADE_RETRY_BASE_SECONDS", "0.5")),
-        allowed_methods=frozenset({"GET", "PATCH", "DELETE", "POST"}),
+        allowed_methods=frozenset({"GET", "PATCH", "DELETE"}),  # and POST after a rate limit: `is_retry`
+        status_forcelist=[*range(500, 600), 429],  # PyGithub adds 403 and reads its body
+        secondary_rate_wait=SECONDARY_WAIT_SECONDS,
         max_rate_limit_wait=MAX_WAIT_SECONDS,
     )
     return Github(
@@ -64,8 +70,8 @@ def _retry_class() -> type[Any]:
 
     class BoundedRetry(GithubRetry):
         def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
-            if method == "POST" and status_code not in RATE_LIMIT_STATUS:
-                return False
+            if method == "POST":  # not an allowed method, so a lost reply is never sent again
+                return status_code in RATE_LIMIT_STATUS and bool(super().is_retry("GET", status_code, has_retry_after))
             return bool(super().is_retry(method, status_code, has_retry_after))
 
         def increment(self, method: str | None = None, url: str | None = None, response: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -77,9 +83,26 @@ def _retry_class() -> type[Any]:
                     wait = 0.0
                 if wait > MAX_WAIT_SECONDS:
                     raise RateLimitExceededExceedsMaxWait(response.status, _reply_json(response), dict(response.headers), wait=wait)
+            elif response is not None and response.status == 429:  # urllib3 would not wait for it
+                wait = _rate_limit_wait(response.headers, time.time())
+                if wait > MAX_WAIT_SECONDS:
+                    raise RateLimitExceededExceedsMaxWait(response.status, _reply_json(response), dict(response.headers), wait=wait)
+                retry = super().increment(method, url, response, *args, **kwargs)
+                backoff = max(wait, retry.get_backoff_time())
+                retry.get_backoff_time = lambda: backoff  # type: ignore[method-assign]  # as GithubRetry does
+                return retry
             return super().increment(method, url, response, *args, **kwargs)
 
     return BoundedRetry
+
+
+def _rate_limit_wait(headers: Any, now: float) -> float:
+    """Seconds a rate-limited reply without `Retry-After` asks for: until `x-ratelimit-reset`
+    (plus a second, as PyGithub) when `x-ratelimit-remaining` is 0, else GitHub's minute."""
+    reset = headers.get("x-ratelimit-reset")
+    if headers.get("x-ratelimit-remaining") == "0" and reset and reset.isdigit():
+        return max(0.0, int(reset) - now + 1)
+    return SECONDARY_WAIT_SECONDS
 
 
 def _reply_json(response: Any) -> Any:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class _Fault:
     times: int | None
     raw: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    lose_reply: bool = False
 
 
 @dataclass
@@ -149,6 +151,11 @@ class GitHubServer:
         `Retry-After`, as GitHub's rate limits send)."""
         self._faults.append(_Fault(method, re.compile(path_regex), status, message, times, raw, dict(headers or {})))
 
+    def lose_replies(self, method: str, path_regex: str, times: int = 1) -> None:
+        """Carry out matching requests (`times` times) but close the connection instead of
+        replying: the reply lost on the way, after GitHub did what was asked."""
+        self._faults.append(_Fault(method, re.compile(path_regex), 0, "", times, lose_reply=True))
+
     def calls(self, method: str, path_regex: str = "") -> list[Request]:
         pattern = re.compile(path_regex)
         return [r for r in self.requests if r.method == method and pattern.search(r.path)]
@@ -185,9 +192,14 @@ class GitHubServer:
         request = Request(method, parts.path, {k: v[-1] for k, v in parse_qs(parts.query).items()}, dict(handler.headers.items()), body)
         with self._lock:
             self.requests.append(request)
+            lost = self._take_lost(request)
             status, payload, headers = self._route(request)
             held = self._barrier is not None and self._held > 0 and method == "GET" and parts.path.endswith("/comments")
             self._held -= held
+        if lost:
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            return
         if held and self._barrier is not None:
             self._barrier.wait()  # answered as the thread was when it asked, sent once all have asked
         data = b"" if status == 204 else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -199,6 +211,14 @@ class GitHubServer:
             handler.send_header(key, value)
         handler.end_headers()
         handler.wfile.write(data)
+
+    def _take_lost(self, request: Request) -> bool:
+        for fault in self._faults:
+            if fault.lose_reply and fault.method == request.method and fault.pattern.search(request.path) and fault.times != 0:
+                if fault.times is not None:
+                    fault.times -= 1
+                return True
+        return False
 
     def identity(self, token: str) -> tuple[str, bool] | None:
         """(login, whether `GET /user` answers) for a token, or None for an unknown one."""
@@ -213,7 +233,7 @@ class GitHubServer:
             return 401, {"message": "Bad credentials"}, {}
         login, reads_user = identity
         for fault in self._faults:
-            if fault.method == request.method and fault.pattern.search(request.path) and fault.times != 0:
+            if not fault.lose_reply and fault.method == request.method and fault.pattern.search(request.path) and fault.times != 0:
                 if fault.times is not None:
                     fault.times -= 1
                 return fault.status, fault.raw if fault.raw is not None else {"message": fault.message}, fault.headers
