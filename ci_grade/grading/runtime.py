@@ -220,7 +220,8 @@ def function_schemas(ctx: AssertionContext, key: str) -> dict[str, Any]:
 
 def call_problems(calls: list[dict[str, Any]], schemas: dict[str, Any]) -> list[str]:
     """Why calls do not match their functions: unknown names, non-JSON arguments, schema errors."""
-    from ci_grade.grading.structured.json import parse_json, schema_errors, schema_validator
+    from ci_grade.grading.structured.json import parse_json
+    from ci_grade.grading.structured.json_schema import schema_errors, schema_validator
 
     problems = []
     for call in calls:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from typing import Any
 
 import yaml
@@ -15,7 +14,8 @@ from ci_grade.config.nunjucks import JS_WHITESPACE, js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
-from ci_grade.grading.structured import clip, first_line
+from ci_grade.grading.structured import first_line
+from ci_grade.grading.structured.json_schema import schema_errors, schema_validator
 from ci_grade.safe_text import from_utf16_units, utf16_units
 
 
@@ -176,46 +176,6 @@ def json_schema_validator(ctx: AssertionContext) -> Any | None:
     if not isinstance(schema, dict | bool):
         raise GraderError(f"{ctx.type} value must be a JSON schema (a mapping), got {type(schema).__name__}")
     return schema_validator(schema, "JSON schema")
-
-
-def schema_validator(schema: dict[str, Any] | bool, what: str) -> Any:
-    """A jsonschema validator honouring `$schema` (draft 7 by default), with format checks.
-
-    An invalid schema is a GraderError naming `what`. The registry is empty, so a `$ref` to a
-    remote document is an error, never a network fetch.
-    """
-    import jsonschema
-    import referencing
-    from jsonschema import validators
-
-    declared = schema.get("$schema") if isinstance(schema, dict) else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        cls = validators.validator_for(schema, default=None)  # type: ignore[arg-type]
-    if cls is None:
-        if declared is not None:
-            raise GraderError(f"invalid {what}: unknown $schema {declared!r}")
-        cls = jsonschema.Draft7Validator
-    try:
-        cls.check_schema(schema)  # type: ignore[arg-type]  # a boolean schema is valid JSON Schema
-    except jsonschema.SchemaError as exc:
-        raise GraderError(f"invalid {what}: {exc.message}") from None
-    return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=referencing.Registry())
-
-
-def schema_errors(validator: Any, instance: Any) -> list[str]:
-    """Readable schema violations of `instance` (empty when it conforms)."""
-    from jsonschema.exceptions import relevance
-
-    try:
-        errors = sorted(validator.iter_errors(instance), key=relevance)
-    except Exception as exc:  # e.g. an unresolvable $ref
-        raise GraderError(f"JSON schema could not be applied: {first_line(exc)}") from None
-    return [f"{_json_path(e.absolute_path)}: {clip(e.message, 200)}" for e in errors]
-
-
-def _json_path(parts: Any) -> str:
-    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
 
 
 def _schema_failure(errors: list[str]) -> str:
