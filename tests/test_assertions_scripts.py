@@ -79,8 +79,11 @@ def test_javascript_inline_and_file_code(tmp_path: Path) -> None:
     assert r["number without threshold, positive"].score == 0.25
     assert (r["object below threshold"].score, r["object below threshold"].reason) == (pytest.approx(0.3), "meh")
     assert r["object fail"].reason == "too short" and r["object fail"].score == pytest.approx(0.1)
-    assert r["not-javascript number"].score == pytest.approx(0.2)
-    assert r["expression false"].reason == "Custom function returned false"
+    # as promptfoo: `not-` flips the verdict, never the score; a failure names the verdict and the code
+    assert r["not-javascript number"].score == pytest.approx(0.8)
+    assert r["not-javascript number"].reason == "Custom function returned true\n0.8"
+    assert r["expression false"].reason == "Custom function returned false\noutput.includes('Paris')"
+    assert r["number below threshold"].reason == "Custom function returned false\nfile://checks.js:lengthScore"
     assert "Error: boom" in r["thrown error"].reason
     assert "TypeError" in r["type error"].reason
     assert "SyntaxError" in r["syntax error"].reason
@@ -195,7 +198,8 @@ def test_python_inline_and_file_code(tmp_path: Path) -> None:
     assert r["file default get_assert"].raw["namedScores"] == {"geography": 1.0}
     assert r["json text return"].reason == "from json text" and r["json text return"].score == pytest.approx(0.6)
     assert r["snake_case pass key"].reason == "snake keys"
-    assert r["not-python number"].score == pytest.approx(0.25)
+    assert r["not-python number"].score == pytest.approx(0.75)
+    assert r["not-python number"].reason == "Python code returned true\n0.75"
     assert "ZeroDivisionError" in r["exception"].reason
     assert "TypeError" in r["inline exception"].reason
     assert "syntax error" in r["syntax error"].reason.lower()
@@ -363,3 +367,30 @@ def test_scripts_see_the_provider_as_promptfoo_passes_it(tmp_path: Path) -> None
         rows = evaluate(tmp_path, {"prompts": ["{{label}}"], "providers": [provider], "tests": [{"vars": {"label": label}, "assert": asserts}]})
         components = rows[0]["gradingResult"]["componentResults"]
         assert [c["pass"] for c in components] == [True, True, True], [c["reason"] for c in components]
+
+
+def test_not_and_thresholds_read_results_as_promptfoo_does(tmp_path: Path) -> None:
+    """promptfoo's normalisation: `not-` flips an object's verdict and keeps its score, its reason
+    while the verdict stands and `... returned true` when it flips; Python's threshold message
+    prints numbers as JavaScript does."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "not object": ("x", {"type": "not-javascript", "value": "({pass: true, score: 0.9, reason: 'mine'})"}),
+            "not object flips to pass": ("x", {"type": "not-javascript", "value": "({pass: false, score: 0.1, reason: 'mine'})"}),
+            "not python object": ("x", {"type": "not-python", "value": "{'pass': True, 'score': 0.9, 'reason': 'mine'}"}),
+            "python threshold": ("x", {"type": "python", "value": "{'pass': True, 'score': 0.1234567, 'reason': 'low'}", "threshold": 0.5}),
+            "python false": ("x", {"type": "python", "value": "output == 'y'"}),
+            "no config key without config": ("x", {"type": "javascript", "value": "!('config' in context) && !('metadata' in context)"}),
+            "config key with config": ("x", {"type": "python", "value": "context['config'] == {'k': 1} and 'config' in context", "config": {"k": 1}}),
+        },
+    )
+    assert {k: (v.status, v.score, v.reason) for k, v in r.items()} == {
+        "not object": ("fail", pytest.approx(0.9), "Custom function returned true"),
+        "not object flips to pass": ("pass", pytest.approx(0.1), "Assertion passed"),
+        "not python object": ("fail", pytest.approx(0.9), "Python code returned true"),
+        "python threshold": ("fail", pytest.approx(0.1234567), "Python score 0.1234567 is less than threshold 0.5: low"),
+        "python false": ("fail", 0.0, "Python code returned false\noutput == 'y'"),
+        "no config key without config": ("pass", 1.0, "Assertion passed"),
+        "config key with config": ("pass", 1.0, "Assertion passed"),
+    }

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
+from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError, ScriptError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
@@ -24,7 +26,8 @@ from ci_grade.scripting import js, python
 
 
 def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[str, Any]:
-    """The `context` argument scripts receive."""
+    """The `context` argument scripts receive, with promptfoo's keys (its `test` reduced to the
+    description, variables, metadata and options; no `logProbs`)."""
     response = {
         "output": ctx.response.output,
         "tokenUsage": ctx.response.token_usage.model_dump(by_alias=True),
@@ -33,14 +36,18 @@ def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[s
         "finishReason": ctx.response.finish_reason,
         "metadata": ctx.response.metadata,
     }
-    return {
+    context = {
         "prompt": ctx.prompt,
         "vars": ctx.vars,
         "test": {"description": ctx.test.description, "vars": ctx.vars, "metadata": ctx.test.metadata or {}, "options": ctx.test.options.model_dump(exclude_none=True)},
-        "config": ctx.config,
         "provider": _provider(ctx.provider, javascript),
         "providerResponse": response,
     }
+    if ctx.assertion.config is not None:  # as promptfoo: `config` only when the assertion has one
+        context["config"] = ctx.config
+    if ctx.response.metadata:  # and `metadata` when the provider's response has some
+        context["metadata"] = ctx.response.metadata
+    return context
 
 
 def _provider(spec: ProviderSpec | None, javascript: bool) -> dict[str, Any] | None:
@@ -94,27 +101,42 @@ async def python_assert(ctx: AssertionContext) -> Grade:
     return _python_result(value, ctx)
 
 
+@dataclass(frozen=True)
+class _Language:
+    """How promptfoo words a script's result: who returned it, and the code it adds to a failure."""
+
+    code: str
+    """`Custom function` (JavaScript) or `Python code`."""
+    shown: str
+    """The code, after a failing boolean or number (JavaScript: as rendered, Python: as written)."""
+    threshold: str | None = None
+    """The language whose threshold also applies to result objects (Python's)."""
+
+
 def _javascript_result(value: Any, ctx: AssertionContext) -> Grade:
     """promptfoo's JavaScript rules: a boolean, a number or a result object, whose verdict stands
     whatever the threshold (it applies to numbers only)."""
+    language = _Language("Custom function", str(ctx.value).rstrip())
     if isinstance(value, dict) and _is_result(value):
-        return _from_mapping(value, ctx, None)
+        return _from_mapping(value, ctx, language)
     if isinstance(value, bool | int | float):
-        return _from_scalar(value, ctx)
+        return _from_scalar(value, ctx, language)
     raise GraderError(f"Custom function must return a boolean, number, or GradingResult object; got {_shown(value)}")
 
 
 def _python_result(value: Any, ctx: AssertionContext) -> Grade:
     """promptfoo's Python rules: also text reading true or false (any case), holding a JSON object
     or starting with a number; snake_case keys are mapped; objects below the threshold fail."""
+    raw = ctx.assertion.value
+    language = _Language("Python code", raw if isinstance(raw, str) else "", "Python")
     if isinstance(value, str):
         value = _from_text(value)
     if isinstance(value, dict):
         value = _camel_case(value)
         if _is_result(value):
-            return _from_mapping(value, ctx, "Python")
+            return _from_mapping(value, ctx, language)
     elif isinstance(value, bool | int | float):
-        return _from_scalar(value, ctx)
+        return _from_scalar(value, ctx, language)
     raise GraderError(f"Python assertion must return a boolean, number, or {{pass, score, reason}} object; got {_shown(value)}")
 
 
@@ -164,31 +186,34 @@ def _shown(value: Any) -> str:
     return "nothing" if value is None else json.dumps(value, default=str)[:200]
 
 
-def _from_scalar(value: bool | float, ctx: AssertionContext) -> Grade:
+def _from_scalar(value: bool | float, ctx: AssertionContext, language: _Language) -> Grade:
+    """A boolean is the verdict; a number is the score (kept as it is under `not-`) and passes when
+    it reaches the threshold, or is above 0 without one. A failure names the verdict and the code."""
     if isinstance(value, bool):
-        passed = value != ctx.inverse
-        return Grade(passed, 1.0 if passed else 0.0, "Assertion passed" if passed else f"Custom function returned {str(value).lower()}")
-    score = float(value)
-    if not math.isfinite(score):
-        raise GraderError(f"script returned a non-finite score: {value}")
-    passed = score >= ctx.threshold if ctx.threshold is not None else score > 0
-    if ctx.inverse:
-        passed, score = not passed, 1.0 - score
-    reason = "Assertion passed" if passed else f"Custom function returned {value:g}" + (f" (threshold {ctx.threshold:g})" if ctx.threshold is not None else "")
+        verdict, score = value, None
+    else:
+        score = float(value)
+        if not math.isfinite(score):
+            raise GraderError(f"script returned a non-finite score: {value}")
+        verdict = score >= ctx.threshold if ctx.threshold is not None else score > 0
+    passed = verdict != ctx.inverse
+    if score is None:
+        score = 1.0 if passed else 0.0
+    reason = "Assertion passed" if passed else f"{language.code} returned {js_string(verdict)}" + (f"\n{language.shown}" if language.shown else "")
     return Grade(passed, score, reason)
 
 
-def _from_mapping(value: dict[str, Any], ctx: AssertionContext, threshold_label: str | None) -> Grade:
-    """A result object; `threshold_label` names the language when the threshold applies to it."""
+def _from_mapping(value: dict[str, Any], ctx: AssertionContext, language: _Language) -> Grade:
+    """A result object: its score stands (under `not-` too) and its reason while its verdict does."""
     passed, score, reason = value["pass"], float(value["score"]), value["reason"]
-    if threshold_label and ctx.threshold is not None and score < ctx.threshold:
+    if language.threshold and ctx.threshold is not None and score < ctx.threshold:
         passed = False
-        reason = f"{threshold_label} score {score:g} is less than threshold {ctx.threshold:g}" + (f": {reason}" if reason else "")
+        reason = f"{language.threshold} score {js_string(value['score'])} is less than threshold {js_string(ctx.threshold)}" + (f": {reason}" if reason else "")
     if ctx.inverse:
-        passed, score = not passed, 1.0 - score
-        reason = "Assertion passed" if passed else reason or "Custom function returned pass: true"
+        reason = "Assertion passed" if not passed else f"{language.code} returned true"
+        passed = not passed
     elif not reason:
-        reason = "Assertion passed" if passed else "Custom function returned pass: false"
+        reason = "Assertion passed" if passed else f"{language.code} returned false"
     children = [_component(c) for c in value.get("componentResults") or [] if isinstance(c, dict)]
     return Grade(passed, score, reason, _named_scores(value.get("namedScores")), children=children)
 
