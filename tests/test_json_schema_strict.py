@@ -106,3 +106,18 @@ def test_every_ajv_format_is_known_and_applies_only_to_its_type() -> None:
         ("uuid", 7): True,  # a number is not text: not checked
     }
     assert {(name, value): checker.conforms(value, name) for name, value in cases} == cases
+
+
+def test_a_value_javascript_takes_for_false_is_no_schema(tmp_path: Path) -> None:
+    """promptfoo 0.123.1 checks `if (renderedValue)`: `false` and `0` mean no schema, and `true`
+    (neither text nor an object) is an error, not a schema that passes everything."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "false": ('{"a": 1}', {"type": "is-json", "value": False}),
+            "zero": ('x {"a": 1}', {"type": "contains-json", "value": 0}),
+            "true": ('{"a": 1}', {"type": "contains-json", "value": True}),
+        },
+    )
+    assert {name: outcome.status for name, outcome in r.items()} == {"false": "pass", "zero": "pass", "true": "error"}
+    assert r["true"].reason.startswith("contains-json assertion must have a string or object value")

@@ -164,10 +164,14 @@ def _ascii_letter(char: str) -> bool:
 
 
 def json_schema_validator(ctx: AssertionContext) -> Any | None:
-    """A validator for the assertion's schema value (mapping, boolean or YAML/JSON text), or None."""
+    """A validator for the assertion's schema value (a mapping or YAML/JSON text), or None for
+    none: as in promptfoo, a value JavaScript takes for false (`false`, `0`, empty text) is no
+    schema, and any other value that is neither text nor a mapping is an error."""
     schema = ctx.value
-    if schema is None or schema == "":
+    if schema is None or schema is False or schema == "" or (isinstance(schema, int | float) and not schema):
         return None
+    if not isinstance(schema, str | dict):
+        raise GraderError(f"{ctx.type} assertion must have a string or object value, got {json.dumps(schema)[:60]}")
     if isinstance(schema, str):
         try:
             schema = yaml12.loads(schema)
