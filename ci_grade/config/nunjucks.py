@@ -9,7 +9,6 @@ is re-serialised, so interpolated values are JSON-escaped.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -21,6 +20,7 @@ import jinja2.meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ci_grade.errors import TemplateError
+from ci_grade.js_values import js_json, js_number
 
 
 class _Undefined(jinja2.ChainableUndefined):
@@ -40,14 +40,8 @@ def js_string(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        if value.is_integer() and abs(value) < 1e21:
-            return str(int(value))
-        return re.sub(r"e([-+])0*(\d)", r"e\1\2", repr(value))
+    if isinstance(value, float) or (isinstance(value, int) and abs(value) > 2**53):
+        return js_number(float(value))
     if isinstance(value, list | tuple):
         return ",".join("" if v is None else js_string(v) for v in value)
     if isinstance(value, Mapping):
@@ -58,7 +52,7 @@ def js_string(value: Any) -> str:
 def _dump(value: Any, indent: int | None = None) -> str:
     if isinstance(value, jinja2.Undefined):
         return ""
-    return json.dumps(value, ensure_ascii=False, indent=indent, separators=None if indent else (",", ":"), default=str)
+    return js_json(value, indent)
 
 
 def _load(value: Any) -> Any:

@@ -10,12 +10,12 @@ loading, every string variable loses one trailing newline, as in promptfoo.
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 from typing import Any
 
 from ci_grade.config import files
 from ci_grade.errors import ConfigError
+from ci_grade.js_values import js_json
 
 JAVASCRIPT_SUFFIXES = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts")
 _IMAGES = {"jpg", "jpeg", "png", "gif", "bmp", "webp", "svg", "heic", "heif", "avif", "tif", "tiff"}
@@ -61,21 +61,6 @@ def image_type(data: str, extension: str) -> str:
         if data.startswith(prefix):
             return mime
     return _IMAGE_TYPES.get(extension, "image/jpeg")
-
-
-def js_json(value: Any) -> str:
-    """`JSON.stringify(value)`: compact, whole-number floats without a fraction."""
-    return json.dumps(_js_numbers(value), ensure_ascii=False, separators=(",", ":"))
-
-
-def _js_numbers(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return int(value)
-    if isinstance(value, dict):
-        return {str(k): _js_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_js_numbers(v) for v in value]
-    return value
 
 
 def strip_newline(variables: dict[str, Any]) -> dict[str, Any]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
+from ci_grade.js_values import js_json
 from ci_grade.providers.base import ProviderResponse
 from ci_grade.results.usage import TokenUsage
 
@@ -147,4 +147,4 @@ def output_as_text(output: Any) -> str:
         return output
     if output is None:
         return ""
-    return json.dumps(output, ensure_ascii=False, separators=(",", ":"))  # as JSON.stringify
+    return js_json(output)

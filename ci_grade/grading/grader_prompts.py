@@ -28,6 +28,7 @@ from ci_grade.config import files, nunjucks, yaml12
 from ci_grade.errors import GraderError, TemplateError, VerdictError, VerdictProblem
 from ci_grade.grading.scoring import PassRule
 from ci_grade.grading.verdicts import strip_comments
+from ci_grade.js_values import js_json
 
 
 class Scoring(BaseModel):
@@ -105,9 +106,9 @@ def template_vars(variables: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in variables.items():
         if isinstance(value, dict):
-            out[key] = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            out[key] = js_json(value)
         elif isinstance(value, list):
-            out[key] = [json.dumps(v, ensure_ascii=False, separators=(",", ":")) if isinstance(v, dict | list) else v for v in value]
+            out[key] = [js_json(v) if isinstance(v, dict | list) else v for v in value]
         else:
             out[key] = value
     return out
