@@ -42,13 +42,15 @@ def js_number(value: float) -> str:
     return ("-" if sign else "") + text
 
 
-def js_json(value: Any, indent: int | None = None) -> str:
+def js_json(value: Any, indent: int | str | None = None) -> str:
     """`JSON.stringify(value, null, indent)`: numbers as JavaScript writes them (NaN and
-    Infinity as null), integer-like keys first, text as JSON text without ASCII escapes."""
-    return _encode(value, indent, "")
+    Infinity as null), integer-like keys first, text as JSON text without ASCII escapes. `indent`
+    is a number of spaces (at most 10) or the text to indent with (its first 10 characters)."""
+    unit = " " * min(10, int(indent)) if isinstance(indent, int | float) and not isinstance(indent, bool) else indent[:10] if isinstance(indent, str) else ""
+    return _encode(value, unit, "")
 
 
-def _encode(value: Any, indent: int | None, at: str) -> str:
+def _encode(value: Any, indent: str, at: str) -> str:
     if value is None or value is True or value is False:
         return "null" if value is None else "true" if value else "false"
     if isinstance(value, str):
@@ -60,19 +62,19 @@ def _encode(value: Any, indent: int | None, at: str) -> str:
     if isinstance(value, dict):
         items = [(str(key), item) for key, item in value.items()]
         items.sort(key=lambda pair: (0, int(pair[0])) if _array_index(pair[0]) else (1, 0))
-        parts = [f"{json.dumps(key, ensure_ascii=False)}:{' ' if indent else ''}{_encode(item, indent, at + ' ' * (indent or 0))}" for key, item in items]
+        parts = [f"{json.dumps(key, ensure_ascii=False)}:{' ' if indent else ''}{_encode(item, indent, at + indent)}" for key, item in items]
         return _join(parts, "{", "}", indent, at)
     if isinstance(value, list | tuple):
-        return _join([_encode(item, indent, at + " " * (indent or 0)) for item in value], "[", "]", indent, at)
+        return _join([_encode(item, indent, at + indent) for item in value], "[", "]", indent, at)
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def _join(parts: list[str], opening: str, closing: str, indent: int | None, at: str) -> str:
+def _join(parts: list[str], opening: str, closing: str, indent: str, at: str) -> str:
     if not parts:
         return opening + closing
     if not indent:
         return opening + ",".join(parts) + closing
-    inner = at + " " * indent
+    inner = at + indent
     return opening + "\n" + ",\n".join(inner + part for part in parts) + "\n" + at + closing
 
 

@@ -19,8 +19,11 @@ import jinja2
 import jinja2.meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from ci_grade.config import nunjucks_js
+from ci_grade.config.nunjucks_codegen import JsCodeGenerator
 from ci_grade.errors import TemplateError
 from ci_grade.js_values import js_json, js_number
+from ci_grade.safe_text import utf16_units
 
 
 class _Undefined(jinja2.ChainableUndefined):
@@ -49,7 +52,7 @@ def js_string(value: Any) -> str:
     return str(value)
 
 
-def _dump(value: Any, indent: int | None = None) -> str:
+def _dump(value: Any, indent: int | str | None = None) -> str:
     if isinstance(value, jinja2.Undefined):
         return ""
     return js_json(value, indent)
@@ -64,6 +67,8 @@ def _finalize(value: Any) -> Any:
         return value
     if isinstance(value, jinja2.runtime.Undefined):
         return ""
+    if isinstance(value, Iterator):
+        value = list(value)  # what a user filter or a jinja global returned lazily: an array in nunjucks
     return js_string(value)
 
 
@@ -91,11 +96,33 @@ class _Environment(ImmutableSandboxedEnvironment):
     iterates the mapping), and JavaScript's `.length` on strings and lists (a mapping's `length`
     stays its `length` key)."""
 
+    intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+    intercepted_unops = frozenset({"-", "+"})
+
+    code_generator_class = JsCodeGenerator
+    js_truthy = staticmethod(nunjucks_js.truthy)
+    js_compare = staticmethod(nunjucks_js.compare)
+    js_concat = staticmethod(nunjucks_js.concat)
+
+    @staticmethod
+    def js_or(left: Any, right: Callable[[], Any]) -> Any:
+        return left if nunjucks_js.truthy(left) else right()
+
+    @staticmethod
+    def js_and(left: Any, right: Callable[[], Any]) -> Any:
+        return right() if nunjucks_js.truthy(left) else left
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        return nunjucks_js.binop(operator, left, right)
+
+    def call_unop(self, context: Any, operator: str, arg: Any) -> Any:
+        return nunjucks_js.unop(operator, arg)
+
     def getattr(self, obj: Any, attribute: str) -> Any:
         if isinstance(obj, Mapping) and attribute in obj:
             return obj[attribute]
         if attribute == "length" and isinstance(obj, str | list | tuple):
-            return len(obj)
+            return len(utf16_units(obj)) if isinstance(obj, str) else len(obj)
         return super().getattr(obj, attribute)
 
 
@@ -119,12 +146,18 @@ def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
         undefined=_Undefined,
         finalize=_finalize,
         keep_trailing_newline=True,
-        extensions=["jinja2.ext.loopcontrols"],
+        optimized=False,  # constants are computed at render time, by JavaScript's rules
+        extensions=["jinja2.ext.loopcontrols", nunjucks_js.NunjucksSyntax],
     )
+    for name in nunjucks_js.LISTING:
+        env.filters[name] = nunjucks_js.listed(env.filters[name])
+    env.filters.update(nunjucks_js.FILTERS)
+    env.tests.update(nunjucks_js.TESTS)
     env.filters["dump"] = _dump
     env.filters["load"] = _load
     env.filters["json"] = _dump
     env.globals["env"] = _EnvView(dict(extra_env))
+    env.globals["null"] = None  # a literal in nunjucks
     env.filters.update(_UserFilters.filters)
     return env
 

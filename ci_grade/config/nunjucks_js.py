@@ -1,0 +1,372 @@
+"""What nunjucks does as JavaScript does it, for the jinja2 environment in `nunjucks`.
+
+promptfoo renders prompts with nunjucks 3, whose filters, tests and operators are JavaScript's:
+`{{ "5" + 1 }}` is `51` and `{{ "6" * 2 }}` is `12` (CSV values are text), `-7 % 3` is `-1`,
+`1 / 0` is `Infinity`, `round(2.5)` is `3`, `"12abc" | int` is `12`, `"hi😀" | length` counts
+UTF-16 units, filters that list things return lists, and `{% elseif %}`, `{% verbatim %}`,
+`nl2br` and the tests `null`, `truthy`, `falsy` exist. Comparisons (`<`, `==`, ...) keep
+Python's rules (`docs/compatibility.md`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import jinja2
+from jinja2.ext import Extension
+from markupsafe import Markup
+
+from ci_grade.js_values import js_number
+from ci_grade.safe_text import utf16_units
+
+_JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""What JavaScript trims as white space."""
+_INT_PREFIX = re.compile(rf"[{_JS_SPACE}]*([+-]?[0-9]+)")
+_FLOAT_PREFIX = re.compile(rf"[{_JS_SPACE}]*([+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))")
+_NUMBER_TEXT = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
+_ESCAPES = {"&": "&amp;", '"': "&quot;", "'": "&#39;", "<": "&lt;", ">": "&gt;", "\\": "&#92;"}
+_TAGS = re.compile(r"(\{%-?\s*)(elseif|verbatim|endverbatim)\b")
+_RENAMED = {"elseif": "elif", "verbatim": "raw", "endverbatim": "endraw"}
+
+
+class NunjucksSyntax(Extension):
+    """nunjucks' spellings of jinja's tags: `elseif` (`elif`) and `verbatim` (`raw`)."""
+
+    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
+        return _TAGS.sub(lambda m: m[1] + _RENAMED[m[2]], source) if "{%" in source else source
+
+
+def to_string(value: Any) -> str:
+    """JavaScript's String() as `+` uses it: null and undefined are spelled out."""
+    if value is None:
+        return "null"
+    if isinstance(value, jinja2.Undefined):
+        return "undefined"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return js_number(float(value)) if isinstance(value, float) or abs(value) > 2**53 else str(value)
+    if isinstance(value, list | tuple):
+        return ",".join("" if item is None or isinstance(item, jinja2.Undefined) else to_string(item) for item in value)
+    if isinstance(value, Mapping):
+        return "[object Object]"
+    return str(value)
+
+
+def to_number(value: Any) -> float:
+    """JavaScript's Number(): text read as a number literal (blank is 0, else NaN)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, jinja2.Undefined | Mapping):
+        return math.nan
+    text = (to_string(value) if isinstance(value, list | tuple) else str(value)).strip(_JS_SPACE)
+    if not text:
+        return 0.0
+    if not _NUMBER_TEXT.fullmatch(text):
+        return math.nan
+    if text[:2].lower() in ("0x", "0o", "0b"):
+        return float(int(text, 0))
+    return float(text.replace("Infinity", "inf"))
+
+
+def _numeric(result: float, *operands: Any) -> Any:
+    """A result that is a whole number stays a Python int (an index, a `range` bound) when the
+    operands were whole numbers; anything else is the float JavaScript has."""
+    if math.isfinite(result) and result.is_integer() and abs(result) <= 2**53 and all(isinstance(o, int) and not isinstance(o, bool) for o in operands):
+        return int(result)
+    return result
+
+
+def _primitive(value: Any) -> Any:
+    return to_string(value) if isinstance(value, list | tuple | Mapping) else value
+
+
+def binop(operator: str, left: Any, right: Any) -> Any:
+    """A binary operator as JavaScript computes it (`//` is nunjucks' floor division)."""
+    if operator == "+":
+        left, right = _primitive(left), _primitive(right)
+        if isinstance(left, str) or isinstance(right, str):
+            return to_string(left) + to_string(right)
+    a, b = to_number(left), to_number(right)
+    if operator == "+":
+        return _numeric(a + b, left, right)
+    if operator == "-":
+        return _numeric(a - b, left, right)
+    if operator == "*":
+        return _numeric(a * b, left, right)
+    if operator in ("/", "//"):
+        quotient = a / b if b != 0 else math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a) * math.copysign(1.0, b)
+        if operator == "//" and math.isfinite(quotient):
+            quotient = float(math.floor(quotient))
+        return _numeric(quotient, left, right)
+    if operator == "%":
+        if math.isnan(a) or math.isnan(b) or math.isinf(a) or b == 0:
+            return math.nan
+        return _numeric(a if math.isinf(b) else math.fmod(a, b), left, right)
+    if operator == "**":
+        if math.isnan(b) or (math.isnan(a) and b != 0):
+            return math.nan
+        try:
+            return _numeric(math.pow(a, b), left, right)
+        except ValueError:  # a negative number to a fractional power
+            return math.nan
+        except OverflowError:
+            return -math.inf if a < 0 and b % 2 == 1 else math.inf
+    raise jinja2.TemplateRuntimeError(f"unsupported operator {operator!r}")
+
+
+def unop(operator: str, value: Any) -> Any:
+    number = to_number(value)
+    return _numeric(-number if operator == "-" else number, value)
+
+
+def _comparable(value: Any) -> Any:
+    """ToPrimitive before a comparison: lists and objects become their text."""
+    return to_string(value) if isinstance(value, list | tuple | Mapping) else value
+
+
+def _absent(value: Any) -> bool:
+    return value is None or isinstance(value, jinja2.Undefined)
+
+
+def loose_equal(left: Any, right: Any) -> bool:
+    """JavaScript's `==`: null equals undefined only, lists and objects are equal only to
+    themselves, text against a number or a boolean compares as numbers."""
+    if _absent(left) or _absent(right):
+        return _absent(left) and _absent(right)
+    if isinstance(left, list | tuple | Mapping) and isinstance(right, list | tuple | Mapping):
+        return left is right
+    left, right = _comparable(left), _comparable(right)
+    if isinstance(left, str) and isinstance(right, str):
+        return left == right
+    return to_number(left) == to_number(right)
+
+
+def compare(operator: str, left: Any, right: Any) -> bool:
+    """A comparison as JavaScript makes it (`in` keeps its meaning: an item of a list, a part
+    of a text, a key of an object)."""
+    if operator in ("in", "notin"):
+        found = False if _absent(right) else left in right
+        return found if operator == "in" else not found
+    if operator in ("eq", "ne"):
+        return loose_equal(left, right) == (operator == "eq")
+    a, b = _comparable(left), _comparable(right)
+    if isinstance(a, str) and isinstance(b, str):
+        x: Any = utf16_units(a)
+        y: Any = utf16_units(b)
+    else:
+        x, y = to_number(a), to_number(b)
+        if math.isnan(x) or math.isnan(y):
+            return False
+    if operator == "lt":
+        return bool(x < y)
+    if operator == "lteq":
+        return bool(x <= y)
+    if operator == "gt":
+        return bool(x > y)
+    if operator == "gteq":
+        return bool(x >= y)
+    raise jinja2.TemplateRuntimeError(f"unsupported comparison {operator!r}")
+
+
+def concat(parts: tuple[Any, ...]) -> str:
+    """`a ~ b`: each part as JavaScript's `+` writes it (`null`, `undefined`, `true`, `2`)."""
+    return "".join(part if isinstance(part, str) else to_string(part) for part in parts)
+
+
+def truthy(value: Any) -> bool:
+    """JavaScript's truthiness: empty lists and objects are true, NaN is false."""
+    if value is None or isinstance(value, jinja2.Undefined) or value is False:
+        return False
+    if isinstance(value, int | float):
+        return bool(value) and not (isinstance(value, float) and math.isnan(value))
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or isinstance(value, jinja2.Undefined) else value if isinstance(value, str) else to_string(value)
+
+
+def listed(filter_: Callable[..., Any]) -> Callable[..., Any]:
+    """jinja's filter, returning a list where it returns an iterator (nunjucks returns arrays)."""
+
+    @functools.wraps(filter_)
+    def listed(*args: Any, **kwargs: Any) -> Any:
+        result = filter_(*args, **kwargs)
+        return list(result) if isinstance(result, Iterator) else result
+
+    return listed
+
+
+def _round(value: Any, precision: Any = 0, method: str = "common") -> float:
+    factor = 10 ** (to_number(precision) if precision else 0)
+    scaled = to_number(value) * factor
+    if not math.isfinite(scaled):
+        return scaled / factor
+    floor = math.floor(scaled)
+    rounded = math.ceil(scaled) if method == "ceil" else floor if method == "floor" else floor + (1 if scaled - floor >= 0.5 else 0)
+    return rounded / factor
+
+
+def _int(value: Any, default: Any = None, base: int = 10) -> Any:
+    found = _INT_PREFIX.match(_text(value)) if base == 10 else None
+    if found is None:
+        try:
+            return int(_text(value).strip(), base)
+        except ValueError:
+            return default
+    return int(found[1])
+
+
+def _float(value: Any, default: Any = None) -> Any:
+    found = _FLOAT_PREFIX.match(_text(value))
+    return float(found[1].replace("Infinity", "inf")) if found else default
+
+
+def _length(value: Any) -> Any:
+    if value is None or isinstance(value, jinja2.Undefined):
+        return 0
+    if isinstance(value, str):
+        return len(utf16_units(value))
+    if isinstance(value, Mapping | list | tuple | set | frozenset):
+        return len(value)
+    if isinstance(value, Iterator):
+        return len(list(value))
+    return None  # a number's .length is undefined in JavaScript
+
+
+def _join(value: Any, separator: str = "", attribute: Any = None) -> str:
+    items = [] if value is None else list(value)
+    if attribute is not None:
+        items = [item.get(attribute) if isinstance(item, Mapping) else getattr(item, str(attribute), None) for item in items]
+    return _text(separator).join("" if item is None or isinstance(item, jinja2.Undefined) else to_string(item) for item in items)
+
+
+def _truncate(value: Any, length: int = 255, killwords: bool = False, end: Any = None) -> str:
+    text, length = _text(value), int(length or 255)
+    if len(text) <= length:
+        return text
+    if killwords:
+        text = text[:length]
+    else:
+        cut = text.rfind(" ", 0, length + 1)
+        text = text[: length if cut == -1 else cut]
+    return text + ("..." if end is None else _text(end))
+
+
+def _capitalize(value: Any) -> str:
+    text = _text(value).lower()
+    return text[:1].upper() + text[1:]
+
+
+def _escape(value: Any) -> Markup:
+    if isinstance(value, Markup):
+        return value
+    return Markup(re.sub(r"[&\"'<>\\]", lambda m: _ESCAPES[m[0]], _text(value)))
+
+
+def _indent(value: Any, width: int = 4, first: bool = False) -> str:
+    text = _text(value)
+    if text == "":
+        return ""
+    pad = " " * int(width or 4)
+    return "\n".join(line if i == 0 and not first else pad + line for i, line in enumerate(text.split("\n")))
+
+
+def _nl2br(value: Any) -> str:
+    return "" if value is None or isinstance(value, jinja2.Undefined) else re.sub(r"\r\n|\n", "<br />\n", _text(value))
+
+
+def _abs(value: Any) -> Any:
+    return _numeric(abs(to_number(value)), value)
+
+
+def _batch(value: Any, size: Any, fill: Any = None) -> list[list[Any]]:
+    items, count = list(value), int(to_number(size))
+    rows = [items[i : i + count] for i in range(0, len(items), count)] if count > 0 else []
+    if rows and truthy(fill):
+        rows[-1] += [fill] * (count - len(rows[-1]))
+    return rows
+
+
+def _list(value: Any) -> list[Any]:
+    if isinstance(value, Mapping):
+        return [{"key": key, "value": item} for key, item in value.items()]
+    return list(value)
+
+
+def _urlencode(value: Any) -> str:
+    from urllib.parse import quote
+
+    def encode(part: Any) -> str:
+        return quote(_text(part), safe="-_.!~*'()")
+
+    if isinstance(value, str):
+        return encode(value)
+    pairs = value.items() if isinstance(value, Mapping) else value
+    return "&".join(f"{encode(key)}={encode(item)}" for key, item in pairs)
+
+
+def _striptags(value: Any, linebreaks: bool = False) -> str:
+    text = re.sub(r"</?([a-z][a-z0-9]*)\b[^>]*>|<!--[\s\S]*?-->", "", _text(value), flags=re.IGNORECASE).strip(_JS_SPACE)
+    if linebreaks:
+        text = re.sub(r"^ +| +$", "", text, flags=re.MULTILINE)
+        return re.sub(r"\n\n\n+", "\n\n", re.sub(r" +", " ", text).replace("\r\n", "\n"))
+    return re.sub(rf"[{_JS_SPACE}]+", " ", text)
+
+
+def _center(value: Any, width: Any = 80) -> str:
+    text = _text(value)
+    spaces: float = (to_number(width) or 80) - len(text)
+    if not spaces > 0:
+        return text
+    return " " * math.ceil(spaces / 2 - spaces % 2) + text + " " * math.ceil(spaces / 2)
+
+
+def _wordcount(value: Any) -> Any:
+    words = re.findall(r"\w+", _text(value), re.ASCII)
+    return len(words) if words else None
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "round": _round,
+    "int": _int,
+    "float": _float,
+    "length": _length,
+    "count": _length,
+    "join": _join,
+    "truncate": _truncate,
+    "capitalize": _capitalize,
+    "title": lambda value: " ".join(_capitalize(word) for word in _text(value).split(" ")),
+    "escape": _escape,
+    "e": _escape,
+    "forceescape": lambda value: _escape(str(value) if isinstance(value, Markup) else value),
+    "abs": _abs,
+    "batch": _batch,
+    "list": _list,
+    "urlencode": _urlencode,
+    "striptags": _striptags,
+    "center": _center,
+    "indent": _indent,
+    "nl2br": _nl2br,
+    "wordcount": _wordcount,
+}
+"""nunjucks' filters where jinja's differ or are missing."""
+LISTING = ("reverse", "slice", "select", "reject", "selectattr", "rejectattr", "map", "unique")
+"""jinja filters that return iterators where nunjucks returns arrays."""
+TESTS: dict[str, Callable[..., bool]] = {
+    "null": lambda value: value is None,
+    "truthy": truthy,
+    "falsy": lambda value: not truthy(value),
+}
+"""nunjucks' tests that jinja lacks."""

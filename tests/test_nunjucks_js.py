@@ -1,0 +1,88 @@
+"""Templates render as promptfoo's nunjucks renders them, where JavaScript's rules differ from
+Python's: operators, comparisons, truth, `~`, number printing, and the filters and tests nunjucks
+has. Every expected value below is what nunjucks 3.2.4 (promptfoo 0.123.1's) prints for the same
+template and variables."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_grade.config import nunjucks
+
+VARS = {
+    "n": "5", "people": [{"ok": 1}, {"ok": 0}], "x": None, "items": ["a", "b"], "i": 0, "obj": {"a": 1}, "numstr": "5",
+    "bigstr": "10", "emptylist": [], "emptyobj": {}, "emptys": "", "zero": 0, "nullv": None, "nums": [3, 1, 2],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ('{{ n + 1 }}', '51'),
+        ('{{ n * 2 }}', '10'),
+        ('{{ -7 % 3 }}', '-1'),
+        ('{{ 10/0 }}', 'Infinity'),
+        ('{{ missing + 1 }}', 'NaN'),
+        ('{{ 2.5|round }}', '3'),
+        ('{{ -2.5|round }}', '-2'),
+        ('{{ 1.005|round(2) }}', '1'),
+        ('{{ "12abc"|int }}', '12'),
+        ('{{ "abc"|int }}', ''),
+        ('{{ " 3.5e2x"|float }}', '350'),
+        ('{{ "hi😀"|length }}', '4'),
+        ('{{ [3,1,2]|reverse }}', '2,1,3'),
+        ('{{ [1,2,3,4,5]|batch(2)|length }}', '3'),
+        ('{{ people|selectattr("ok")|length }}', '1'),
+        ('{{ 5|length }}', ''),
+        ('{% if x is null %}N{% elseif x %}T{% else %}F{% endif %}', 'N'),
+        ('{% verbatim %}{{ raw }}{% endverbatim %}', '{{ raw }}'),
+        ('{{ "a\\nb"|nl2br }}', 'a<br />\nb'),
+        ('{{ "hello-world"|title }}', 'Hello-world'),
+        ('{{ "the quick brown fox"|truncate(12) }}', 'the quick...'),
+        ('{{ "the quick brown fox"|truncate(9, true) }}', 'the quick...'),
+        ('{{ "<\\"x\\" & \'y\'>"|escape }}', '&lt;&quot;x&quot; &amp; &#39;y&#39;&gt;'),
+        ('{{ "naïve café"|wordcount }}', '3'),
+        ('{{ [true,false]|join(",") }}', 'true,false'),
+        ('{{ 0.000001 }}', '0.000001'),
+        ('{{ 4/2 }} {{ 5/2 }} {{ 7//2 }} {{ 2**10 }}', '2 2.5 3 1024'),
+        ('{{ "a"+1+2 }} {{ 1+2+"a" }}', 'a12 3a'),
+        ('{{ items[i + 1] }}', 'b'),
+        ('{{ [1,2] + [3] }}', '1,23'),
+        ('{{ obj + "" }}', '[object Object]'),
+        ('{{ "5" - 2 }}', '3'),
+        ('{{ "" * 3 }}', '0'),
+        ('{{ "0x10" * 1 }}', '16'),
+        ('{{ null + 1 }}', '1'),
+        ('{{ true + 1 }}', '2'),
+        ('{{ 0.1 + 0.2 }}', '0.30000000000000004'),
+        ('{{ x is truthy }} {{ [] is truthy }} {{ 0 is falsy }}', 'false true true'),
+        ('{{ "a\\n\\nb"|indent(2) }}', 'a\n  \n  b'),
+        ('{{ [1,2,3,4,5]|slice(2) }}', '1,2,3,4,5'),
+        ('{{ -n }}', '-5'),
+        ('{{ 3 / 0 * 0 }}', 'NaN'),
+        ('{{ (-8) ** 0.5 }}', 'NaN'),
+        ('{{ 10 // 3 }} {{ -10 // 3 }}', '3 -4'),
+        ('{% if numstr == 5 %}a{% else %}b{% endif %}', 'a'),
+        ('{% if numstr != 5 %}ne{% else %}eq{% endif %}', 'eq'),
+        ('{% if numstr > 3 %}gt{% else %}notgt{% endif %}', 'gt'),
+        ('{% if bigstr > 9 %}gt{% else %}no{% endif %}', 'gt'),
+        ('{% if "10" > "9" %}t{% else %}f{% endif %}', 'f'),
+        ('{% if emptylist %}T{% else %}F{% endif %}', 'T'),
+        ('{% if emptyobj %}T{% else %}F{% endif %}', 'T'),
+        ('{{ "yes" if emptylist else "no" }}|{{ emptylist or "fb" }}|{{ emptys or "fb" }}|{{ zero or "fb" }}|{{ 0 and 1 }}|{{ 2 and 3 }}', 'yes||fb|fb|0|3'),
+        ('{{ 3 > 2 > 1 }}|{{ 1 < 2 < 3 }}', 'false|true'),
+        ('{{ not emptylist }}|{{ not 0 }}|{{ not "" }}', 'false|true|true'),
+        ('{{ "x" ~ true }}|{{ "x" ~ nullv }}|{{ "x" ~ missing }}|{{ "x" ~ nums }}|{{ "x" ~ obj }}|{{ "x" ~ 2.0 }}|{{ "x" ~ (10/5) }}', 'xtrue|xnull|xundefined|x3,1,2|x[object Object]|x2|x2'),
+        ('{{ nullv == missing }}|{{ nullv == 0 }}|{{ nums == nums }}|{{ [1] == [1] }}|{{ "1,2" == [1,2] }}|{{ true == 1 }}|{{ "" == 0 }}', 'true|false|true|false|true|true|true'),
+        ('{{ 2 in nums }}|{{ "ell" in "hello" }}|{{ "b" in obj }}|{{ 9 not in nums }}', 'true|true|false|true'),
+        ('{{ missing > 1 }}|{{ missing < 1 }}|{{ nullv < 1 }}|{{ nullv >= 0 }}', 'false|false|true|true'),
+    ],
+)  # fmt: skip
+def test_renders_as_nunjucks(template: str, expected: str) -> None:
+    assert nunjucks.render(template, VARS) == expected
+
+
+def test_csv_numbers_compare_and_add_as_in_javascript() -> None:
+    """CSV values are text: `score > 3` compares as numbers and `score + 1` appends, as in promptfoo
+    (Python refused the comparison, so the row was an error)."""
+    assert nunjucks.render("{% if score > 3 %}high{% else %}low{% endif %} {{ score + 1 }} {{ score * 1 + 1 }}", {"score": "4"}) == "high 41 5"
