@@ -121,3 +121,22 @@ def test_a_value_javascript_takes_for_false_is_no_schema(tmp_path: Path) -> None
     )
     assert {name: outcome.status for name, outcome in r.items()} == {"false": "pass", "zero": "pass", "true": "error"}
     assert r["true"].reason.startswith("contains-json assertion must have a string or object value")
+
+
+def test_patterns_are_javascript_regular_expressions_as_ajv_runs_them(tmp_path: Path) -> None:
+    """ajv matches `pattern` with JavaScript's `new RegExp(p, "u")`: `$` is the very end (Python's
+    `$` also matched before a final newline: a false pass), `\\d` is ASCII, `(?<n>…)` is a named
+    group and `(?P<n>…)` is an error."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "dollar": ('{"a": "ab\\n"}', {"type": "is-json", "value": {"properties": {"a": {"pattern": "^ab$"}}}}),
+            "digits": ('{"a": "٣"}', {"type": "is-json", "value": {"properties": {"a": {"pattern": "^\\d+$"}}}}),
+            "named group": ('{"a": "x"}', {"type": "is-json", "value": {"properties": {"a": {"pattern": "^(?<n>x)$"}}}}),
+            "python group": ('{"a": "x"}', {"type": "is-json", "value": {"properties": {"a": {"pattern": "^(?P<n>x)$"}}}}),
+            "pattern keys": ('{"x-a": 1, "y": 2}', {"type": "is-json", "value": {"patternProperties": {"^x-": {"type": "number"}}, "additionalProperties": False}}),
+        },
+    )
+    assert {name: outcome.status for name, outcome in r.items()} == {"dollar": "fail", "digits": "fail", "named group": "pass", "python group": "error", "pattern keys": "fail"}
+    assert "'y' was unexpected" in r["pattern keys"].reason
+    assert "is not a JavaScript regular expression" in r["python group"].reason

@@ -102,6 +102,21 @@ def regex_error(pattern: str) -> str | None:
     return str(result["invalid"]) if "invalid" in result else None
 
 
+_SCHEMA_PATTERN_TEST = """
+var re;
+try { re = new RegExp(pattern, "u"); } catch (e) { return { invalid: String(e && e.message || e) }; }
+return { matched: re.test(text) };
+"""
+
+
+@lru_cache(maxsize=4096)
+def schema_pattern_test(pattern: str, text: str) -> bool | str:
+    """`new RegExp(pattern, "u").test(text)`, as ajv applies a JSON schema's `pattern` (its
+    `unicodeRegExp` default); for a pattern JavaScript rejects, V8's message."""
+    _, result = run_inline(_SCHEMA_PATTERN_TEST, ("pattern", "text"), [pattern, text])
+    return str(result["invalid"]) if "invalid" in result else bool(result["matched"])
+
+
 def call_js_file_function(path: Path, function: str | None, args: list[Any]) -> Any:
     """Call `function` (or the default export) of a JavaScript file with JSON arguments."""
     rt = runtime()

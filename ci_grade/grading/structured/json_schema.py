@@ -5,7 +5,9 @@ an unknown keyword (a typo such as `requird`, or `example`), an unknown format, 
 `then` or `else` (and the reverse), `additionalItems` beside a non-array `items`, `nullable`
 without `type`, and draft 4's `id`. Only what a validation would read is checked: a definition
 no `$ref` points to is not, as in ajv. A schema declaring another draft is validated by that
-draft (promptfoo refuses it). Formats are checked as ajv-formats checks them (`json_formats`).
+draft (promptfoo refuses it). Formats are checked as ajv-formats checks them (`json_formats`), and
+`pattern` / `patternProperties` as ajv matches them: JavaScript regular expressions with the
+`u` flag, run in V8.
 """
 
 from __future__ import annotations
@@ -58,12 +60,56 @@ def schema_validator(schema: dict[str, Any] | bool, what: str) -> Any:
             raise GraderError(f"invalid {what}: unknown $schema {declared!r}")
         cls = jsonschema.Draft7Validator
     try:
-        cls.check_schema(schema)  # type: ignore[arg-type]  # a boolean schema is valid JSON Schema
+        # patterns are JavaScript's (checked when applied, in V8), not Python's `regex` format
+        cls.check_schema(schema, format_checker=None)  # type: ignore[arg-type, call-arg]  # a boolean schema is valid; the stubs lack format_checker
     except jsonschema.SchemaError as exc:
         raise GraderError(f"invalid {what}: {exc.message}") from None
     if cls is jsonschema.Draft7Validator and (problem := strict_problem(schema)):
         raise GraderError(f"invalid {what}: {problem}")
+    cls = validators.extend(cls, {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties})  # type: ignore[no-untyped-call]
     return cls(schema, format_checker=format_checker(), registry=referencing.Registry())
+
+
+def _search(pattern: str, text: str) -> bool:
+    """Whether `pattern` matches in `text` as ajv decides it (JavaScript's regular expressions:
+    `$` only at the very end, `\\d` only ASCII digits, named groups as `(?<n>...)`)."""
+    from ci_grade.scripting.js import schema_pattern_test
+
+    found = schema_pattern_test(pattern, text)
+    if isinstance(found, str):
+        raise GraderError(f"invalid JSON schema: pattern {pattern!r} is not a JavaScript regular expression ({found})")
+    return found
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    known, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+    extras = [key for key in instance if key not in known and not any(_search(pattern, key) for pattern in patterns)]
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif additional is False and extras:
+        listed = ", ".join(repr(extra) for extra in extras)
+        yield ValidationError(f"Additional properties are not allowed ({listed} {'was' if len(extras) == 1 else 'were'} unexpected)")
 
 
 def strict_problem(schema: Any) -> str | None:
@@ -138,6 +184,8 @@ def schema_errors(validator: Any, instance: Any) -> list[str]:
 
     try:
         errors = sorted(validator.iter_errors(instance), key=relevance)
+    except GraderError:
+        raise
     except Exception as exc:  # e.g. an unresolvable $ref
         raise GraderError(f"JSON schema could not be applied: {first_line(exc)}") from None
     return [f"{_json_path(e.absolute_path)}: {clip(e.message, 200)}" for e in errors]
