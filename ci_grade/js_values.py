@@ -42,6 +42,15 @@ def js_number(value: float) -> str:
     return ("-" if sign else "") + text
 
 
+def js_fixed(value: float, digits: int) -> str:
+    """`value.toFixed(digits)`: the exact binary value rounded half away from zero."""
+    from decimal import ROUND_HALF_UP
+
+    if not math.isfinite(value) or abs(value) >= 1e21:
+        return js_number(value)
+    return str(Decimal(value or 0.0).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))  # -0 as 0
+
+
 def js_json(value: Any, indent: int | str | None = None) -> str:
     """`JSON.stringify(value, null, indent)`: numbers as JavaScript writes them (NaN and
     Infinity as null), integer-like keys first, text as JSON text without ASCII escapes. `indent`

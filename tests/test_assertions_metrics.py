@@ -140,9 +140,10 @@ def test_rouge_n_assertion_scores_and_inverts(tmp_path: Path) -> None:
     )
     assert r["default threshold"].status == "pass" and r["default threshold"].score == 0.7692307692307692
     assert r["higher threshold"].status == "fail" and r["higher threshold"].score == 0.7692307692307692
-    assert r["higher threshold"].reason == "ROUGE-N score 0.7692 is less than threshold 0.9"
+    assert r["higher threshold"].reason == "ROUGE-N score 0.77 is less than threshold 0.9"  # toFixed(2), as promptfoo
+    assert r["default threshold"].reason == "ROUGE-N score 0.77 is greater than or equal to threshold 0.75"  # said on a pass too
     assert r["not-rouge-n"].status == "fail" and r["not-rouge-n"].score == 0.23076923076923084
-    assert r["not-rouge-n"].reason == "ROUGE-N score 0.7692 is greater than or equal to threshold 0.75"
+    assert r["not-rouge-n"].reason == "ROUGE-N score 0.77 is greater than or equal to threshold 0.75"
     assert r["not-rouge-n higher threshold"].status == "pass" and r["not-rouge-n higher threshold"].score == 0.23076923076923084
     assert r["one word of a sentence"].status == "fail" and r["one word of a sentence"].score == 0.25
     assert r["contractions and quotes"].status == "fail" and r["contractions and quotes"].score == 0.6857142857142857
@@ -207,3 +208,25 @@ def test_metrics_on_data_and_empty_outputs(tmp_path: Path) -> None:
     # JSON.stringify text `{"city":"paris"}`: braces, quotes and colon are tokens too (promptfoo: 0.3636...)
     assert r["rouge-n data"].status == "fail" and r["rouge-n data"].score == 0.3636363636363636
     assert r["bleu empty"].status == "fail" and r["bleu empty"].score == 0.0
+
+
+def test_values_of_the_wrong_kind_are_errors_as_in_promptfoo(tmp_path: Path) -> None:
+    """promptfoo refuses these values (an ERROR row) where ci-grade used to grade them, and
+    measures the distance to empty text."""
+    r = grade_outputs(
+        tmp_path,
+        {
+            "contains true": ("x true", {"type": "contains", "value": True}),
+            "contains list": ("a", {"type": "contains", "value": ["a"]}),
+            "contains number": ("order 12", {"type": "contains", "value": 12}),
+            "starts-with number": ("12 apples", {"type": "starts-with", "value": 12}),
+            "levenshtein number": ("123", {"type": "levenshtein", "value": 123}),
+            "levenshtein empty": ("abc", {"type": "levenshtein", "value": ""}),
+            "rouge-n number": ("12", {"type": "rouge-n", "value": 12}),
+            "bleu number": ("42", {"type": "bleu", "value": 42}),
+        },
+    )
+    assert {name: outcome.status for name, outcome in r.items()} == {
+        "contains true": "error", "contains list": "error", "contains number": "pass", "starts-with number": "error",
+        "levenshtein number": "error", "levenshtein empty": "pass", "rouge-n number": "error", "bleu number": "error",
+    }  # fmt: skip

@@ -146,7 +146,7 @@ def test_contains_family(tmp_path: Path) -> None:
     assert r["contains-all missing"].reason == "Expected output to contain all of ['quick', 'lazy']; missing ['lazy']"
     assert r["icontains-all missing"].reason.endswith("(case-insensitive); missing ['OWL']")
     assert r["not-contains fails"].reason == "Expected output to not contain 'quick'"
-    assert r["missing value"].reason == "contains needs a value"
+    assert r["missing value"].reason == "contains needs a value: text or a number"
     assert r["empty list"].reason == "contains-any needs a list of values"
 
 

@@ -50,3 +50,10 @@ def test_a_non_text_output_is_graded_as_its_json_stringify_text(tmp_path: Path) 
 
 def test_templates_print_numbers_as_nunjucks_does() -> None:
     assert nunjucks.render("{{ a }} {{ b }} {{ c | dump }} {{ d }}", {"a": 0.000001, "b": 1e-7, "c": {"x": 1.0}, "d": 12345678901234567890}) == '0.000001 1e-7 {"x":1} 12345678901234567000'
+
+
+def test_to_fixed_rounds_the_exact_value_half_away_from_zero() -> None:
+    from ci_grade.js_values import js_fixed
+
+    assert [js_fixed(v, 2) for v in (0.125, 1.005, 0.7692307692307692, -0.001, -0.0, 2.0)] == ["0.13", "1.00", "0.77", "-0.00", "0.00", "2.00"]
+    assert js_fixed(0.36787944117144233, 4) == "0.3679"

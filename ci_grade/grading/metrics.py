@@ -15,8 +15,9 @@ from typing import Any
 from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
-from ci_grade.grading.registry import SCALAR, ValueSpec, assertion
+from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.grading.treebank import tokenize
+from ci_grade.js_values import js_fixed
 from ci_grade.safe_text import utf16_units
 
 BLEU_MAX_N = 4
@@ -112,45 +113,53 @@ def _threshold(ctx: AssertionContext) -> float:
     return float(threshold)
 
 
-def _scored(ctx: AssertionContext, name: str, score: float, threshold: float) -> Grade:
-    """A continuous metric's verdict: pass at score >= threshold; `not-` flips it and reports 1 - score."""
+def _rouge(ctx: AssertionContext, score: float, threshold: float) -> Grade:
+    """promptfoo's ROUGE verdict: pass at score >= threshold (`not-` flips it and reports
+    1 - score); the reason states the comparison either way."""
     at_least = score >= threshold
-    passed = at_least != ctx.inverse
     relation = "greater than or equal to" if at_least else "less than"
-    reason = f"{name} score {score:.4f} is {relation} threshold {threshold:g}"
-    return Grade(passed, 1.0 - score if ctx.inverse else score, "Assertion passed" if passed else reason)
+    reason = f"ROUGE-N score {js_fixed(score, 2)} is {relation} threshold {js_string(threshold)}"
+    return Grade(at_least != ctx.inverse, 1.0 - score if ctx.inverse else score, reason)
 
 
-@assertion("levenshtein", handles_inverse=True, value=ValueSpec("{type} needs a string value (the expected text)", SCALAR), default_threshold=5, csv_threshold=0.75)
+def _bleu(ctx: AssertionContext, score: float, threshold: float) -> Grade:
+    passed = (score >= threshold) != ctx.inverse
+    reason = "Assertion passed" if passed else f"BLEU score {js_fixed(score, 4)} is {'greater' if ctx.inverse else 'less'} than threshold {js_string(threshold)}"
+    return Grade(passed, 1.0 - score if ctx.inverse else score, reason)
+
+
+@assertion("levenshtein", handles_inverse=True, value=ValueSpec("{type} needs a string value (the expected text)", STRING, required=False), default_threshold=5, csv_threshold=0.75)
 async def levenshtein_assertion(ctx: AssertionContext) -> Grade:
-    expected = _reference_text(ctx)
+    if not isinstance(ctx.value, str):  # promptfoo measures the distance to empty text too
+        raise GraderError(f"{ctx.type} needs a string value (the expected text)")
+    expected = ctx.value
     threshold = _threshold(ctx)
     distance = levenshtein(ctx.output_text, expected)
     within = distance <= threshold
     if within != ctx.inverse:
         return Grade(True, 1.0, "Assertion passed")
     relation = "less than or equal to" if within else "greater than"
-    return Grade(False, 0.0, f"Levenshtein distance {distance} is {relation} threshold {threshold:g}")
+    return Grade(False, 0.0, f"Levenshtein distance {distance} is {relation} threshold {js_string(threshold)}")
 
 
-@assertion("rouge-n", handles_inverse=True, value=ValueSpec("{type} needs a string value (the expected text)", SCALAR), default_threshold=0.75, csv_threshold=0.75)
+@assertion("rouge-n", handles_inverse=True, value=ValueSpec("{type} needs a string value (the expected text)", STRING), default_threshold=0.75, csv_threshold=0.75)
 async def rouge_n_assertion(ctx: AssertionContext) -> Grade:
     reference = _reference_text(ctx)
     try:
         score = rouge_n(ctx.output_text, reference)
     except ValueError as exc:
         raise GraderError(f"rouge-n cannot score this output: {exc}") from None
-    return _scored(ctx, "ROUGE-N", score, _threshold(ctx))
+    return _rouge(ctx, score, _threshold(ctx))
 
 
 @assertion("bleu", handles_inverse=True, default_threshold=0.5)
 async def bleu_assertion(ctx: AssertionContext) -> Grade:
     value: Any = ctx.value
-    references = value if isinstance(value, list) else [_reference_text(ctx)]
+    references = value if isinstance(value, list) else [value]
     if not all(isinstance(r, str) for r in references):
         raise GraderError("bleu needs a string or a list of strings (the reference texts)")
     try:
         score = bleu(ctx.output_text, references)
     except ValueError as exc:
         raise GraderError(f"bleu needs at least one reference text: {exc}") from None
-    return _scored(ctx, "BLEU", score, _threshold(ctx))
+    return _bleu(ctx, score, _threshold(ctx))

@@ -17,7 +17,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else js_string(value)
 
 
-NEEDS_VALUE = ValueSpec("{type} needs a value", blank=True)
+NEEDS_TEXT_OR_NUMBER = ValueSpec("{type} needs a value: text or a number", (Kind.STRING, Kind.NUMBER), blank=True)
 NEEDS_LIST = ValueSpec("{type} needs a list of values", (Kind.STRING, Kind.LIST))
 
 
@@ -54,13 +54,13 @@ def _strictly_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
-@assertion("contains", handles_inverse=True, value=NEEDS_VALUE)
+@assertion("contains", handles_inverse=True, value=NEEDS_TEXT_OR_NUMBER)
 async def contains(ctx: AssertionContext) -> Grade:
     needle = _text(ctx.value)
     return ctx.check(needle in ctx.output_text, f"contain {needle!r}")
 
 
-@assertion("icontains", handles_inverse=True, value=NEEDS_VALUE)
+@assertion("icontains", handles_inverse=True, value=NEEDS_TEXT_OR_NUMBER)
 async def icontains(ctx: AssertionContext) -> Grade:
     needle = _text(ctx.value)
     return ctx.check(needle.lower() in ctx.output_text.lower(), f"contain {needle!r} (case-insensitive)")
@@ -150,7 +150,7 @@ async def icontains_all(ctx: AssertionContext) -> Grade:
     return _any_all(ctx, any_of=False, ignore_case=True)
 
 
-@assertion("starts-with", handles_inverse=True, value=NEEDS_VALUE, csv_threshold=0.75)
+@assertion("starts-with", handles_inverse=True, value=ValueSpec("{type} needs a value: text", STRING, blank=True), csv_threshold=0.75)
 async def starts_with(ctx: AssertionContext) -> Grade:
     prefix = _text(ctx.value)
     return ctx.check(ctx.output_text.startswith(prefix), f"start with {prefix!r}")
