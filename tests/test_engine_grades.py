@@ -42,10 +42,12 @@ def test_an_errored_grade_scores_zero_whatever_its_score() -> None:
     assert (nan.status, nan.score) == ("error", 0.0) and nan.reason.startswith("grader produced a non-numeric score (nan)")
 
 
-def test_a_failure_without_a_reason_names_the_first_failing_type() -> None:
-    results = [AssertionResult(type="contains", status="fail", score=0.0, reason=""), AssertionResult(type="regex", status="fail", score=0.0, reason="")]
-    assert verdict(results[:1], None) == ("fail", 0.0, "contains failed")
-    assert verdict(results, None) == ("fail", 0.0, "contains failed")
+def test_the_last_failure_speaks_for_the_test_as_in_promptfoo() -> None:
+    """promptfoo keeps the reason of the last failing assertion; one without a reason is named."""
+    results = [AssertionResult(type="contains", status="fail", score=0.0, reason="no 'x'"), AssertionResult(type="regex", status="fail", score=0.0, reason="")]
+    assert verdict(results[:1], None) == ("fail", 0.0, "no 'x'")
+    assert verdict(results, None) == ("fail", 0.0, "regex failed")
+    assert verdict(results, 0.125)[2] == "Aggregate score 0.00 < 0.125 threshold"
 
 
 def test_grader_usage_totals_count_any_usage() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ci_grade.config import files, nunjucks
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
+from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError, TemplateError, TransformError
 from ci_grade.grading import registry
 from ci_grade.grading.context import AssertionContext, Grade, Measure, RunContext
@@ -23,6 +24,7 @@ from ci_grade.grading.grader_prompts import load_template
 from ci_grade.grading.scoring import invert, shown
 from ci_grade.grading.session import GraderSession
 from ci_grade.grading.transforms import apply_transform, is_script_ref, run_script
+from ci_grade.js_values import js_fixed
 from ci_grade.providers.base import ProviderResponse
 from ci_grade.results.models import AssertionResult, Status, TestResult
 from ci_grade.results.named_metrics import assertion_totals
@@ -305,10 +307,10 @@ def verdict(results: list[AssertionResult], threshold: float | None) -> tuple[St
     if threshold is not None:
         passed = score >= threshold
         sign = "≥" if passed else "<"
-        return ("pass" if passed else "fail"), score, f"Aggregate score {score:.2f} {sign} {threshold:g} threshold"
+        return ("pass" if passed else "fail"), score, f"Aggregate score {js_fixed(score, 2)} {sign} {js_string(threshold)} threshold"
     failed = [r for r in results if r.status == "fail"]
-    if failed:
-        return "fail", score, failed[0].reason or f"{failed[0].type} failed"
+    if failed:  # as promptfoo, the last failure's reason speaks for the test
+        return "fail", score, failed[-1].reason or f"{failed[-1].type} failed"
     return "pass", score, "All assertions passed"
 
 
