@@ -57,3 +57,10 @@ def test_to_fixed_rounds_the_exact_value_half_away_from_zero() -> None:
 
     assert [js_fixed(v, 2) for v in (0.125, 1.005, 0.7692307692307692, -0.001, -0.0, 2.0)] == ["0.13", "1.00", "0.77", "-0.00", "0.00", "2.00"]
     assert js_fixed(0.36787944117144233, 4) == "0.3679"
+
+
+def test_a_json_prompt_renders_as_json_stringify_with_two_spaces() -> None:
+    """promptfoo renders a JSON prompt string by string and writes it with JSON.stringify(x, null, 2):
+    integer-like keys first, numbers as JavaScript writes them."""
+    rendered = nunjucks.render_prompt('{"k": "{{ q }}", "n": 1.0, "2": "two", "1": "one"}', {"q": 'say "hi"'})
+    assert rendered == '{\n  "1": "one",\n  "2": "two",\n  "k": "say \\"hi\\"",\n  "n": 1\n}'

@@ -257,7 +257,7 @@ def render_prompt(template: str, variables: dict[str, Any], env_overrides: dict[
     variables), except those that read a variable that is not defined."""
     parsed = _json_prompt(template)
     if parsed is not None:
-        return json.dumps(render_value(parsed, variables, env_overrides), ensure_ascii=False, indent=2)
+        return js_json(render_value(parsed, variables, env_overrides), 2)  # JSON.stringify(..., null, 2)
     return render(template, _rendered_vars(variables, env_overrides), env_overrides)
 
 
