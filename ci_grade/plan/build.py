@@ -68,6 +68,9 @@ class PlannedRow:
     location: Location | None
     script_vars: tuple[str, ...] = ()
     """Variables computed per row by a var loader script (`file://vars.py`); their values are still references."""
+    column_index: int = 0
+    """promptfoo's `promptIdx`: the row's prompt x provider column (providers in order, each with
+    the prompts its `prompts:` allows)."""
 
 
 @dataclass
@@ -111,6 +114,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     if options.filter_first_n is not None:
         cases = cases[: options.filter_first_n]
     wanted = _provider_filter(options.filter_providers, config.providers)
+    columns = _columns(config.prompts, config.providers, wanted)
 
     var_loader = VarLoader(loaded.base_dir)
     cells: list[_Cell] = []
@@ -178,6 +182,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                     fingerprint=cell.fingerprint,
                     location=cell.case.location,
                     script_vars=cell.script_vars,
+                    column_index=columns[(cell.provider_index, cell.prompt_index)],
                 )
             )
     fingerprint = _digest(loaded.config_hash, str(options.repeat), *(f"{c.test_id}:{group_keys[c.group]}" for c in cells))
@@ -259,6 +264,17 @@ def _provider_filter(text: str | None, providers: list[ProviderSpec]) -> Callabl
     if not any(wanted(provider) for provider in providers):
         raise UsageError(f"--filter-providers {text!r} matches no provider (providers are {[p.label or p.id for p in providers]})")
     return wanted
+
+
+def _columns(prompts: list[Prompt], providers: list[ProviderSpec], wanted: Callable[[ProviderSpec], bool]) -> dict[tuple[int, int], int]:
+    """promptfoo's result columns: for each provider in order, the prompts it allows."""
+    columns: dict[tuple[int, int], int] = {}
+    for provider_index, provider in enumerate(providers):
+        if wanted(provider):
+            for prompt_index, prompt in enumerate(prompts):
+                if prompt.allowed_by(provider.prompts):
+                    columns[(provider_index, prompt_index)] = len(columns)
+    return columns
 
 
 def _pairs(case: _Case, prompts: list[Prompt], providers: list[ProviderSpec]) -> list[tuple[tuple[int, Prompt], tuple[int, ProviderSpec]]]:

@@ -81,6 +81,8 @@ class TestResult(_Model):
     test_index: int = 0
     prompt_index: int = 0
     provider_index: int = 0
+    column_index: int | None = None
+    """promptfoo's `promptIdx`: the prompt x provider column (None in rows read from older files)."""
     repeat_index: int = 0
     vars: dict[str, Any] = Field(default_factory=dict)
     prompt: PromptInfo

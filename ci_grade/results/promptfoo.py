@@ -86,15 +86,20 @@ def _components(results: list[AssertionResult], depth: int = 0) -> list[dict[str
     return out
 
 
+def prompt_id(label: str) -> str:
+    """promptfoo's prompt id: the sha256 of the prompt's label."""
+    return hashlib.sha256(label.encode()).hexdigest()
+
+
 def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
     return {
         "id": f"{row.test_id}#{row.repeat_index}" if row.repeat_index else row.test_id,
         "testId": row.test_id,
         "testIdx": row.test_index,
-        "promptIdx": row.prompt_index,
+        "promptIdx": row.prompt_index if row.column_index is None else row.column_index,
         "repeatIndex": row.repeat_index,
         "description": row.description,
-        "promptId": row.prompt.key,
+        "promptId": prompt_id(row.prompt.label),
         "prompt": {"raw": row.prompt.raw, "label": row.prompt.label, "template": row.prompt.template},
         "provider": {"id": row.provider.id, "label": row.provider.label},
         "vars": row.vars,
@@ -107,7 +112,7 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
             "finishReason": row.finish_reason,
             "metadata": row.response_metadata,
         },
-        "error": row.error,
+        "error": row.error or (row.reason if row.status == "fail" else None),  # promptfoo repeats a failure's reason
         "failureReason": FAILURE_REASON[row.status],
         "success": row.status == "pass",
         "score": row.score,
@@ -128,6 +133,8 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
             "ciGrade": {
                 "status": row.status,
                 "fingerprint": row.fingerprint,
+                "promptIndex": row.prompt_index,
+                "promptKey": row.prompt.key,
                 "providerIndex": row.provider_index,
                 "gradingCost": row.grading_cost,
                 "providerCost": row.cost,
@@ -150,8 +157,9 @@ def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
             entry = prompts[key] = {
                 "raw": row.prompt_template,
                 "label": row.prompt_label,
-                "id": hashlib.sha256(row.prompt_template.encode()).hexdigest(),
+                "id": prompt_id(row.prompt_label),
                 "provider": row.provider,
+                "column": row.column,
                 "metrics": {
                     "score": 0.0, "testPassCount": 0, "testFailCount": 0, "testErrorCount": 0,
                     "assertPassCount": 0, "assertFailCount": 0, "totalLatencyMs": 0.0,
@@ -175,7 +183,7 @@ def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
             metrics["namedScores"][name] = total.weighted
             metrics["namedScoresCount"][name] = total.count
             metrics["namedScoreWeights"][name] = total.weight
-    return list(prompts.values())
+    return [{k: v for k, v in entry.items() if k != "column"} for entry in sorted(prompts.values(), key=lambda entry: entry["column"])]
 
 
 def to_promptfoo(run: EvalRun, config: dict[str, Any] | None = None, *, rows: bool = True) -> dict[str, Any]:
@@ -254,11 +262,12 @@ def row_from_promptfoo(item: dict[str, Any]) -> TestResult:
         fingerprint=ours.get("fingerprint") or _derived_id(None, variables, label, provider_key),
         description=description,
         test_index=int(item.get("testIdx") or 0),
-        prompt_index=int(item.get("promptIdx") or 0),
+        prompt_index=int(ours.get("promptIndex", item.get("promptIdx")) or 0),
         provider_index=int(ours.get("providerIndex") or 0),
+        column_index=int(item.get("promptIdx") or 0),
         repeat_index=int(item.get("repeatIndex") or 0),
         vars=variables,
-        prompt=PromptInfo(raw=str(prompt.get("raw") or ""), label=label, key=str(item.get("promptId") or label), template=str(prompt.get("template") or "")),
+        prompt=PromptInfo(raw=str(prompt.get("raw") or ""), label=label, key=str(ours.get("promptKey") or item.get("promptId") or label), template=str(prompt.get("template") or "")),
         provider=ProviderInfo(id=str(provider.get("id") or ""), label=provider.get("label")),
         output=response.get("output"),
         status=status,
@@ -266,7 +275,7 @@ def row_from_promptfoo(item: dict[str, Any]) -> TestResult:
         named_scores={str(k): float(v) for k, v in (item.get("namedScores") or {}).items() if isinstance(v, int | float)},
         named_score_weights={str(k): float(v) for k, v in (grading.get("namedScoreWeights") or {}).items() if isinstance(v, int | float)},
         reason=str(grading.get("reason") or item.get("error") or ""),
-        error=item.get("error"),
+        error=item.get("error") if status == "error" else None,
         latency_ms=float(item.get("latencyMs") or 0.0),
         cached=bool(response.get("cached")),
         finish_reason=response.get("finishReason"),

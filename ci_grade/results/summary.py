@@ -51,6 +51,8 @@ class RowSummary:
     prompt_template: str
     provider: str
     """The provider as shown (label, else id)."""
+    column: int
+    """promptfoo's prompt x provider column (`TestResult.column_index`)."""
     status: Status
     score: float
     repeat_index: int
@@ -86,6 +88,7 @@ class RowSummary:
             prompt_label=row.prompt.label,
             prompt_template=row.prompt.template,
             provider=row.provider.display,
+            column=row.prompt_index if row.column_index is None else row.column_index,
             status=row.status,
             score=row.score,
             repeat_index=row.repeat_index,

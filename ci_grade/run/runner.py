@@ -242,6 +242,7 @@ def _base_result(planned: PlannedRow, prompt: str) -> TestResult:
         test_index=planned.test_index,
         prompt_index=planned.prompt_index,
         provider_index=planned.provider_index,
+        column_index=planned.column_index,
         repeat_index=planned.repeat_index,
         vars=planned.vars,
         prompt=PromptInfo(raw=prompt, label=planned.prompt.label, key=planned.prompt.key, template=planned.prompt.raw),

@@ -141,7 +141,7 @@ def test_planted_secrets_reach_no_output_of_the_action(tmp_path: Path, model: LL
     assert len(chats) == 2 and all(_header(r, "Authorization") == f"Bearer {PLANTED['variable apiKeyEnvar names']}" for r in chats)
     results = json.loads((ws / "evals" / "ci-grade-results" / "results.json").read_text())
     rows = results["results"]["results"]
-    assert len(rows) == 4 and sum(1 for r in rows if r.get("error")) == 2
+    assert len(rows) == 4 and sum(1 for r in rows if r["failureReason"] == 2) == 2
     assert any("***" in json.dumps(r["response"]) for r in rows if r.get("response")), "echoed credentials show as ***"
     assert "region=eu west" in rows[0]["prompt"]["raw"], "common values stay readable"
 
