@@ -209,7 +209,7 @@ def test_outputs_files_and_annotations(workspace: Path, gh: GitHubServer) -> Non
     title, message = errors[("evals/promptfooconfig.yaml", str(GREETS_LINE))]
     assert title == "ci-grade regression: greets the user" and "score 1.00 -> 0.50" in message
     title, message = errors[("evals/cases.yaml", "1")]
-    assert title == "ci-grade regression: says goodbye" and "Expected output to contain 'bye'" in message
+    assert title == "ci-grade regression: says goodbye" and 'Expected output to contain "bye"' in message
     assert "📉 **Regressed**" in run.summary and "says goodbye" in run.summary
 
 

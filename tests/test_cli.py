@@ -38,7 +38,7 @@ def test_exit_1_on_a_failed_test(tmp_path: Path) -> None:
     result = run_cli_process("eval", "--no-progress", "-o", "out.json", cwd=tmp_path)
     assert result.code == 1
     assert "1 passed, 1 failed, 0 errors" in result.out
-    assert "Expected output to contain 'Alice'" in result.out
+    assert 'Expected output to contain "Alice"' in result.out
     assert (tmp_path / "out.json").exists()
 
 
@@ -150,7 +150,7 @@ def test_console_summary_shows_counts_tokens_and_duration(tmp_path: Path, openai
     assert lines[0] == "ci-grade"
     assert lines[1].strip() == "1 passed, 1 failed, 0 errors  (2 rows, pass rate 50.0%)"
     assert re.fullmatch(r"  tokens 27 \(provider 27, grading 0\)  cost \$\d+\.\d{4}  duration \d+\.\ds", lines[2])
-    assert lines[3:5] == ["Failed:", "  - [openai:gpt-4o-mini] Bob by name (promptfooconfig.yaml:6): Expected output to contain 'Bob'"]
+    assert lines[3:5] == ["Failed:", "  - [openai:gpt-4o-mini] Bob by name (promptfooconfig.yaml:6): Expected output to contain \"Bob\""]
 
 
 def test_progress_goes_to_stderr_and_stdout_stays_clean(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def test_all_must_pass_without_threshold(tmp_path: Path) -> None:
     (row,) = rows
     assert row["success"] is False and row["failureReason"] == 1
     assert row["score"] == pytest.approx(0.5)
-    assert row["gradingResult"]["reason"] == "Expected output to contain 'zzz'"
+    assert row["gradingResult"]["reason"] == 'Expected output to contain "zzz"'
 
 
 def test_threshold_lets_weighted_score_decide(tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ def test_assert_set_threshold_weight_and_flattened_components(tmp_path: Path) ->
     assert [c["assertion"]["type"] for c in components(first)] == ["assert-set", "contains", "contains"]
     assert second["success"] is False
     assert second["score"] == pytest.approx((0.5 * 2 + 1) / 3)
-    assert second["gradingResult"]["reason"] == "Expected output to contain 'zzz'"
+    assert second["gradingResult"]["reason"] == 'Expected output to contain "zzz"'
 
 
 def test_not_prefix_inverts_and_error_is_never_inverted(tmp_path: Path) -> None:

@@ -69,7 +69,7 @@ def test_regression_fails_the_gate_with_reports(saved: Path) -> None:
     md = (saved / "out" / "report.md").read_text()
     assert md.startswith("### ci-grade\n\n📉 **Regressed**: 1 test regressed beyond tolerance (max drop 0.10)")
     assert "- **reset link** · echo" in md and "score 1.00 → 0.75 (▼ −0.25) · **regressed**" in md
-    assert "  - ✗ contains (accuracy) 1.00 → 0.00: Expected output to contain '30 minutes'" in md
+    assert '  - ✗ contains (accuracy) 1.00 → 0.00: Expected output to contain "30 minutes"' in md
     assert "| metric accuracy | 1.00 | 0.50 | ▼ −0.50 | – | reproducible: exact · 🔻 **regression** |" in md
     junit = (saved / "out" / "results.junit.xml").read_text()
     assert 'message="REGRESSION: score 1.00 -&gt; 0.75 (-0.25)' in junit and 'type="regression"' in junit

@@ -10,6 +10,7 @@ from ci_grade.config.nunjucks import JS_WHITESPACE, js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import MAPPING, SCALAR, STRING, Kind, ValueSpec, assertion
+from ci_grade.js_values import js_json
 from ci_grade.scripting import js
 
 
@@ -33,8 +34,15 @@ async def equals(ctx: AssertionContext) -> Grade:
             actual = json.loads(ctx.output_text) if isinstance(ctx.output, str) else ctx.output
         except ValueError:
             actual = _NOT_JSON
-        return ctx.check(_strictly_equal(actual, expected), f"equal {json.dumps(expected, ensure_ascii=False)}")
-    return ctx.check(ctx.output_text == _text(expected), f"equal {_text(expected)!r}")
+        return _equals_grade(ctx, _strictly_equal(actual, expected), js_json(expected))
+    return _equals_grade(ctx, ctx.output_text == _text(expected), _text(expected))
+
+
+def _equals_grade(ctx: AssertionContext, equal: bool, shown: str) -> Grade:
+    """promptfoo's wording: `Expected output "…" to equal "…"`, the output in full."""
+    if equal != ctx.inverse:
+        return Grade(True, 1.0, "Assertion passed")
+    return Grade(False, 0.0, f'Expected output "{ctx.output_text}" to {"not " if ctx.inverse else ""}equal "{shown}"')
 
 
 _NOT_JSON = object()
@@ -57,13 +65,13 @@ def _strictly_equal(a: Any, b: Any) -> bool:
 @assertion("contains", handles_inverse=True, value=NEEDS_TEXT_OR_NUMBER)
 async def contains(ctx: AssertionContext) -> Grade:
     needle = _text(ctx.value)
-    return ctx.check(needle in ctx.output_text, f"contain {needle!r}")
+    return ctx.check(needle in ctx.output_text, f'contain "{needle}"')
 
 
 @assertion("icontains", handles_inverse=True, value=NEEDS_TEXT_OR_NUMBER)
 async def icontains(ctx: AssertionContext) -> Grade:
     needle = _text(ctx.value)
-    return ctx.check(needle.lower() in ctx.output_text.lower(), f"contain {needle!r} (case-insensitive)")
+    return ctx.check(needle.lower() in ctx.output_text.lower(), f'contain "{needle}"')
 
 
 def split_list(value: str | list[Any]) -> list[str]:
@@ -123,11 +131,10 @@ def _any_all(ctx: AssertionContext, *, any_of: bool, ignore_case: bool) -> Grade
     haystack = ctx.output_text.lower() if ignore_case else ctx.output_text
     found = [n for n in needles if (n.lower() if ignore_case else n) in haystack]
     ok = bool(found) if any_of else len(found) == len(needles)
-    suffix = " (case-insensitive)" if ignore_case else ""
     if any_of:
-        return ctx.check(ok, f"contain one of {needles!r}{suffix}")
+        return ctx.check(ok, f'contain one of "{", ".join(needles)}"')
     missing = [n for n in needles if n not in found]
-    return ctx.check(ok, f"contain all of {needles!r}{suffix}" + (f"; missing {missing!r}" if missing and not ctx.inverse else ""))
+    return ctx.check(ok, f"contain all of [{', '.join(needles)}]. Missing: [{', '.join(missing)}]")
 
 
 @assertion("contains-any", handles_inverse=True, value=NEEDS_LIST)
@@ -153,7 +160,7 @@ async def icontains_all(ctx: AssertionContext) -> Grade:
 @assertion("starts-with", handles_inverse=True, value=ValueSpec("{type} needs a value: text", STRING, blank=True), csv_threshold=0.75)
 async def starts_with(ctx: AssertionContext) -> Grade:
     prefix = _text(ctx.value)
-    return ctx.check(ctx.output_text.startswith(prefix), f"start with {prefix!r}")
+    return ctx.check(ctx.output_text.startswith(prefix), f'start with "{prefix}"')
 
 
 @assertion("regex", handles_inverse=True, value=ValueSpec("{type} needs a value: a regular expression as text", STRING, blank=True, at_load=True))
@@ -165,7 +172,7 @@ async def regex(ctx: AssertionContext) -> Grade:
     matched = await js.regex_test(pattern, ctx.output_text)
     if isinstance(matched, str):
         return Grade(False, 0.0, f"Invalid regex pattern: {matched}")
-    return ctx.check(matched, f"match regex {pattern!r}")
+    return ctx.check(matched, f'match regex "{pattern}"')
 
 
 @assertion("word-count", handles_inverse=True, value=ValueSpec("{type} needs a number or {{min, max}}", (*SCALAR, *MAPPING)))
