@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from ci_grade import json_pointer
 from ci_grade.config import files
 from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.config.csv_tests import read_csv_tests
@@ -198,8 +199,8 @@ class _Loader(SourceReader):
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/"):
-                target = _pointer(root, ref)
-                if target is _MISSING:
+                target = json_pointer.resolve(root, ref)
+                if target is json_pointer.MISSING:
                     if set(trail) & (_NOT_DEREFERENCED | {"value"}):
                         return node
                     raise self.error(f"$ref {ref!r} points at nothing in this file", node, "$ref", format_path(trail))
@@ -381,22 +382,6 @@ class _Loader(SourceReader):
             else:
                 raise self.error(f"expected a scenario mapping, got {describe(item)}", raw, i, f"scenarios[{i}]")
         return out
-
-
-_MISSING = object()
-
-
-def _pointer(root: Any, ref: str) -> Any:
-    node = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return _MISSING
-    return node
 
 
 def _use_filters(merged: dict[str, Any], sources: SourceMap) -> list[str]:

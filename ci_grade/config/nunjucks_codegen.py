@@ -27,18 +27,12 @@ class JsCodeGenerator(CodeGenerator):
 
     def visit_If(self, node: nodes.If, frame: Frame) -> None:
         if_frame = frame.soft()
-        self.writeline("if environment.js_truthy(", node)
-        self.visit(node.test, if_frame)
-        self.write("):")
-        self.indent()
-        self.blockvisit(node.body, if_frame)
-        self.outdent()
-        for elif_ in node.elif_:
-            self.writeline("elif environment.js_truthy(", elif_)
-            self.visit(elif_.test, if_frame)
+        for keyword, branch in [("if", node), *(("elif", elif_) for elif_ in node.elif_)]:
+            self.writeline(f"{keyword} environment.js_truthy(", branch)
+            self.visit(branch.test, if_frame)
             self.write("):")
             self.indent()
-            self.blockvisit(elif_.body, if_frame)
+            self.blockvisit(branch.body, if_frame)
             self.outdent()
         if node.else_:
             self.writeline("else:")

@@ -19,6 +19,7 @@ from typing import Any
 from ci_grade.errors import GraderError
 from ci_grade.grading.structured import clip, first_line
 from ci_grade.grading.structured.json_formats import FORMATS, format_checker
+from ci_grade.json_pointer import MISSING, resolve
 
 DRAFT7 = ("http://json-schema.org/draft-07/schema", "http://json-schema.org/draft-07/schema#")
 KEYWORDS = frozenset(
@@ -160,22 +161,8 @@ def _subschemas(node: Any, path: str, root: Any, seen: set[int]) -> Iterator[tup
     for name, child in dependencies.items() if isinstance(dependencies, dict) else ():
         yield from _subschemas(child, f"{path}/dependencies/{name}", root, seen)
     ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#"):
-        yield from _subschemas(_resolve(root, ref), ref, root, seen)
-
-
-def _resolve(root: Any, ref: str) -> Any:
-    """The part of `root` a local JSON pointer (`#/definitions/x`) names, or None."""
-    node = root
-    for part in filter(None, ref[1:].split("/")):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
+    if isinstance(ref, str) and ref.startswith("#") and (target := resolve(root, ref)) is not MISSING:
+        yield from _subschemas(target, ref, root, seen)
 
 
 def schema_errors(validator: Any, instance: Any) -> list[str]:
