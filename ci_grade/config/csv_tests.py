@@ -8,6 +8,7 @@ import math
 import re
 from typing import Any
 
+from ci_grade.config import comma_values
 from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.errors import ConfigError
 
@@ -47,7 +48,7 @@ def assertion_from_string(expected: str, vocabulary: AssertionVocabulary) -> dic
     inverse, base, threshold_text, value = match.groups()
     full_type = f"not-{base}" if inverse else base
     if base in _ARRAY_TYPES:
-        return {"type": full_type, "value": [v.strip() for v in value.split(",")] if value else value}
+        return {"type": full_type, "value": comma_values.split(value) if value else value}
     if base in _RAW_VALUE_TYPES:
         return {"type": full_type, "value": value}
     out: dict[str, Any] = {"type": full_type, "value": value.strip() if value is not None else None}
@@ -77,7 +78,10 @@ def test_from_row(row: dict[str, str], vocabulary: AssertionVocabulary, file: st
         value = value if value is not None else ""
         if re.fullmatch(r"__expected\d*", key):
             if value.strip():
-                asserts[key] = assertion_from_string(value.strip(), vocabulary)
+                try:
+                    asserts[key] = assertion_from_string(value.strip(), vocabulary)
+                except ValueError as exc:  # a list value's quoting (`comma_values`)
+                    raise ConfigError(f"{exc} in the assertion's list of values", file=file, line=line, path=key) from None
         elif key in ("__prefix", "__suffix"):
             options[key[2:]] = value
         elif key == "__description":

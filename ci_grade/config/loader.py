@@ -16,7 +16,6 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from ci_grade import json_pointer
 from ci_grade.config import files
 from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.config.csv_tests import read_csv_tests
@@ -24,15 +23,17 @@ from ci_grade.config.errors import describe, kind_name, validation_error
 from ci_grade.config.merge import merge_configs
 from ci_grade.config.models import Config
 from ci_grade.config.prompt_files import INLINE, PromptReader
-from ci_grade.config.sources import Location, SourceMap, SourceReader, format_path
+from ci_grade.config.refs import RefReader
+from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
-_NOT_DEREFERENCED = {"tools", "functions", "response_format"}
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
 _IGNORED_KEYS = ("derivedMetrics", "extensions", "tracing")
 TEST_KEYS = ("assert", "vars", "options", "metadata", "provider", "providerOutput", "threshold")
 """A test has one of these (promptfoo's rule): a tests file holding one mapping without any is not a test."""
+MAX_TEST_FILE_NESTING = 20
+"""How deep tests files may name further tests files."""
 
 
 @dataclass
@@ -135,12 +136,14 @@ def load_config(paths: Sequence[str | Path], vocabulary: AssertionVocabulary, cw
     )
 
 
-class _Loader(SourceReader):
+class _Loader(RefReader):
     def __init__(self, sources: SourceMap, vocabulary: AssertionVocabulary):
         super().__init__(sources)
         self.vocabulary = vocabulary
         self.warnings: list[str] = []
         self.prompt_reader = PromptReader(sources)
+        self._nesting: list[Path] = []
+        """The tests files being read that name the current one."""
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -192,31 +195,6 @@ class _Loader(SourceReader):
         if not isinstance(value, kind):
             raise ConfigError(f"expected {kind_name(kind)}, got {describe(value)}", file=files.display_path(matches[0]), line=1)
         return value
-
-    # -- $ref ------------------------------------------------------------------------------------
-
-    def dereference(self, node: Any, root: dict[str, Any], path: Path, trail: tuple[Any, ...]) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/"):
-                target = json_pointer.resolve(root, ref)
-                if target is json_pointer.MISSING:
-                    if set(trail) & (_NOT_DEREFERENCED | {"value"}):
-                        return node
-                    raise self.error(f"$ref {ref!r} points at nothing in this file", node, "$ref", format_path(trail))
-                resolved = self.sources.copy_tree(target)
-                if isinstance(resolved, dict):
-                    extra = {k: v for k, v in node.items() if k != "$ref"}
-                    resolved.update(extra)
-                return self.dereference(resolved, root, path, trail)
-            for key, value in list(node.items()):
-                if key in _NOT_DEREFERENCED:
-                    continue
-                node[key] = self.dereference(value, root, path, (*trail, key))
-        elif isinstance(node, list):
-            for i, value in enumerate(node):
-                node[i] = self.dereference(value, root, path, (*trail, i))
-        return node
 
     # -- providers -------------------------------------------------------------------------------
 
@@ -337,6 +315,7 @@ class _Loader(SourceReader):
                 loaded = [test for test, _line in files.load_jsonl(file, self.sources, referenced_from, path)]
             elif suffix in files.STRUCTURED_SUFFIXES:
                 data = files.load_structured(file, self.sources, referenced_from, path)
+                data = self.dereference(data, data, file, ())
                 if isinstance(data, dict) and not any(k in data for k in TEST_KEYS):
                     keys = ", ".join(map(str, list(data)[:5])) or "none"
                     raise ConfigError(f"expected a list of tests or one test (with one of {', '.join(TEST_KEYS)}); this mapping has keys {keys}", file=shown, line=1, path=path)
@@ -345,16 +324,38 @@ class _Loader(SourceReader):
                     raise ConfigError(f"expected a list of tests, got {describe(data)}", file=shown, line=1)
             else:
                 raise ConfigError(f"unsupported test file type {suffix!r} (use .yaml, .json, .jsonl or .csv)", file=referenced_from.file if referenced_from else None, line=referenced_from.line if referenced_from else None, path=path)
-            for test in loaded:
+            for i, test in enumerate(loaded):
                 if isinstance(test, dict):
                     self.test_vars_file(test, file.parent, path)
-            out.extend(loaded)
+                    out.append(test)
+                elif isinstance(test, str):  # a tests file naming more tests files, as promptfoo reads them
+                    if len(self._nesting) >= MAX_TEST_FILE_NESTING or file in self._nesting:
+                        raise ConfigError(f"tests files name each other in a loop or more than {MAX_TEST_FILE_NESTING} deep", file=shown, line=1, path=path)
+                    self._nesting.append(file)
+                    try:
+                        out.extend(self.test_files(test, file.parent, loaded, i, f"{path} > {shown}[{i}]"))
+                    finally:
+                        self._nesting.pop()
+                else:
+                    out.append(test)
         return out
 
     def test_vars_file(self, test: dict[str, Any], base: Path, path: str) -> None:
-        """`vars: file://vars.yaml` -> the mapping in that file."""
-        if isinstance(test.get("vars"), str):
-            test["vars"] = self.structured_ref(test["vars"], base, test, "vars", dict, f"{path}.vars")
+        """`vars` naming files (`file://vars.yaml`, a path, a glob, or a list of them, as promptfoo's
+        test files allow) -> their mappings merged, later files over earlier ones."""
+        refs = test.get("vars")
+        if isinstance(refs, str) and refs.startswith("file://") and not files.is_glob(refs):
+            test["vars"] = self.structured_ref(refs, base, test, "vars", dict, f"{path}.vars")
+        elif isinstance(refs, str) or (isinstance(refs, list) and refs and all(isinstance(ref, str) for ref in refs)):
+            merged: dict[str, Any] = {}
+            for i, ref in enumerate([refs] if isinstance(refs, str) else refs):
+                holder, key = (test, "vars") if isinstance(refs, str) else (refs, i)
+                for file in files.expand_glob(ref, base, self.where(holder, key), f"{path}.vars"):
+                    value = files.load_structured(file, self.sources, self.where(holder, key), f"{path}.vars")
+                    if not isinstance(value, dict):
+                        raise ConfigError(f"expected a mapping of variables, got {describe(value)}", file=files.display_path(file), line=1)
+                    merged.update(value)
+            test["vars"] = merged
 
     # -- scenarios -------------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ import json
 import math
 from typing import Any
 
-from ci_grade.config.nunjucks import JS_WHITESPACE, js_string
+from ci_grade.config import comma_values
+from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import MAPPING, SCALAR, STRING, Kind, ValueSpec, assertion
@@ -75,48 +76,14 @@ async def icontains(ctx: AssertionContext) -> Grade:
 
 
 def split_list(value: str | list[Any]) -> list[str]:
-    """A list's items as JavaScript's `String()` writes them, or promptfoo's comma-separated fields.
-
-    A field may be quoted to hold commas: `"a, b"`, with `\\"`, `\\\\` and `""` escapes inside;
-    unquoted fields are trimmed and empty ones skipped.
-    """
+    """A list's items as JavaScript's `String()` writes them, or promptfoo's comma-separated fields
+    (`comma_values`)."""
     if isinstance(value, list):
         return ["null" if v is None else _text(v) for v in value]
-    fields: list[str] = []
-    i = 0
-    while True:
-        while i < len(value) and (value[i] in JS_WHITESPACE or value[i] == ","):
-            i += 1
-        if i == len(value):
-            return fields
-        if value[i] != '"':
-            end = value.find(",", i)
-            end = len(value) if end < 0 else end
-            fields.append(value[i:end].strip(JS_WHITESPACE))
-            i = end
-            continue
-        field, i = _quoted_field(value, i + 1)
-        fields.append(field)
-        while i < len(value) and value[i] in JS_WHITESPACE:
-            i += 1
-        if i < len(value) and value[i] != ",":
-            raise GraderError("Expected comma after quoted field in contains assertion value")
-
-
-def _quoted_field(value: str, i: int) -> tuple[str, int]:
-    """The field of a quoted value starting at `i` (after its `"`) and the index after its closing quote."""
-    field: list[str] = []
-    while i < len(value):
-        pair = value[i : i + 2]
-        if pair in ('\\"', "\\\\", '""'):
-            field.append(pair[1])
-            i += 2
-        elif value[i] == '"':
-            return "".join(field), i + 1
-        else:
-            field.append(value[i])
-            i += 1
-    raise GraderError("Unterminated quoted field in contains assertion value")
+    try:
+        return comma_values.split(value)
+    except ValueError as exc:
+        raise GraderError(f"{exc} in contains assertion value") from None
 
 
 def _needles(ctx: AssertionContext) -> list[str]:
