@@ -44,3 +44,17 @@ def test_rows_point_at_their_prompt_x_provider_column(tmp_path: Path) -> None:
     back = read_results(str(tmp_path / "out.json"))
     assert sorted((r.prompt_index, r.provider_index, r.column_index) for r in back.results) == [(0, 0, 0), (0, 0, 0), (1, 0, 1), (1, 0, 1), (1, 1, 2), (1, 1, 2)]
     assert all(r.error is None for r in back.results)  # a failure's reason is not an error read back
+
+
+def test_an_assert_set_holds_its_results_and_they_follow_it(tmp_path: Path) -> None:
+    """As promptfoo writes them: the set's entry has its children's results inside it, and the
+    flat list repeats them after it."""
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: abc}\n    assert:\n      - type: assert-set\n        assert: [{type: contains, value: a}, {type: contains, value: z}]\n")
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 1, result.err
+    (row,) = json.loads((tmp_path / "out.json").read_text())["results"]["results"]
+    flat = row["gradingResult"]["componentResults"]
+    assert [(c["assertion"]["type"], c["pass"]) for c in flat] == [("assert-set", False), ("contains", True), ("contains", False)]
+    assert [(c["assertion"]["value"], c["pass"]) for c in flat[0]["componentResults"]] == [("a", True), ("z", False)]
+    back = read_results(str(tmp_path / "out.json")).results[0]
+    assert [len(a.children) for a in back.assertions] == [2]  # read back once, not twice

@@ -67,7 +67,7 @@ def _component(result: AssertionResult, depth: int) -> dict[str, Any]:
             assertion[key] = value
     if result.weight != 1.0:
         assertion["weight"] = result.weight
-    return {
+    component = {
         "pass": result.status == "pass",
         "score": result.score,
         "reason": result.reason,
@@ -76,6 +76,9 @@ def _component(result: AssertionResult, depth: int) -> dict[str, Any]:
         "assertion": assertion,
         "metadata": {**result.metadata, "ciGrade": {"status": result.status, "grader": result.grader, "cost": result.cost, "depth": depth}},
     }
+    if result.children:  # an assert-set: its results inside it too, as promptfoo writes them
+        component["componentResults"] = [_component(child, depth + 1) for child in result.children]
+    return component
 
 
 def _components(results: list[AssertionResult], depth: int = 0) -> list[dict[str, Any]]:
