@@ -94,6 +94,7 @@ def test_ambiguous_or_invalid_index_is_an_error_for_every_output(tmp_path: Path,
     ("reply", "winner"),
     [
         ("1", 1),
+        ("1.0", 1),  # a bare number, as promptfoo reads it
         ("**0**", 0),
         ("Comparing both.\nBest: 1", 1),
         ('```json\n{"best": 0, "reason": "r"}\n```', 0),

@@ -64,6 +64,9 @@ def _index_from(reply: Any) -> int | None:
     if not isinstance(reply, str):
         raise not_text(reply, "an output index")
     text = reply.strip()
+    number = parse_number(text)
+    if number is not None and number.is_integer():  # a bare number, "1.0" too
+        return int(number)
     chosen = {i for found in find_objects(text) if (i := _index_in(found.value)) is not None}
     if len(chosen) > 1:
         raise VerdictError(f"grader reply names several outputs as best: {sorted(chosen)}")
