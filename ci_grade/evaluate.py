@@ -43,7 +43,7 @@ class EvalOptions:
     repeat: int | None = None
     filter_pattern: str | None = None
     filter_first_n: int | None = None
-    filter_metadata: dict[str, str] = field(default_factory=dict)
+    filter_metadata: list[tuple[str, str]] = field(default_factory=list)
     vars: dict[str, str] = field(default_factory=dict)
     env_files: list[str] = field(default_factory=list)
     progress: bool = True

@@ -145,7 +145,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--description", metavar="TEXT", help="the run's description in reports (default: the config's)")
     parser.add_argument("--filter-pattern", metavar="REGEX", help="only tests whose description matches")
     parser.add_argument("-n", "--filter-first-n", type=int, metavar="N", help="only the first N tests")
-    parser.add_argument("--filter-metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="only tests whose metadata matches (repeatable, all must match)")
+    parser.add_argument("--filter-metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="only tests whose metadata value KEY holds VALUE (as text; a list: one item does; repeatable, all must match)")
     parser.add_argument("--filter-providers", "--filter-targets", metavar="REGEX", help="only providers whose id or label matches")
     parser.add_argument("--var", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="set a variable for every test (repeatable)")
     parser.add_argument("--env-file", "--env-path", action="extend", type=_paths, default=[], metavar="FILE", help="load environment variables from .env files (repeatable or comma-separated)")
@@ -191,7 +191,7 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         repeat=args.repeat,
         filter_pattern=args.filter_pattern,
         filter_first_n=args.filter_first_n,
-        filter_metadata=dict(args.filter_metadata),
+        filter_metadata=list(args.filter_metadata),
         vars=dict(args.var),
         env_files=args.env_file,
         progress=not args.no_progress,

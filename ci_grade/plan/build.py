@@ -23,6 +23,7 @@ from typing import Any
 from ci_grade.config import files
 from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import Assertion, Prompt, ProviderSpec, TestCase, TestOptions
+from ci_grade.config.nunjucks import js_string
 from ci_grade.config.sources import Location
 from ci_grade.errors import ConfigError, UsageError
 from ci_grade.plan.shard import Shard, deal
@@ -38,7 +39,8 @@ class PlanOptions:
     max_rows: int = DEFAULT_MAX_ROWS
     filter_pattern: str | None = None
     filter_first_n: int | None = None
-    filter_metadata: dict[str, str] = field(default_factory=dict)
+    filter_metadata: list[tuple[str, str]] = field(default_factory=list)
+    """`--filter-metadata KEY=VALUE`s, all of which a test must match."""
     cli_vars: dict[str, str] = field(default_factory=dict)
     only_test_ids: frozenset[str] | None = None
     """Keep only these tests (stable ids), e.g. to rerun some of them."""
@@ -110,7 +112,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     if pattern is not None:
         cases = [c for c in cases if pattern.search(c.test.description or "")]
     if options.filter_metadata:
-        cases = [c for c in cases if all(_metadata_matches(c.test.metadata or {}, k, v) for k, v in options.filter_metadata.items())]
+        cases = [c for c in cases if all(_metadata_matches(c.test.metadata or {}, k, v) for k, v in options.filter_metadata)]
     if options.filter_first_n is not None:
         cases = cases[: options.filter_first_n]
     wanted = _provider_filter(options.filter_providers, config.providers)
@@ -406,10 +408,10 @@ def _item(values: list[Any], index: int) -> Any:
 
 
 def _metadata_matches(metadata: dict[str, Any], key: str, expected: str) -> bool:
+    """promptfoo's rule: the value (or one item of a list) holds `expected` in its JavaScript text."""
     value = metadata.get(key)
-    if isinstance(value, list):
-        return expected in [str(v) for v in value]
-    return value is not None and str(value) == expected
+    items = value if isinstance(value, list) else [value]
+    return any(item is not None and expected in js_string(item) for item in items)
 
 
 def _check_size(planned: int, options: PlanOptions, loaded: LoadedConfig, case: _Case) -> None:
