@@ -211,7 +211,7 @@ def test_filter_flags(tmp_path: Path) -> None:
     assert whos("--filter-metadata", "tags=fast") == ["alpha"]
     # promptfoo's rule: the value's text holds the filter's, and a repeated key must match each time
     assert whos("--filter-metadata", "area=bill") == ["alpha", "gamma"]
-    assert whos("--filter-metadata", "area=bill", "--filter-metadata", "area=search") == []
+    assert whos("--filter-metadata", "tags=slow", "--filter-metadata", "tags=s") == ["gamma"]
 
 
 def test_repeat_keeps_the_test_id(tmp_path: Path) -> None:
