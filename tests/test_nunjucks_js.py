@@ -86,3 +86,23 @@ def test_csv_numbers_compare_and_add_as_in_javascript() -> None:
     """CSV values are text: `score > 3` compares as numbers and `score + 1` appends, as in promptfoo
     (Python refused the comparison, so the row was an error)."""
     assert nunjucks.render("{% if score > 3 %}high{% else %}low{% endif %} {{ score + 1 }} {{ score * 1 + 1 }}", {"score": "4"}) == "high 41 5"
+
+
+METHOD_VARS = {"a": "hello", "s": "  x  ", "nums": [3, 1, 2], "text": "a\nb\nc"}
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ('{{ a.toUpperCase() }}|{{ a.toLowerCase() }}|{{ s.trim() }}', 'HELLO|hello|x'),
+        ('{{ a.startsWith("he") }}|{{ a.includes("ll") }}|{{ a.indexOf("l") }}|{{ a.slice(1, 3) }}|{{ a.substring(1) }}|{{ a.charAt(0) }}', 'true|true|2|el|ello|h'),
+        ('{{ a.replace("l", "L") }}|{{ a.replaceAll("l", "L") }}|{{ a.split("l") }}|{{ a.split() }}|{{ a.split("") }}', 'heLlo|heLLo|he,,o|hello|h,e,l,l,o'),
+        ('{{ nums.join("-") }}|{{ nums.indexOf(2) }}|{{ nums.slice(1) }}|{{ nums.includes(2) }}|{{ nums.join() }}', '3-1-2|2|1,2|true|3,1,2'),
+        ('{{ a.slice(-3) }}|{{ a.substring(4, 1) }}|{{ a.padStart(8, "*") }}|{{ a.padEnd(7) }}|', 'llo|ell|***hello|hello  |'),
+        ('{{ a.endsWith("lo") }}|{{ a.lastIndexOf("l") }}|{{ a.repeat(2) }}|{{ a.at(-1) }}|{{ nums.at(0) }}', 'true|3|hellohello|o|3'),
+        ('{{ text.split("\\n") | length }}|{{ a.concat("!", 1) }}', '3|hello!1'),
+    ],
+)  # fmt: skip
+def test_javascript_string_and_array_methods_as_nunjucks_calls_them(template: str, expected: str) -> None:
+    """`replace` replaces the first match, `split()` keeps the text whole, as in JavaScript."""
+    assert nunjucks.render(template, METHOD_VARS) == expected

@@ -19,7 +19,7 @@ import jinja2
 import jinja2.meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from ci_grade.config import nunjucks_js
+from ci_grade.config import nunjucks_js, nunjucks_methods
 from ci_grade.config.nunjucks_codegen import JsCodeGenerator
 from ci_grade.errors import TemplateError
 from ci_grade.js_values import js_json, js_number
@@ -123,6 +123,8 @@ class _Environment(ImmutableSandboxedEnvironment):
             return obj[attribute]
         if attribute == "length" and isinstance(obj, str | list | tuple):
             return len(utf16_units(obj)) if isinstance(obj, str) else len(obj)
+        if (method := nunjucks_methods.method(obj, attribute)) is not None:
+            return method
         return super().getattr(obj, attribute)
 
 
