@@ -106,3 +106,26 @@ METHOD_VARS = {"a": "hello", "s": "  x  ", "nums": [3, 1, 2], "text": "a\nb\nc"}
 def test_javascript_string_and_array_methods_as_nunjucks_calls_them(template: str, expected: str) -> None:
     """`replace` replaces the first match, `split()` keeps the text whole, as in JavaScript."""
     assert nunjucks.render(template, METHOD_VARS) == expected
+
+
+LOOP_VARS = {"nullv": None, "obj": {"b": 2, "a": 1}, "nums": [3, 1], "pairs": [[1, 2], [3, 4]]}
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ('{% for x in nullv %}{{ x }}{% else %}none{% endfor %}', 'none'),
+        ('{% for k, v in obj %}{{ k }}={{ v }};{% endfor %}', 'b=2;a=1;'),
+        ('{% for k in obj %}{{ k }}{% else %}empty{% endfor %}', 'empty'),
+        ('{% for x in nums %}{{ x }}{% endfor %}', '31'),
+        ('{% for c in "ab" %}{{ c }}-{% endfor %}', 'a-b-'),
+        ('{% for a, b in pairs %}{{ a }}{{ b }}{% endfor %}', '1234'),
+        ('{% for x in missing %}{{ x }}{% else %}none{% endfor %}', 'none'),
+        ('{% for k, v in obj %}{{ loop.index }}{{ k }}{% endfor %}', '1b2a'),
+        ('{% for x in "" %}{{ x }}{% else %}blank{% endfor %}', 'blank'),
+        ('{% for x in nums %}{% for y in nums %}{{ x }}{{ y }} {% endfor %}{% endfor %}', '33 31 13 11 '),
+    ],
+)  # fmt: skip
+def test_loops_walk_what_nunjucks_walks(template: str, expected: str) -> None:
+    """`for k, v in obj` walks an object's pairs; a false value runs the `else` branch."""
+    assert nunjucks.render(template, LOOP_VARS) == expected

@@ -17,6 +17,7 @@ from typing import Any
 
 import jinja2
 import jinja2.meta
+from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ci_grade.config import nunjucks_js, nunjucks_methods
@@ -112,6 +113,14 @@ class _Environment(ImmutableSandboxedEnvironment):
     def js_and(left: Any, right: Callable[[], Any]) -> Any:
         return right() if nunjucks_js.truthy(left) else left
 
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        """Every `{% for %}` walks what nunjucks walks (`nunjucks_js.loop_items`)."""
+        template = super()._parse(source, name, filename)
+        for loop in template.find_all(nodes.For):
+            pairs = isinstance(loop.target, nodes.Tuple) and len(loop.target.items) == 2
+            loop.iter = nodes.Filter(loop.iter, "js_loop_items", [nodes.Const(pairs)], [], None, None, lineno=loop.lineno)
+        return template
+
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         return nunjucks_js.binop(operator, left, right)
 
@@ -155,6 +164,7 @@ def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
         env.filters[name] = nunjucks_js.listed(env.filters[name])
     env.filters.update(nunjucks_js.FILTERS)
     env.tests.update(nunjucks_js.TESTS)
+    env.filters["js_loop_items"] = nunjucks_js.loop_items
     env.filters["dump"] = _dump
     env.filters["load"] = _load
     env.filters["json"] = _dump

@@ -182,6 +182,17 @@ def concat(parts: tuple[Any, ...]) -> str:
     return "".join(part if isinstance(part, str) else to_string(part) for part in parts)
 
 
+def loop_items(value: Any, pairs: bool) -> Any:
+    """What `{% for %}` walks in nunjucks: nothing for a false value (`null`, `""`, `0`: the
+    `else` branch runs), an object's key/value pairs for `for k, v in obj` and nothing for a
+    single loop variable over an object; anything else as it is."""
+    if not truthy(value):
+        return ()
+    if isinstance(value, Mapping):
+        return list(value.items()) if pairs else ()
+    return value
+
+
 def truthy(value: Any) -> bool:
     """JavaScript's truthiness: empty lists and objects are true, NaN is false."""
     if value is None or isinstance(value, jinja2.Undefined) or value is False:
