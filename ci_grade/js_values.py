@@ -70,7 +70,7 @@ def _encode(value: Any, indent: str, at: str) -> str:
         return js_number(value) if math.isfinite(value) else "null"
     if isinstance(value, dict):
         items = [(str(key), item) for key, item in value.items()]
-        items.sort(key=lambda pair: (0, int(pair[0])) if _array_index(pair[0]) else (1, 0))
+        items.sort(key=lambda pair: (0, int(pair[0])) if array_index(pair[0]) else (1, 0))
         parts = [f"{json.dumps(key, ensure_ascii=False)}:{' ' if indent else ''}{_encode(item, indent, at + indent)}" for key, item in items]
         return _join(parts, "{", "}", indent, at)
     if isinstance(value, list | tuple):
@@ -87,6 +87,7 @@ def _join(parts: list[str], opening: str, closing: str, indent: str, at: str) ->
     return opening + "\n" + ",\n".join(inner + part for part in parts) + "\n" + at + closing
 
 
-def _array_index(key: str) -> bool:
-    """Whether JavaScript orders `key` as an integer (a canonical array index)."""
+def array_index(key: str) -> bool:
+    """Whether JavaScript orders `key` as an integer (a canonical array index): such keys come
+    first in an object, in ascending order."""
     return key.isdigit() and key.isascii() and (key == "0" or not key.startswith("0")) and int(key) < _ARRAY_INDEX_LIMIT

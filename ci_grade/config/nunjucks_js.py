@@ -20,7 +20,7 @@ import jinja2
 from jinja2.ext import Extension
 from markupsafe import Markup
 
-from ci_grade.js_values import js_number
+from ci_grade.js_values import array_index, js_number
 from ci_grade.safe_text import utf16_units
 
 _JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -344,6 +344,18 @@ def _center(value: Any, width: Any = 80) -> str:
     return " " * math.ceil(spaces / 2 - spaces % 2) + text + " " * math.ceil(spaces / 2)
 
 
+def _groupby(value: Any, attribute: Any) -> dict[str, list[Any]]:
+    """nunjucks' `groupby`: an object from each item's `attribute` (a dotted path) as text to the
+    items that have it, in first-seen order (integer-like keys first, as JavaScript orders them)."""
+    groups: dict[str, list[Any]] = {}
+    for item in value:
+        key: Any = item
+        for part in str(attribute).split("."):
+            key = key.get(part) if isinstance(key, Mapping) else jinja2.Undefined() if key is None or isinstance(key, jinja2.Undefined) else getattr(key, part, jinja2.Undefined())
+        groups.setdefault(to_string(key), []).append(item)
+    return dict(sorted(groups.items(), key=lambda pair: (0, int(pair[0])) if array_index(pair[0]) else (1, 0)))
+
+
 def _wordcount(value: Any) -> Any:
     words = re.findall(r"\w+", _text(value), re.ASCII)
     return len(words) if words else None
@@ -368,6 +380,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "urlencode": _urlencode,
     "striptags": _striptags,
     "center": _center,
+    "groupby": _groupby,
     "indent": _indent,
     "nl2br": _nl2br,
     "wordcount": _wordcount,
