@@ -129,3 +129,19 @@ LOOP_VARS = {"nullv": None, "obj": {"b": 2, "a": 1}, "nums": [3, 1], "pairs": [[
 def test_loops_walk_what_nunjucks_walks(template: str, expected: str) -> None:
     """`for k, v in obj` walks an object's pairs; a false value runs the `else` branch."""
     assert nunjucks.render(template, LOOP_VARS) == expected
+
+
+PEOPLE = {"people": [{"name": "Ann", "team": "red", "n": 2, "x": {"y": "a"}}, {"name": "Bob", "team": "blue", "n": 1}, {"name": "Cid", "team": "red", "n": 2, "x": {"y": "b"}}, {"name": "Dee", "team": "amber", "n": "z"}]}
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ('{% for g, items in people | groupby("team") %}{{ g }}:{{ items | join("/", "name") }};{% endfor %}', 'red:Ann/Cid;blue:Bob;amber:Dee;'),
+        ('{{ people | groupby("team") }}', '[object Object]'),
+        ('{% for g, items in people | groupby("n") %}{{ g }}={{ items | length }};{% endfor %}', '1=1;2=2;z=1;'),
+        ('{% for g, items in people | groupby("x.y") %}{{ g }}={{ items | length }};{% endfor %}', 'a=1;undefined=2;b=1;'),
+    ],
+)  # fmt: skip
+def test_groupby_is_an_object_of_groups_in_first_seen_order(template: str, expected: str) -> None:
+    assert nunjucks.render(template, PEOPLE) == expected
