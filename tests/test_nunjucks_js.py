@@ -145,3 +145,24 @@ PEOPLE = {"people": [{"name": "Ann", "team": "red", "n": 2, "x": {"y": "a"}}, {"
 )  # fmt: skip
 def test_groupby_is_an_object_of_groups_in_first_seen_order(template: str, expected: str) -> None:
     assert nunjucks.render(template, PEOPLE) == expected
+
+
+SCOPE_VARS = {"nums": [3, 1, 2]}
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ('{% set t=0 %}{% for x in [3,1,2] %}{% set t=t+x %}{% endfor %}{{t}}', '6'),
+        ('{% set seen = "" %}{% for x in nums %}{% if x > 1 %}{% set seen = seen ~ x %}{% endif %}{% endfor %}[{{ seen }}]', '[32]'),
+        ('{% for x in nums %}{% set y = x %}{% endfor %}[{{ y }}]', '[]'),
+        ('{% set x = "out" %}{% for x in nums %}{% set x = 9 %}{% endfor %}{{ x }}', 'out'),
+        ('{% set n = 1 %}{% for a in nums %}{% for b in nums %}{% set n = n + 1 %}{% endfor %}{% endfor %}{{ n }}', '10'),
+        ('{% set t = 5 %}{% macro m(t) %}{{ t }}{% endmacro %}{% for x in nums %}{% set t = t + 1 %}{% endfor %}{{ t }}|{{ m(1) }}', '8|1'),
+        ('{% set t = 0 %}{{ t }}{% for x in nums %}{{ t }}{% set t = t + x %}{% endfor %}{{ t }}', '00346'),
+    ],
+)  # fmt: skip
+def test_a_set_in_a_loop_reaches_the_variable_set_before_it(template: str, expected: str) -> None:
+    """nunjucks' scoping: a running total in a loop works; loop targets and macro parameters
+    keep their own scope."""
+    assert nunjucks.render(template, SCOPE_VARS) == expected

@@ -22,6 +22,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ci_grade.config import nunjucks_js, nunjucks_methods
 from ci_grade.config.nunjucks_codegen import JsCodeGenerator
+from ci_grade.config.nunjucks_scopes import hoist_loop_sets
 from ci_grade.errors import TemplateError
 from ci_grade.js_values import js_json, js_number
 from ci_grade.safe_text import utf16_units
@@ -114,11 +115,13 @@ class _Environment(ImmutableSandboxedEnvironment):
         return right() if nunjucks_js.truthy(left) else left
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
-        """Every `{% for %}` walks what nunjucks walks (`nunjucks_js.loop_items`)."""
+        """Every `{% for %}` walks what nunjucks walks (`nunjucks_js.loop_items`), and a `{% set %}`
+        in a loop reaches the variable set before it (`nunjucks_scopes`)."""
         template = super()._parse(source, name, filename)
         for loop in template.find_all(nodes.For):
             pairs = isinstance(loop.target, nodes.Tuple) and len(loop.target.items) == 2
             loop.iter = nodes.Filter(loop.iter, "js_loop_items", [nodes.Const(pairs)], [], None, None, lineno=loop.lineno)
+        hoist_loop_sets(template)
         return template
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
