@@ -15,154 +15,112 @@ VARS = {
 }  # fmt: skip
 
 
+METHOD_VARS = {"a": "hello", "s": "  x  ", "nums": [3, 1, 2], "text": "a\nb\nc"}
+LOOP_VARS = {"nullv": None, "obj": {"b": 2, "a": 1}, "nums": [3, 1], "pairs": [[1, 2], [3, 4]]}
+PEOPLE = {"people": [{"name": "Ann", "team": "red", "n": 2, "x": {"y": "a"}}, {"name": "Bob", "team": "blue", "n": 1}, {"name": "Cid", "team": "red", "n": 2, "x": {"y": "b"}}, {"name": "Dee", "team": "amber", "n": "z"}]}
+SCOPE_VARS = {"nums": [3, 1, 2]}
+
+
 @pytest.mark.parametrize(
-    ("template", "expected"),
+    ("variables", "template", "expected"),
     [
-        ('{{ n + 1 }}', '51'),
-        ('{{ n * 2 }}', '10'),
-        ('{{ -7 % 3 }}', '-1'),
-        ('{{ 10/0 }}', 'Infinity'),
-        ('{{ missing + 1 }}', 'NaN'),
-        ('{{ 2.5|round }}', '3'),
-        ('{{ -2.5|round }}', '-2'),
-        ('{{ 1.005|round(2) }}', '1'),
-        ('{{ "12abc"|int }}', '12'),
-        ('{{ "abc"|int }}', ''),
-        ('{{ " 3.5e2x"|float }}', '350'),
-        ('{{ "hi😀"|length }}', '4'),
-        ('{{ [3,1,2]|reverse }}', '2,1,3'),
-        ('{{ [1,2,3,4,5]|batch(2)|length }}', '3'),
-        ('{{ people|selectattr("ok")|length }}', '1'),
-        ('{{ 5|length }}', ''),
-        ('{% if x is null %}N{% elseif x %}T{% else %}F{% endif %}', 'N'),
-        ('{% verbatim %}{{ raw }}{% endverbatim %}', '{{ raw }}'),
-        ('{{ "a\\nb"|nl2br }}', 'a<br />\nb'),
-        ('{{ "hello-world"|title }}', 'Hello-world'),
-        ('{{ "the quick brown fox"|truncate(12) }}', 'the quick...'),
-        ('{{ "the quick brown fox"|truncate(9, true) }}', 'the quick...'),
-        ('{{ "<\\"x\\" & \'y\'>"|escape }}', '&lt;&quot;x&quot; &amp; &#39;y&#39;&gt;'),
-        ('{{ "naïve café"|wordcount }}', '3'),
-        ('{{ [true,false]|join(",") }}', 'true,false'),
-        ('{{ 0.000001 }}', '0.000001'),
-        ('{{ 4/2 }} {{ 5/2 }} {{ 7//2 }} {{ 2**10 }}', '2 2.5 3 1024'),
-        ('{{ "a"+1+2 }} {{ 1+2+"a" }}', 'a12 3a'),
-        ('{{ items[i + 1] }}', 'b'),
-        ('{{ [1,2] + [3] }}', '1,23'),
-        ('{{ obj + "" }}', '[object Object]'),
-        ('{{ "5" - 2 }}', '3'),
-        ('{{ "" * 3 }}', '0'),
-        ('{{ "0x10" * 1 }}', '16'),
-        ('{{ null + 1 }}', '1'),
-        ('{{ true + 1 }}', '2'),
-        ('{{ 0.1 + 0.2 }}', '0.30000000000000004'),
-        ('{{ x is truthy }} {{ [] is truthy }} {{ 0 is falsy }}', 'false true true'),
-        ('{{ "a\\n\\nb"|indent(2) }}', 'a\n  \n  b'),
-        ('{{ [1,2,3,4,5]|slice(2) }}', '1,2,3,4,5'),
-        ('{{ -n }}', '-5'),
-        ('{{ 3 / 0 * 0 }}', 'NaN'),
-        ('{{ (-8) ** 0.5 }}', 'NaN'),
-        ('{{ 10 // 3 }} {{ -10 // 3 }}', '3 -4'),
-        ('{% if numstr == 5 %}a{% else %}b{% endif %}', 'a'),
-        ('{% if numstr != 5 %}ne{% else %}eq{% endif %}', 'eq'),
-        ('{% if numstr > 3 %}gt{% else %}notgt{% endif %}', 'gt'),
-        ('{% if bigstr > 9 %}gt{% else %}no{% endif %}', 'gt'),
-        ('{% if "10" > "9" %}t{% else %}f{% endif %}', 'f'),
-        ('{% if emptylist %}T{% else %}F{% endif %}', 'T'),
-        ('{% if emptyobj %}T{% else %}F{% endif %}', 'T'),
-        ('{{ "yes" if emptylist else "no" }}|{{ emptylist or "fb" }}|{{ emptys or "fb" }}|{{ zero or "fb" }}|{{ 0 and 1 }}|{{ 2 and 3 }}', 'yes||fb|fb|0|3'),
-        ('{{ 3 > 2 > 1 }}|{{ 1 < 2 < 3 }}', 'false|true'),
-        ('{{ not emptylist }}|{{ not 0 }}|{{ not "" }}', 'false|true|true'),
-        ('{{ "x" ~ true }}|{{ "x" ~ nullv }}|{{ "x" ~ missing }}|{{ "x" ~ nums }}|{{ "x" ~ obj }}|{{ "x" ~ 2.0 }}|{{ "x" ~ (10/5) }}', 'xtrue|xnull|xundefined|x3,1,2|x[object Object]|x2|x2'),
-        ('{{ nullv == missing }}|{{ nullv == 0 }}|{{ nums == nums }}|{{ [1] == [1] }}|{{ "1,2" == [1,2] }}|{{ true == 1 }}|{{ "" == 0 }}', 'true|false|true|false|true|true|true'),
-        ('{{ 2 in nums }}|{{ "ell" in "hello" }}|{{ "b" in obj }}|{{ 9 not in nums }}', 'true|true|false|true'),
-        ('{{ missing > 1 }}|{{ missing < 1 }}|{{ nullv < 1 }}|{{ nullv >= 0 }}', 'false|false|true|true'),
+        (VARS, '{{ n + 1 }}', '51'),
+        (VARS, '{{ n * 2 }}', '10'),
+        (VARS, '{{ -7 % 3 }}', '-1'),
+        (VARS, '{{ 10/0 }}', 'Infinity'),
+        (VARS, '{{ missing + 1 }}', 'NaN'),
+        (VARS, '{{ 2.5|round }}', '3'),
+        (VARS, '{{ -2.5|round }}', '-2'),
+        (VARS, '{{ 1.005|round(2) }}', '1'),
+        (VARS, '{{ "12abc"|int }}', '12'),
+        (VARS, '{{ "abc"|int }}', ''),
+        (VARS, '{{ " 3.5e2x"|float }}', '350'),
+        (VARS, '{{ "hi😀"|length }}', '4'),
+        (VARS, '{{ [3,1,2]|reverse }}', '2,1,3'),
+        (VARS, '{{ [1,2,3,4,5]|batch(2)|length }}', '3'),
+        (VARS, '{{ people|selectattr("ok")|length }}', '1'),
+        (VARS, '{{ 5|length }}', ''),
+        (VARS, '{% if x is null %}N{% elseif x %}T{% else %}F{% endif %}', 'N'),
+        (VARS, '{% verbatim %}{{ raw }}{% endverbatim %}', '{{ raw }}'),
+        (VARS, '{{ "a\\nb"|nl2br }}', 'a<br />\nb'),
+        (VARS, '{{ "hello-world"|title }}', 'Hello-world'),
+        (VARS, '{{ "the quick brown fox"|truncate(12) }}', 'the quick...'),
+        (VARS, '{{ "the quick brown fox"|truncate(9, true) }}', 'the quick...'),
+        (VARS, '{{ "<\\"x\\" & \'y\'>"|escape }}', '&lt;&quot;x&quot; &amp; &#39;y&#39;&gt;'),
+        (VARS, '{{ "naïve café"|wordcount }}', '3'),
+        (VARS, '{{ [true,false]|join(",") }}', 'true,false'),
+        (VARS, '{{ 0.000001 }}', '0.000001'),
+        (VARS, '{{ 4/2 }} {{ 5/2 }} {{ 7//2 }} {{ 2**10 }}', '2 2.5 3 1024'),
+        (VARS, '{{ "a"+1+2 }} {{ 1+2+"a" }}', 'a12 3a'),
+        (VARS, '{{ items[i + 1] }}', 'b'),
+        (VARS, '{{ [1,2] + [3] }}', '1,23'),
+        (VARS, '{{ obj + "" }}', '[object Object]'),
+        (VARS, '{{ "5" - 2 }}', '3'),
+        (VARS, '{{ "" * 3 }}', '0'),
+        (VARS, '{{ "0x10" * 1 }}', '16'),
+        (VARS, '{{ null + 1 }}', '1'),
+        (VARS, '{{ true + 1 }}', '2'),
+        (VARS, '{{ 0.1 + 0.2 }}', '0.30000000000000004'),
+        (VARS, '{{ x is truthy }} {{ [] is truthy }} {{ 0 is falsy }}', 'false true true'),
+        (VARS, '{{ "a\\n\\nb"|indent(2) }}', 'a\n  \n  b'),
+        (VARS, '{{ [1,2,3,4,5]|slice(2) }}', '1,2,3,4,5'),
+        (VARS, '{{ -n }}', '-5'),
+        (VARS, '{{ 3 / 0 * 0 }}', 'NaN'),
+        (VARS, '{{ (-8) ** 0.5 }}', 'NaN'),
+        (VARS, '{{ 10 // 3 }} {{ -10 // 3 }}', '3 -4'),
+        (VARS, '{% if numstr == 5 %}a{% else %}b{% endif %}', 'a'),
+        (VARS, '{% if numstr != 5 %}ne{% else %}eq{% endif %}', 'eq'),
+        (VARS, '{% if numstr > 3 %}gt{% else %}notgt{% endif %}', 'gt'),
+        (VARS, '{% if bigstr > 9 %}gt{% else %}no{% endif %}', 'gt'),
+        (VARS, '{% if "10" > "9" %}t{% else %}f{% endif %}', 'f'),
+        (VARS, '{% if emptylist %}T{% else %}F{% endif %}', 'T'),
+        (VARS, '{% if emptyobj %}T{% else %}F{% endif %}', 'T'),
+        (VARS, '{{ "yes" if emptylist else "no" }}|{{ emptylist or "fb" }}|{{ emptys or "fb" }}|{{ zero or "fb" }}|{{ 0 and 1 }}|{{ 2 and 3 }}', 'yes||fb|fb|0|3'),
+        (VARS, '{{ 3 > 2 > 1 }}|{{ 1 < 2 < 3 }}', 'false|true'),
+        (VARS, '{{ not emptylist }}|{{ not 0 }}|{{ not "" }}', 'false|true|true'),
+        (VARS, '{{ "x" ~ true }}|{{ "x" ~ nullv }}|{{ "x" ~ missing }}|{{ "x" ~ nums }}|{{ "x" ~ obj }}|{{ "x" ~ 2.0 }}|{{ "x" ~ (10/5) }}', 'xtrue|xnull|xundefined|x3,1,2|x[object Object]|x2|x2'),
+        (VARS, '{{ nullv == missing }}|{{ nullv == 0 }}|{{ nums == nums }}|{{ [1] == [1] }}|{{ "1,2" == [1,2] }}|{{ true == 1 }}|{{ "" == 0 }}', 'true|false|true|false|true|true|true'),
+        (VARS, '{{ 2 in nums }}|{{ "ell" in "hello" }}|{{ "b" in obj }}|{{ 9 not in nums }}', 'true|true|false|true'),
+        (VARS, '{{ missing > 1 }}|{{ missing < 1 }}|{{ nullv < 1 }}|{{ nullv >= 0 }}', 'false|false|true|true'),
+        # JavaScript's string and array methods: `replace` replaces the first match, `split()` keeps the text whole
+        (METHOD_VARS, '{{ a.toUpperCase() }}|{{ a.toLowerCase() }}|{{ s.trim() }}', 'HELLO|hello|x'),
+        (METHOD_VARS, '{{ a.startsWith("he") }}|{{ a.includes("ll") }}|{{ a.indexOf("l") }}|{{ a.slice(1, 3) }}|{{ a.substring(1) }}|{{ a.charAt(0) }}', 'true|true|2|el|ello|h'),
+        (METHOD_VARS, '{{ a.replace("l", "L") }}|{{ a.replaceAll("l", "L") }}|{{ a.split("l") }}|{{ a.split() }}|{{ a.split("") }}', 'heLlo|heLLo|he,,o|hello|h,e,l,l,o'),
+        (METHOD_VARS, '{{ nums.join("-") }}|{{ nums.indexOf(2) }}|{{ nums.slice(1) }}|{{ nums.includes(2) }}|{{ nums.join() }}', '3-1-2|2|1,2|true|3,1,2'),
+        (METHOD_VARS, '{{ a.slice(-3) }}|{{ a.substring(4, 1) }}|{{ a.padStart(8, "*") }}|{{ a.padEnd(7) }}|', 'llo|ell|***hello|hello  |'),
+        (METHOD_VARS, '{{ a.endsWith("lo") }}|{{ a.lastIndexOf("l") }}|{{ a.repeat(2) }}|{{ a.at(-1) }}|{{ nums.at(0) }}', 'true|3|hellohello|o|3'),
+        (METHOD_VARS, '{{ text.split("\\n") | length }}|{{ a.concat("!", 1) }}', '3|hello!1'),
+        # loops: `for k, v in obj` walks an object's pairs; a false value runs the `else` branch
+        (LOOP_VARS, '{% for x in nullv %}{{ x }}{% else %}none{% endfor %}', 'none'),
+        (LOOP_VARS, '{% for k, v in obj %}{{ k }}={{ v }};{% endfor %}', 'b=2;a=1;'),
+        (LOOP_VARS, '{% for k in obj %}{{ k }}{% else %}empty{% endfor %}', 'empty'),
+        (LOOP_VARS, '{% for x in nums %}{{ x }}{% endfor %}', '31'),
+        (LOOP_VARS, '{% for c in "ab" %}{{ c }}-{% endfor %}', 'a-b-'),
+        (LOOP_VARS, '{% for a, b in pairs %}{{ a }}{{ b }}{% endfor %}', '1234'),
+        (LOOP_VARS, '{% for x in missing %}{{ x }}{% else %}none{% endfor %}', 'none'),
+        (LOOP_VARS, '{% for k, v in obj %}{{ loop.index }}{{ k }}{% endfor %}', '1b2a'),
+        (LOOP_VARS, '{% for x in "" %}{{ x }}{% else %}blank{% endfor %}', 'blank'),
+        (LOOP_VARS, '{% for x in nums %}{% for y in nums %}{{ x }}{{ y }} {% endfor %}{% endfor %}', '33 31 13 11 '),
+        # groupby: an object of groups in first-seen order, integer-like keys first
+        (PEOPLE, '{% for g, items in people | groupby("team") %}{{ g }}:{{ items | join("/", "name") }};{% endfor %}', 'red:Ann/Cid;blue:Bob;amber:Dee;'),
+        (PEOPLE, '{{ people | groupby("team") }}', '[object Object]'),
+        (PEOPLE, '{% for g, items in people | groupby("n") %}{{ g }}={{ items | length }};{% endfor %}', '1=1;2=2;z=1;'),
+        (PEOPLE, '{% for g, items in people | groupby("x.y") %}{{ g }}={{ items | length }};{% endfor %}', 'a=1;undefined=2;b=1;'),
+        # a `set` in a loop reaches the variable set before it; loop targets and macro parameters keep their scope
+        (SCOPE_VARS, '{% set t=0 %}{% for x in [3,1,2] %}{% set t=t+x %}{% endfor %}{{t}}', '6'),
+        (SCOPE_VARS, '{% set seen = "" %}{% for x in nums %}{% if x > 1 %}{% set seen = seen ~ x %}{% endif %}{% endfor %}[{{ seen }}]', '[32]'),
+        (SCOPE_VARS, '{% for x in nums %}{% set y = x %}{% endfor %}[{{ y }}]', '[]'),
+        (SCOPE_VARS, '{% set x = "out" %}{% for x in nums %}{% set x = 9 %}{% endfor %}{{ x }}', 'out'),
+        (SCOPE_VARS, '{% set n = 1 %}{% for a in nums %}{% for b in nums %}{% set n = n + 1 %}{% endfor %}{% endfor %}{{ n }}', '10'),
+        (SCOPE_VARS, '{% set t = 5 %}{% macro m(t) %}{{ t }}{% endmacro %}{% for x in nums %}{% set t = t + 1 %}{% endfor %}{{ t }}|{{ m(1) }}', '8|1'),
+        (SCOPE_VARS, '{% set t = 0 %}{{ t }}{% for x in nums %}{{ t }}{% set t = t + x %}{% endfor %}{{ t }}', '00346'),
     ],
 )  # fmt: skip
-def test_renders_as_nunjucks(template: str, expected: str) -> None:
-    assert nunjucks.render(template, VARS) == expected
+def test_renders_as_nunjucks(variables: dict[str, object], template: str, expected: str) -> None:
+    assert nunjucks.render(template, variables) == expected
 
 
 def test_csv_numbers_compare_and_add_as_in_javascript() -> None:
     """CSV values are text: `score > 3` compares as numbers and `score + 1` appends, as in promptfoo
     (Python refused the comparison, so the row was an error)."""
     assert nunjucks.render("{% if score > 3 %}high{% else %}low{% endif %} {{ score + 1 }} {{ score * 1 + 1 }}", {"score": "4"}) == "high 41 5"
-
-
-METHOD_VARS = {"a": "hello", "s": "  x  ", "nums": [3, 1, 2], "text": "a\nb\nc"}
-
-
-@pytest.mark.parametrize(
-    ("template", "expected"),
-    [
-        ('{{ a.toUpperCase() }}|{{ a.toLowerCase() }}|{{ s.trim() }}', 'HELLO|hello|x'),
-        ('{{ a.startsWith("he") }}|{{ a.includes("ll") }}|{{ a.indexOf("l") }}|{{ a.slice(1, 3) }}|{{ a.substring(1) }}|{{ a.charAt(0) }}', 'true|true|2|el|ello|h'),
-        ('{{ a.replace("l", "L") }}|{{ a.replaceAll("l", "L") }}|{{ a.split("l") }}|{{ a.split() }}|{{ a.split("") }}', 'heLlo|heLLo|he,,o|hello|h,e,l,l,o'),
-        ('{{ nums.join("-") }}|{{ nums.indexOf(2) }}|{{ nums.slice(1) }}|{{ nums.includes(2) }}|{{ nums.join() }}', '3-1-2|2|1,2|true|3,1,2'),
-        ('{{ a.slice(-3) }}|{{ a.substring(4, 1) }}|{{ a.padStart(8, "*") }}|{{ a.padEnd(7) }}|', 'llo|ell|***hello|hello  |'),
-        ('{{ a.endsWith("lo") }}|{{ a.lastIndexOf("l") }}|{{ a.repeat(2) }}|{{ a.at(-1) }}|{{ nums.at(0) }}', 'true|3|hellohello|o|3'),
-        ('{{ text.split("\\n") | length }}|{{ a.concat("!", 1) }}', '3|hello!1'),
-    ],
-)  # fmt: skip
-def test_javascript_string_and_array_methods_as_nunjucks_calls_them(template: str, expected: str) -> None:
-    """`replace` replaces the first match, `split()` keeps the text whole, as in JavaScript."""
-    assert nunjucks.render(template, METHOD_VARS) == expected
-
-
-LOOP_VARS = {"nullv": None, "obj": {"b": 2, "a": 1}, "nums": [3, 1], "pairs": [[1, 2], [3, 4]]}
-
-
-@pytest.mark.parametrize(
-    ("template", "expected"),
-    [
-        ('{% for x in nullv %}{{ x }}{% else %}none{% endfor %}', 'none'),
-        ('{% for k, v in obj %}{{ k }}={{ v }};{% endfor %}', 'b=2;a=1;'),
-        ('{% for k in obj %}{{ k }}{% else %}empty{% endfor %}', 'empty'),
-        ('{% for x in nums %}{{ x }}{% endfor %}', '31'),
-        ('{% for c in "ab" %}{{ c }}-{% endfor %}', 'a-b-'),
-        ('{% for a, b in pairs %}{{ a }}{{ b }}{% endfor %}', '1234'),
-        ('{% for x in missing %}{{ x }}{% else %}none{% endfor %}', 'none'),
-        ('{% for k, v in obj %}{{ loop.index }}{{ k }}{% endfor %}', '1b2a'),
-        ('{% for x in "" %}{{ x }}{% else %}blank{% endfor %}', 'blank'),
-        ('{% for x in nums %}{% for y in nums %}{{ x }}{{ y }} {% endfor %}{% endfor %}', '33 31 13 11 '),
-    ],
-)  # fmt: skip
-def test_loops_walk_what_nunjucks_walks(template: str, expected: str) -> None:
-    """`for k, v in obj` walks an object's pairs; a false value runs the `else` branch."""
-    assert nunjucks.render(template, LOOP_VARS) == expected
-
-
-PEOPLE = {"people": [{"name": "Ann", "team": "red", "n": 2, "x": {"y": "a"}}, {"name": "Bob", "team": "blue", "n": 1}, {"name": "Cid", "team": "red", "n": 2, "x": {"y": "b"}}, {"name": "Dee", "team": "amber", "n": "z"}]}
-
-
-@pytest.mark.parametrize(
-    ("template", "expected"),
-    [
-        ('{% for g, items in people | groupby("team") %}{{ g }}:{{ items | join("/", "name") }};{% endfor %}', 'red:Ann/Cid;blue:Bob;amber:Dee;'),
-        ('{{ people | groupby("team") }}', '[object Object]'),
-        ('{% for g, items in people | groupby("n") %}{{ g }}={{ items | length }};{% endfor %}', '1=1;2=2;z=1;'),
-        ('{% for g, items in people | groupby("x.y") %}{{ g }}={{ items | length }};{% endfor %}', 'a=1;undefined=2;b=1;'),
-    ],
-)  # fmt: skip
-def test_groupby_is_an_object_of_groups_in_first_seen_order(template: str, expected: str) -> None:
-    assert nunjucks.render(template, PEOPLE) == expected
-
-
-SCOPE_VARS = {"nums": [3, 1, 2]}
-
-
-@pytest.mark.parametrize(
-    ("template", "expected"),
-    [
-        ('{% set t=0 %}{% for x in [3,1,2] %}{% set t=t+x %}{% endfor %}{{t}}', '6'),
-        ('{% set seen = "" %}{% for x in nums %}{% if x > 1 %}{% set seen = seen ~ x %}{% endif %}{% endfor %}[{{ seen }}]', '[32]'),
-        ('{% for x in nums %}{% set y = x %}{% endfor %}[{{ y }}]', '[]'),
-        ('{% set x = "out" %}{% for x in nums %}{% set x = 9 %}{% endfor %}{{ x }}', 'out'),
-        ('{% set n = 1 %}{% for a in nums %}{% for b in nums %}{% set n = n + 1 %}{% endfor %}{% endfor %}{{ n }}', '10'),
-        ('{% set t = 5 %}{% macro m(t) %}{{ t }}{% endmacro %}{% for x in nums %}{% set t = t + 1 %}{% endfor %}{{ t }}|{{ m(1) }}', '8|1'),
-        ('{% set t = 0 %}{{ t }}{% for x in nums %}{{ t }}{% set t = t + x %}{% endfor %}{{ t }}', '00346'),
-    ],
-)  # fmt: skip
-def test_a_set_in_a_loop_reaches_the_variable_set_before_it(template: str, expected: str) -> None:
-    """nunjucks' scoping: a running total in a loop works; loop targets and macro parameters
-    keep their own scope."""
-    assert nunjucks.render(template, SCOPE_VARS) == expected
