@@ -13,6 +13,8 @@ import math
 from decimal import Decimal
 from typing import Any
 
+JS_WHITESPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""What JavaScript's `\\s` and `trim()` take for whitespace (Python's `str.isspace` differs)."""
 _SAFE_INTEGER = 2**53
 _ARRAY_INDEX_LIMIT = 2**32 - 1
 
@@ -42,6 +44,13 @@ def js_number(value: float) -> str:
     return ("-" if sign else "") + text
 
 
+def number_text(value: int | float) -> str:
+    """`String(value)` for a Python number: integers past 2**53 as the doubles JavaScript holds."""
+    if isinstance(value, float) or abs(value) > _SAFE_INTEGER:
+        return js_number(float(value))
+    return str(value)
+
+
 def js_fixed(value: float, digits: int) -> str:
     """`value.toFixed(digits)`: the exact binary value rounded half away from zero."""
     from decimal import ROUND_HALF_UP
@@ -64,10 +73,8 @@ def _encode(value: Any, indent: str, at: str) -> str:
         return "null" if value is None else "true" if value else "false"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, int):
-        return str(value) if -_SAFE_INTEGER <= value <= _SAFE_INTEGER else js_number(float(value))
-    if isinstance(value, float):
-        return js_number(value) if math.isfinite(value) else "null"
+    if isinstance(value, int | float):
+        return number_text(value) if math.isfinite(value) else "null"
     if isinstance(value, dict):
         items = [(str(key), item) for key, item in value.items()]
         items.sort(key=lambda pair: (0, int(pair[0])) if array_index(pair[0]) else (1, 0))

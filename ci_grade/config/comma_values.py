@@ -6,7 +6,7 @@ unquoted fields are trimmed (JavaScript's white space) and empty ones skipped.
 
 from __future__ import annotations
 
-from ci_grade.config.nunjucks import JS_WHITESPACE
+from ci_grade.js_values import JS_WHITESPACE
 
 
 def split(value: str) -> list[str]:

@@ -24,7 +24,7 @@ from ci_grade.config import nunjucks_js, nunjucks_methods
 from ci_grade.config.nunjucks_codegen import JsCodeGenerator
 from ci_grade.config.nunjucks_scopes import hoist_loop_sets
 from ci_grade.errors import TemplateError
-from ci_grade.js_values import js_json, js_number
+from ci_grade.js_values import js_json
 from ci_grade.safe_text import utf16_units
 
 
@@ -35,23 +35,12 @@ class _Undefined(jinja2.ChainableUndefined):
         return ""
 
 
-JS_WHITESPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-"""What JavaScript's `\\s` and `trim()` take for whitespace (Python's `str.isspace` differs)."""
-
-
 def js_string(value: Any) -> str:
-    """Format a value the way JavaScript's String() would."""
+    """Format a value the way JavaScript's String() would, as a template prints it: null and
+    undefined print nothing (`nunjucks_js.to_string` spells them out, as `+` does)."""
     if value is None or isinstance(value, jinja2.Undefined):
         return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) or (isinstance(value, int) and abs(value) > 2**53):
-        return js_number(float(value))
-    if isinstance(value, list | tuple):
-        return ",".join("" if v is None else js_string(v) for v in value)
-    if isinstance(value, Mapping):
-        return "[object Object]"
-    return str(value)
+    return nunjucks_js.to_string(value)
 
 
 def _dump(value: Any, indent: int | str | None = None) -> str:

@@ -3,9 +3,9 @@
 promptfoo renders prompts with nunjucks 3, whose filters, tests and operators are JavaScript's:
 `{{ "5" + 1 }}` is `51` and `{{ "6" * 2 }}` is `12` (CSV values are text), `-7 % 3` is `-1`,
 `1 / 0` is `Infinity`, `round(2.5)` is `3`, `"12abc" | int` is `12`, `"hi😀" | length` counts
-UTF-16 units, filters that list things return lists, and `{% elseif %}`, `{% verbatim %}`,
-`nl2br` and the tests `null`, `truthy`, `falsy` exist. Comparisons (`<`, `==`, ...) keep
-Python's rules (`docs/compatibility.md`).
+UTF-16 units, comparisons and truth are JavaScript's (`"10" > 9`, an empty list is true),
+filters that list things return lists, and `{% elseif %}`, `{% verbatim %}`, `nl2br` and the
+tests `null`, `truthy`, `falsy` exist (`nunjucks_codegen` calls these from compiled templates).
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ import jinja2
 from jinja2.ext import Extension
 from markupsafe import Markup
 
-from ci_grade.js_values import array_index, js_number
+from ci_grade.js_values import JS_WHITESPACE, array_index, number_text
 from ci_grade.safe_text import utf16_units
 
-_JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-"""What JavaScript trims as white space."""
-_INT_PREFIX = re.compile(rf"[{_JS_SPACE}]*([+-]?[0-9]+)")
-_FLOAT_PREFIX = re.compile(rf"[{_JS_SPACE}]*([+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))")
+_INT_PREFIX = re.compile(rf"[{JS_WHITESPACE}]*([+-]?[0-9]+)")
+_FLOAT_PREFIX = re.compile(rf"[{JS_WHITESPACE}]*([+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))")
 _NUMBER_TEXT = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
 _ESCAPES = {"&": "&amp;", '"': "&quot;", "'": "&#39;", "<": "&lt;", ">": "&gt;", "\\": "&#92;"}
 _TAGS = re.compile(r"(\{%-?\s*)(elseif|verbatim|endverbatim)\b")
@@ -49,7 +47,7 @@ def to_string(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return js_number(float(value)) if isinstance(value, float) or abs(value) > 2**53 else str(value)
+        return number_text(value)
     if isinstance(value, list | tuple):
         return ",".join("" if item is None or isinstance(item, jinja2.Undefined) else to_string(item) for item in value)
     if isinstance(value, Mapping):
@@ -67,7 +65,7 @@ def to_number(value: Any) -> float:
         return float(value)
     if isinstance(value, jinja2.Undefined | Mapping):
         return math.nan
-    text = (to_string(value) if isinstance(value, list | tuple) else str(value)).strip(_JS_SPACE)
+    text = (to_string(value) if isinstance(value, list | tuple) else str(value)).strip(JS_WHITESPACE)
     if not text:
         return 0.0
     if not _NUMBER_TEXT.fullmatch(text):
@@ -86,6 +84,7 @@ def _numeric(result: float, *operands: Any) -> Any:
 
 
 def _primitive(value: Any) -> Any:
+    """JavaScript's ToPrimitive before `+` or a comparison: lists and objects become their text."""
     return to_string(value) if isinstance(value, list | tuple | Mapping) else value
 
 
@@ -128,11 +127,6 @@ def unop(operator: str, value: Any) -> Any:
     return _numeric(-number if operator == "-" else number, value)
 
 
-def _comparable(value: Any) -> Any:
-    """ToPrimitive before a comparison: lists and objects become their text."""
-    return to_string(value) if isinstance(value, list | tuple | Mapping) else value
-
-
 def _absent(value: Any) -> bool:
     return value is None or isinstance(value, jinja2.Undefined)
 
@@ -144,7 +138,7 @@ def loose_equal(left: Any, right: Any) -> bool:
         return _absent(left) and _absent(right)
     if isinstance(left, list | tuple | Mapping) and isinstance(right, list | tuple | Mapping):
         return left is right
-    left, right = _comparable(left), _comparable(right)
+    left, right = _primitive(left), _primitive(right)
     if isinstance(left, str) and isinstance(right, str):
         return left == right
     return to_number(left) == to_number(right)
@@ -158,7 +152,7 @@ def compare(operator: str, left: Any, right: Any) -> bool:
         return found if operator == "in" else not found
     if operator in ("eq", "ne"):
         return loose_equal(left, right) == (operator == "eq")
-    a, b = _comparable(left), _comparable(right)
+    a, b = _primitive(left), _primitive(right)
     if isinstance(a, str) and isinstance(b, str):
         x: Any = utf16_units(a)
         y: Any = utf16_units(b)
@@ -329,11 +323,11 @@ def _urlencode(value: Any) -> str:
 
 
 def _striptags(value: Any, linebreaks: bool = False) -> str:
-    text = re.sub(r"</?([a-z][a-z0-9]*)\b[^>]*>|<!--[\s\S]*?-->", "", _text(value), flags=re.IGNORECASE).strip(_JS_SPACE)
+    text = re.sub(r"</?([a-z][a-z0-9]*)\b[^>]*>|<!--[\s\S]*?-->", "", _text(value), flags=re.IGNORECASE).strip(JS_WHITESPACE)
     if linebreaks:
         text = re.sub(r"^ +| +$", "", text, flags=re.MULTILINE)
         return re.sub(r"\n\n\n+", "\n\n", re.sub(r" +", " ", text).replace("\r\n", "\n"))
-    return re.sub(rf"[{_JS_SPACE}]+", " ", text)
+    return re.sub(rf"[{JS_WHITESPACE}]+", " ", text)
 
 
 def _center(value: Any, width: Any = 80) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 
 from ci_grade.config.nunjucks_js import to_string
+from ci_grade.js_values import JS_WHITESPACE
 
 
 def _index(position: Any, length: int, default: int) -> int:
@@ -61,9 +62,9 @@ def _at(value: Any, position: Any) -> Any:
 _STRING: dict[str, Callable[..., Any]] = {
     "toUpperCase": str.upper,
     "toLowerCase": str.lower,
-    "trim": lambda text: text.strip(" \t\n\r\x0b\x0c\xa0\ufeff"),
-    "trimStart": lambda text: text.lstrip(" \t\n\r\x0b\x0c\xa0\ufeff"),
-    "trimEnd": lambda text: text.rstrip(" \t\n\r\x0b\x0c\xa0\ufeff"),
+    "trim": lambda text: text.strip(JS_WHITESPACE),
+    "trimStart": lambda text: text.lstrip(JS_WHITESPACE),
+    "trimEnd": lambda text: text.rstrip(JS_WHITESPACE),
     "startsWith": lambda text, part, position=0: text.startswith(str(part), int(position or 0)),
     "endsWith": lambda text, part: text.endswith(str(part)),
     "includes": lambda text, part: str(part) in text,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ci_grade.config.nunjucks import JS_WHITESPACE
+from ci_grade.js_values import JS_WHITESPACE
 
 _SPACES = re.compile(f"[{JS_WHITESPACE}\x85]+")
 _QUOTE = re.compile(r"``|''|\"")

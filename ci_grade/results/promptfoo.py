@@ -9,6 +9,7 @@ so a baseline or comparison can come from either tool.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from datetime import UTC, datetime
@@ -89,6 +90,7 @@ def _components(results: list[AssertionResult], depth: int = 0) -> list[dict[str
     return out
 
 
+@functools.lru_cache(maxsize=256)
 def prompt_id(label: str) -> str:
     """promptfoo's prompt id: the sha256 of the prompt's label."""
     return hashlib.sha256(label.encode()).hexdigest()
