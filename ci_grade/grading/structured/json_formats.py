@@ -11,9 +11,13 @@ and `double` to numbers; a value of another type passes, as in ajv.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
+
+_compiled = functools.cache(re.compile)
+"""Patterns are compiled on first use: `url`'s alone takes some 50 ms, on every start otherwise."""
 
 _A = re.ASCII
 _AI = re.ASCII | re.IGNORECASE
@@ -32,20 +36,19 @@ _IPV6_IN_URI = (
 )
 
 
-def _uri_pattern(scheme: str, extra: str, rest: str) -> re.Pattern[str]:
+def _uri_pattern(scheme: str, extra: str, rest: str) -> str:
     """ajv-formats' URI grammar: `scheme` is its scheme part, `extra` the characters its
     `uri-reference` also allows in hosts, paths, queries and fragments (a double quote), `rest` how often the part
     after the scheme occurs (`?` for a reference, which may be empty)."""
     unreserved = rf"[a-z0-9\-._~!$&'(){extra}*+,;=:@]"
-    return re.compile(
+    return (
         rf"{scheme}(?:\/?\/(?:(?:[a-z0-9\-._~!$&'()*+,;=:]|%[0-9a-f]{{2}})*@)?"
         rf"(?:\[(?:{_IPV6_IN_URI}|[Vv][0-9a-f]+\.[a-z0-9\-._~!$&'()*+,;=:]+)\]"
         rf"|(?:{_IPV4_PART}\.){{3}}{_IPV4_PART}|(?:[a-z0-9\-._~!$&'(){extra}*+,;=]|%[0-9a-f]{{2}})*)"
         rf"(?::\d*)?(?:\/(?:{unreserved}|%[0-9a-f]{{2}})*)*"
         rf"|\/(?:(?:{unreserved}|%[0-9a-f]{{2}})+(?:\/(?:{unreserved}|%[0-9a-f]{{2}})*)*)?"
         rf"|(?:{unreserved}|%[0-9a-f]{{2}})+(?:\/(?:{unreserved}|%[0-9a-f]{{2}})*)*){rest}"
-        rf"(?:\?(?:[a-z0-9\-._~!$&'(){extra}*+,;=:@/?]|%[0-9a-f]{{2}})*)?(?:#(?:[a-z0-9\-._~!$&'(){extra}*+,;=:@/?]|%[0-9a-f]{{2}})*)?",
-        _AI,
+        rf"(?:\?(?:[a-z0-9\-._~!$&'(){extra}*+,;=:@/?]|%[0-9a-f]{{2}})*)?(?:#(?:[a-z0-9\-._~!$&'(){extra}*+,;=:@/?]|%[0-9a-f]{{2}})*)?"
     )
 
 
@@ -53,12 +56,11 @@ _URI = _uri_pattern(r"(?:[a-z][a-z0-9+\-.]*:)", "", "")
 _URI_REFERENCE = _uri_pattern(r"(?:[a-z][a-z0-9+\-.]*:)?", '"', "?")
 _NOT_URI_FRAGMENT = re.compile(r"/|:")
 _U = r"a-z0-9\u00a1-\uffff"
-_URL = re.compile(
+_URL = (
     r"(?:https?|ftp):\/\/(?:\S+(?::\S*)?@)?(?:(?!(?:10|127)(?:\.[0-9]{1,3}){3})(?!(?:169\.254|192\.168)(?:\.[0-9]{1,3}){2})"
     r"(?!172\.(?:1[6-9]|2[0-9]|3[0-1])(?:\.[0-9]{1,3}){2})(?:[1-9][0-9]?|1[0-9][0-9]|2[01][0-9]|22[0-3])"
     r"(?:\.(?:1?[0-9]{1,2}|2[0-4][0-9]|25[0-5])){2}(?:\.(?:[1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-4]))"
-    rf"|(?:(?:[{_U}]+-)*[{_U}]+)(?:\.(?:[{_U}]+-)*[{_U}]+)*(?:\.(?:[a-z\u00a1-\uffff]{{2,}})))(?::[0-9]{{2,5}})?(?:\/[^\s]*)?",
-    re.IGNORECASE,
+    rf"|(?:(?:[{_U}]+-)*[{_U}]+)(?:\.(?:[{_U}]+-)*[{_U}]+)*(?:\.(?:[a-z\u00a1-\uffff]{{2,}})))(?::[0-9]{{2,5}})?(?:\/[^\s]*)?"
 )
 _BYTE = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$", re.MULTILINE)
 _Z_ANCHOR = re.compile(r"[^\\]\\Z")
@@ -71,26 +73,26 @@ _IPV6 = (
     r"|(([0-9a-f]{1,4}:){1}(((:[0-9a-f]{1,4}){1,6})|((:[0-9a-f]{1,4}){0,4}:((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}))|:))"
     r"|(:(((:[0-9a-f]{1,4}){1,7})|((:[0-9a-f]{1,4}){0,5}:((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}))|:)))"
 )
-_PATTERNS: dict[str, re.Pattern[str]] = {
-    "duration": re.compile(r"P(?!\Z)((\d+Y)?(\d+M)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+S)?)?|(\d+W)?)", _A),
-    "uri-reference": _URI_REFERENCE,
-    "uri-template": re.compile(
+_PATTERNS: dict[str, tuple[str, int]] = {
+    "duration": (r"P(?!\Z)((\d+Y)?(\d+M)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+S)?)?|(\d+W)?)", _A),
+    "uri-reference": (_URI_REFERENCE, _AI),
+    "uri-template": (
         r"(?:(?:[^\x00-\x20\"'<>%\\^`{|}]|%[0-9a-f]{2})|\{[+#./;?&=,!@|]?(?:[a-z0-9_]|%[0-9a-f]{2})+(?::[1-9][0-9]{0,3}|\*)?"
         r"(?:,(?:[a-z0-9_]|%[0-9a-f]{2})+(?::[1-9][0-9]{0,3}|\*)?)*\})*",
         _AI,
     ),
-    "url": _URL,
-    "email": re.compile(
+    "url": (_URL, re.IGNORECASE),
+    "email": (
         r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?",
         _AI,
     ),
-    "hostname": re.compile(r"(?=.{1,253}\.?\Z)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-0-9a-z]{0,61}[0-9a-z])?)*\.?", _AI),
-    "ipv4": re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)", _A),
-    "ipv6": re.compile(_IPV6, _AI),
-    "uuid": re.compile(r"(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}", _AI),
-    "json-pointer": re.compile(r"(?:\/(?:[^~/]|~0|~1)*)*"),
-    "json-pointer-uri-fragment": re.compile(r"#(?:\/(?:[a-z0-9_\-.!$&'()*+,;:=@]|%[0-9a-f]{2}|~0|~1)*)*", _AI),
-    "relative-json-pointer": re.compile(r"(?:0|[1-9][0-9]*)(?:#|(?:\/(?:[^~/]|~0|~1)*)*)"),
+    "hostname": (r"(?=.{1,253}\.?\Z)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-0-9a-z]{0,61}[0-9a-z])?)*\.?", _AI),
+    "ipv4": (r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)", _A),
+    "ipv6": (_IPV6, _AI),
+    "uuid": (r"(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}", _AI),
+    "json-pointer": (r"(?:\/(?:[^~/]|~0|~1)*)*", 0),
+    "json-pointer-uri-fragment": (r"#(?:\/(?:[a-z0-9_\-.!$&'()*+,;:=@]|%[0-9a-f]{2}|~0|~1)*)*", _AI),
+    "relative-json-pointer": (r"(?:0|[1-9][0-9]*)(?:#|(?:\/(?:[^~/]|~0|~1)*)*)", 0),
 }
 
 
@@ -133,7 +135,7 @@ def _date_time(strict_zone: bool) -> Callable[[str], bool]:
 
 
 def _uri(text: str) -> bool:
-    return bool(_NOT_URI_FRAGMENT.search(text)) and _URI.fullmatch(text) is not None
+    return bool(_NOT_URI_FRAGMENT.search(text)) and _compiled(_URI, _AI).fullmatch(text) is not None
 
 
 def _byte(text: str) -> bool:
@@ -147,8 +149,8 @@ def _regex(text: str) -> bool:
     return not _Z_ANCHOR.search(text) and regex_error(text) is None
 
 
-def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
-    return lambda text: pattern.fullmatch(text) is not None
+def _matches(source: str, flags: int) -> Callable[[str], bool]:
+    return lambda text: _compiled(source, flags).fullmatch(text) is not None
 
 
 _STRING_FORMATS: dict[str, Callable[[str], bool]] = {
@@ -162,7 +164,7 @@ _STRING_FORMATS: dict[str, Callable[[str], bool]] = {
     "byte": _byte,
     "password": lambda text: True,
     "binary": lambda text: True,
-    **{name: _matches(pattern) for name, pattern in _PATTERNS.items()},
+    **{name: _matches(source, flags) for name, (source, flags) in _PATTERNS.items()},
 }
 
 
