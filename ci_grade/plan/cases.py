@@ -25,7 +25,7 @@ class Case:
     path: str
 
 
-def default_test(loaded: LoadedConfig, cli_vars: dict[str, Any] | None = None, grader: Any = None) -> TestCase:
+def default_test(loaded: LoadedConfig, cli_vars: dict[str, str] | None = None, grader: str | None = None) -> TestCase:
     """The config's defaultTest, with `--var` values over its vars and `--grader` as its grader."""
     default = loaded.config.defaultTest or TestCase()
     updates: dict[str, Any] = {}
