@@ -54,6 +54,8 @@ class EvalOptions:
     delay_ms: int | None = None
     description: str | None = None
     only_test_ids: frozenset[str] | None = None
+    test_repeats: bool = True
+    """Tests' own `options.repeat` apply (off for `--confirm` reruns, which set `repeat` themselves)."""
     shard: Shard | None = None
     retry_errors: str | None = None
     stop: Stop = field(default_factory=Stop)
@@ -167,6 +169,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
             grader=grader,
             filter_providers=options.filter_providers or cli_defaults.get("filterProviders") or cli_defaults.get("filterTargets"),
             only_test_ids=options.only_test_ids,
+            test_repeats=options.test_repeats,
             shard=previous.shard(options.shard) if previous else options.shard,
             max_rows=_positive(env.get("CI_GRADE_MAX_ROWS"), "CI_GRADE_MAX_ROWS") or DEFAULT_MAX_ROWS,
             release=True,
@@ -188,7 +191,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         timeout_ms=DEFAULT_ROW_TIMEOUT_MS if eval_options.timeoutMs is None else eval_options.timeoutMs or None,
         env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
         progress=progress,
-        cache=_cache(options, loaded, env, repeat),
+        cache=_cache(options, loaded, env, plan.repeat),
         stop=options.stop,
         release_rows=True,
     )
@@ -215,7 +218,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
 
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:
     """Rerun the tests `test_ids` `runs` more times with fresh samples; their rows (`--confirm N`)."""
-    rerun = dataclasses.replace(options, outputs=[], repeat=runs, cache=False, only_test_ids=frozenset(test_ids))
+    rerun = dataclasses.replace(options, outputs=[], repeat=runs, test_repeats=False, cache=False, only_test_ids=frozenset(test_ids))
     return list(evaluate(rerun).run.results)
 
 
@@ -251,8 +254,8 @@ def _process_env(overrides: dict[str, str]) -> Iterator[None]:
 
 
 def _cache(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str], repeat: int) -> ResponseCache | None:
-    """The response cache, on by default as in promptfoo. Off with --no-cache or repeats (they exist
-    to sample again); else on with --cache-dir; else off with `cache: false` in the config's
+    """The response cache, on by default as in promptfoo. Off with --no-cache or when any test
+    repeats (`--repeat`, or a test's own `options.repeat`: repeats exist to sample again); else on with --cache-dir; else off with `cache: false` in the config's
     evaluateOptions or commandLineOptions or PROMPTFOO_CACHE_ENABLED=false."""
     if not options.cache or repeat > 1:
         return None

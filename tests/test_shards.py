@@ -7,6 +7,7 @@ import random
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,13 +95,12 @@ def test_shards_partition_the_plan_by_whole_groups(tmp_path: Path) -> None:
     shards = [plan(tmp_path, repeat=2, shard=Shard(k, 3)) for k in (1, 2, 3)]
     assert sorted(k for s in shards for k in keys(s)) == sorted(keys(whole))
     assert len(keys(whole)) == len(set(keys(whole))) == whole.total_rows == 2 * (4 * 13 - 2 * 3)
-    group_count = whole.groups
-    owner: dict[int, int] = {}
+    owner: dict[tuple[Any, str], int] = {}
     for index, part in enumerate(shards):
         for row in part.rows:
-            group = row.test_index % group_count  # a group: one test x vars, every prompt, provider and repeat
+            group = (row.location, json.dumps(row.vars, sort_keys=True))  # one test x vars: every prompt, provider and repeat
             assert owner.setdefault(group, index) == index
-    assert len(owner) == group_count == 13
+    assert len(owner) == whole.groups == 13
     sizes = [len(s.rows) for s in shards]
     assert max(sizes) - min(sizes) <= 8  # the largest group: 2 prompts x 2 providers x 2 repeats
     for part in shards:

@@ -65,6 +65,8 @@ class TestOptions(_Model):
     disableConversationVar: bool | None = None
     disableDefaultAsserts: bool | None = None
     runSerially: bool | None = None
+    repeat: int | None = Field(default=None, ge=1)
+    """How many times this test runs, replacing `--repeat` / `evaluateOptions.repeat` for it."""
 
     @property
     def output_transform(self) -> str | None:

@@ -45,6 +45,9 @@ class PlanOptions:
     only_test_ids: frozenset[str] | None = None
     """Keep only these tests (stable ids), e.g. to rerun some of them."""
     grader: str | None = None
+    test_repeats: bool = True
+    """A test's own `options.repeat` (after the defaultTest merge) replaces `repeat` for its rows,
+    as in promptfoo; off for reruns that set the repeats themselves (`--confirm`)."""
     filter_providers: str | None = None
     shard: Shard | None = None
     release: bool = False
@@ -85,6 +88,8 @@ class Plan:
     providers: list[ProviderSpec]
     groups: int = 0
     total_rows: int = 0
+    repeat: int = 1
+    """The most repeats any test has (`--repeat`, or a test's own `options.repeat`)."""
     fingerprint: str = ""
     shard: Shard | None = None
 
@@ -113,12 +118,17 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     cells: list[_Cell] = []
     group_keys: list[str] = []
     group = 0
-    planned = 0
+    planned = planned_rows = 0
+    repeat_counts: set[int] = set()
     for case in cases:
         pairs = [pair for pair in _pairs(case, config.prompts, config.providers) if wanted(pair[1][1])]
         keys, choices = var_choices(case.test, loaded.base_dir, case.location, case.path)
-        planned += math.prod(len(c) for c in choices) * len(pairs)
-        _check_size(planned, options, loaded, case)
+        repeats = _repeats(case, options)
+        combinations = math.prod(len(c) for c in choices) * len(pairs)
+        planned += combinations
+        planned_rows += combinations * repeats
+        repeat_counts.add(repeats)
+        _check_size(planned_rows, planned, repeat_counts, options, loaded, case)
         for combo in itertools.product(*choices):
             identity_vars = dict(zip(keys, combo, strict=True))
             variables, script_vars = var_loader.row_variables(identity_vars, case.location, case.path)
@@ -148,41 +158,61 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                         tiebreak=tiebreak,
                         fingerprint=_digest(canonical_vars, prompt.key, provider_key),
                         script_vars=script_vars,
+                        repeats=repeats,
                     )
                 )
             group += 1
     _assign_ids(cells)
     kept = _shard_groups(cells, group_keys, options)
-    rows: list[PlannedRow] = []
-    for repeat_index in range(options.repeat):
-        for position, cell in enumerate(cells):
-            if kept is not None and cell.group not in kept:
-                continue
-            if options.only_test_ids is not None and cell.test_id not in options.only_test_ids:
-                continue
-            rows.append(
-                PlannedRow(
-                    index=repeat_index * len(cells) + position,
-                    test_index=repeat_index * group + cell.group,
-                    repeat_index=repeat_index,
-                    test=cell.test,
-                    vars=cell.vars,
-                    prompt=cell.prompt,
-                    prompt_index=cell.prompt_index,
-                    provider=cell.provider,
-                    provider_index=cell.provider_index,
-                    test_id=cell.test_id,
-                    fingerprint=cell.fingerprint,
-                    location=cell.case.location,
-                    script_vars=cell.script_vars,
-                    column_index=columns[(cell.provider_index, cell.prompt_index)],
-                )
-            )
+    rows = _rows(cells, columns, kept, options.only_test_ids)
+    most = max((cell.repeats for cell in cells), default=options.repeat)
     fingerprint = _digest(loaded.config_hash, str(options.repeat), *(f"{c.test_id}:{group_keys[c.group]}" for c in cells))
     return Plan(
         rows=rows, prompts=config.prompts, providers=config.providers, groups=group,
-        total_rows=len(cells) * options.repeat, fingerprint=fingerprint, shard=options.shard,
+        total_rows=sum(cell.repeats for cell in cells), repeat=most, fingerprint=fingerprint, shard=options.shard,
     )
+
+
+def _rows(cells: list[_Cell], columns: dict[tuple[int, int], int], kept: set[int] | None, only: frozenset[str] | None) -> list[PlannedRow]:
+    """The rows in promptfoo's order, which its `testIdx` numbers: test by test, each test's
+    repeats one after another, each repeat's variable combinations in turn. A row's `index` is
+    its place in the whole plan (before a shard or `only` keeps some)."""
+    rows: list[PlannedRow] = []
+    index = test_index = 0
+    for _, grouped in itertools.groupby(cells, key=lambda cell: id(cell.case)):
+        block = list(grouped)
+        first, combinations = block[0].group, block[-1].group - block[0].group + 1
+        for repeat_index in range(block[0].repeats):
+            for cell in block:
+                index += 1
+                if (kept is not None and cell.group not in kept) or (only is not None and cell.test_id not in only):
+                    continue
+                rows.append(
+                    PlannedRow(
+                        index=index - 1,
+                        test_index=test_index + repeat_index * combinations + cell.group - first,
+                        repeat_index=repeat_index,
+                        test=cell.test,
+                        vars=cell.vars,
+                        prompt=cell.prompt,
+                        prompt_index=cell.prompt_index,
+                        provider=cell.provider,
+                        provider_index=cell.provider_index,
+                        test_id=cell.test_id,
+                        fingerprint=cell.fingerprint,
+                        location=cell.case.location,
+                        script_vars=cell.script_vars,
+                        column_index=columns[(cell.provider_index, cell.prompt_index)],
+                    )
+                )
+        test_index += block[0].repeats * combinations
+    return rows
+
+
+def _repeats(case: Case, options: PlanOptions) -> int:
+    """How many times the case's rows run: its own `options.repeat`, else `options.repeat`."""
+    own = case.test.options.repeat if options.test_repeats else None
+    return own or options.repeat
 
 
 def _same_vars(variables: dict[str, Any], test_vars: dict[str, Any]) -> bool:
@@ -199,7 +229,7 @@ def _shard_groups(cells: list[_Cell], group_keys: list[str], options: PlanOption
         return None
     sizes = [0] * len(group_keys)
     for cell in cells:
-        sizes[cell.group] += options.repeat
+        sizes[cell.group] += cell.repeats
     return {group for group, index in enumerate(deal(group_keys, sizes, shard.count)) if index == shard.index}
 
 
@@ -217,6 +247,7 @@ class _Cell:
     tiebreak: str
     fingerprint: str
     script_vars: tuple[str, ...] = ()
+    repeats: int = 1
     test_id: str = ""
 
 
@@ -304,22 +335,30 @@ def _metadata_matches(metadata: dict[str, Any], key: str, expected: str) -> bool
     return any(item is not None and expected in js_string(item) for item in items)
 
 
-def _check_size(planned: int, options: PlanOptions, loaded: LoadedConfig, case: Case) -> None:
+def _check_size(rows: int, combinations: int, repeats: set[int], options: PlanOptions, loaded: LoadedConfig, case: Case) -> None:
     """Refuse, before anything is built, an eval of more rows than `options.max_rows` (pointing at
     the repeats that multiply it, or else at the test whose variables fan out past it)."""
-    rows = planned * options.repeat
     if rows <= options.max_rows:
         return
-    if options.repeat > 1 and loaded.config.evaluateOptions.repeat == options.repeat:
+    own = case.test.options.repeat if options.test_repeats else None
+    if own is not None and own > 1:
+        loc, where = case.location, f"{case.path}.options.repeat"
+    elif options.repeat > 1 and loaded.config.evaluateOptions.repeat == options.repeat:
         loc, where = loaded.sources.location(loaded.raw.get("evaluateOptions"), "repeat"), "evaluateOptions.repeat"
     elif options.repeat > 1:
         loc, where = Location(files.display_path(loaded.files[0])), "repeat"
     else:
         loc, where = case.location, case.path
-    repeats = f" x {options.repeat:,} repeats" if options.repeat > 1 else ""
-    advice = "lower the repeats" if options.repeat > 1 else "use fewer variable values"
+    repeated = max(repeats) > 1
+    if not repeated:
+        times = ""
+    elif len(repeats) == 1:
+        times = f" x {max(repeats):,} repeats"
+    else:
+        times = ", each test x its repeats"
+    advice = "lower the repeats" if repeated else "use fewer variable values"
     raise ConfigError.at(
-        f"this eval would run at least {rows:,} rows ({planned:,} combination{'s' if planned > 1 else ''} of test, variables, prompt and provider{repeats}), "
+        f"this eval would run at least {rows:,} rows ({combinations:,} combination{'s' if combinations > 1 else ''} of test, variables, prompt and provider{times}), "
         f"more than the limit of {options.max_rows:,}; {advice} or split the eval (CI_GRADE_MAX_ROWS sets the limit)",
         loc,
         where,
