@@ -36,10 +36,11 @@ def run_once(suite: Suite, concurrency: int | None, profile: cProfile.Profile | 
     from ci_grade import redact
     from ci_grade.evaluate import DEFAULT_CONCURRENCY, EvalOptions, prepare
     from ci_grade.plan.build import PlanOptions, build_plan
+    from ci_grade.plan.filters import EvalFilters
     from ci_grade.run.runner import RunOptions, run_plan
 
     loaded, env, _ = prepare(EvalOptions(configs=[str(suite.path)], progress=False))
-    plan = build_plan(loaded, PlanOptions(filter_first_n=first))
+    plan = build_plan(loaded, PlanOptions(filters=EvalFilters(first_n=first)))
     options = RunOptions(env=env, base_dir=loaded.base_dir, concurrency=concurrency or DEFAULT_CONCURRENCY)
     holder: list[Any] = []
 

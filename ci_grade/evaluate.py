@@ -18,10 +18,14 @@ from typing import Any
 from ci_grade import __version__, preflight, redact
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
-from ci_grade.errors import UsageError
+from ci_grade.config.nunjucks import js_string
+from ci_grade.config.sources import Location
+from ci_grade.errors import ConfigError, UsageError
 from ci_grade.gc_pause import collector_paused
 from ci_grade.grading import registry
 from ci_grade.plan.build import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
+from ci_grade.plan.earlier import EarlierRows
+from ci_grade.plan.filters import EvalFilters
 from ci_grade.plan.shard import Shard
 from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_folder
 from ci_grade.report import outputs
@@ -41,16 +45,15 @@ class EvalOptions:
     grader: str | None = None
     concurrency: int | None = None
     repeat: int | None = None
-    filter_pattern: str | None = None
-    filter_first_n: int | None = None
-    filter_metadata: list[tuple[str, str]] = field(default_factory=list)
+    filters: EvalFilters = field(default_factory=EvalFilters)
+    prompt_prefix: str | None = None
+    prompt_suffix: str | None = None
     vars: dict[str, str] = field(default_factory=dict)
     env_files: list[str] = field(default_factory=list)
     progress: bool = True
     cwd: Path | None = None
     cache_dir: str | None = None
     cache: bool = True
-    filter_providers: str | None = None
     delay_ms: int | None = None
     description: str | None = None
     only_test_ids: frozenset[str] | None = None
@@ -116,6 +119,29 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     return loaded, env, paths
 
 
+def _command_line_place(loaded: LoadedConfig, key: str) -> Location | None:
+    """Where the config's `commandLineOptions.<key>` was written."""
+    return loaded.sources.location(loaded.raw.get("commandLineOptions"), key)
+
+
+def _text(defaults: dict[str, Any], key: str, loaded: LoadedConfig) -> str | None:
+    """The config's `commandLineOptions.<key>`, which must be text when given."""
+    value = defaults.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError.at(f"must be text, got {value!r}", _command_line_place(loaded, key), f"commandLineOptions.{key}")
+    return value or None
+
+
+def _vars(defaults: dict[str, Any], loaded: LoadedConfig) -> dict[str, str]:
+    """The config's `commandLineOptions.var`: variables for every test, as `--var` sets them."""
+    value = defaults.get("var")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError.at(f"must be a mapping of variable names to values, got {value!r}", _command_line_place(loaded, "var"), "commandLineOptions.var")
+    return {str(key): item if isinstance(item, str) else js_string(item) for key, item in value.items()}
+
+
 def _positive(value: Any, name: str) -> int | None:
     if value is None:
         return None
@@ -157,17 +183,19 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     concurrency = _positive(options.concurrency or eval_options.maxConcurrency or cli_defaults.get("maxConcurrency"), "max concurrency") or DEFAULT_CONCURRENCY
     repeat = _positive(options.repeat or eval_options.repeat or cli_defaults.get("repeat"), "repeat") or 1
     grader = options.grader or cli_defaults.get("grader")
+    filters = options.filters.completed_by(cli_defaults, lambda key: _command_line_place(loaded, key))
     config_for_output = outputs.encode_config({k: v for k, v in loaded.raw.items() if k != "assertionTemplates"})
+    earlier = [EarlierRows.read(kind, path) for kind, path in filters.earlier]
     plan = build_plan(
         loaded,
         PlanOptions(
             repeat=repeat,
-            filter_pattern=options.filter_pattern or cli_defaults.get("filterPattern"),
-            filter_first_n=options.filter_first_n if options.filter_first_n is not None else cli_defaults.get("filterFirstN"),
-            filter_metadata=options.filter_metadata,
-            cli_vars=options.vars,
+            filters=filters,
+            earlier=earlier,
+            cli_vars={**_vars(cli_defaults, loaded), **options.vars},
             grader=grader,
-            filter_providers=options.filter_providers or cli_defaults.get("filterProviders") or cli_defaults.get("filterTargets"),
+            prompt_prefix=options.prompt_prefix or _text(cli_defaults, "promptPrefix", loaded),
+            prompt_suffix=options.prompt_suffix or _text(cli_defaults, "promptSuffix", loaded),
             only_test_ids=options.only_test_ids,
             test_repeats=options.test_repeats,
             shard=previous.shard(options.shard) if previous else options.shard,
@@ -175,10 +203,12 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
             release=True,
         ),
     )
+    if earlier and not plan.rows:
+        loaded.warnings.append(" and ".join(rows.explain() for rows in earlier))
     kept = None
     if previous is not None:
         plan, kept = retry.plan_retry(plan, previous)
-    shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False  # promptfoo's switch
+    shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False and cli_defaults.get("progressBar") is not False  # promptfoo's switches
     _built()
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
     if options.stop.max_duration is None and eval_options.maxEvalTimeMs:
@@ -203,7 +233,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         run = retry.combine(kept, run)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
-    run.info.description = options.description or config.description
+    run.info.description = options.description or _text(cli_defaults, "description", loaded) or config.description
     run.info.config_files = [str(p) for p in loaded.files]
     run.info.config_hash = loaded.config_hash
     run.info.config_name = _config_name(loaded.files, env)

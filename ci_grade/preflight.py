@@ -75,7 +75,7 @@ def check(loaded: LoadedConfig) -> list[str]:
             raw_list = _list(raw_scenario.get(kind)) if isinstance(raw_scenario, dict) else []
             for t_index, test in enumerate(tests):
                 _check_test(test, _item(raw_list, t_index), loaded, f"scenarios[{s_index}].{kind}[{t_index}]", warnings)
-    return warnings + _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources)
+    return warnings + _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources) + _command_line_warnings(loaded)
 
 
 def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str, warnings: list[str]) -> None:
@@ -194,6 +194,34 @@ def _unknown_key_warnings(config: Config, raw: dict[str, Any], sources: SourceMa
         f"{loc}: unknown key {key!r} ignored" if loc else f"unknown key {key!r} ignored"
         for key, loc in seen.items()
     ]
+
+
+COMMAND_LINE_OPTIONS_USED = frozenset(
+    [
+        "maxConcurrency", "repeat", "delay", "grader", "cache", "output", "description", "var", "progressBar",
+        "filterPattern", "filterFirstN", "filterMetadata", "filterRange", "filterSample", "filterSampleSeed", "filterProviders",
+        "filterTargets", "filterPrompts", "filterFailing", "filterFailingOnly", "filterErrorsOnly", "promptPrefix", "promptSuffix",
+    ]
+)
+"""`commandLineOptions` keys ci-grade reads (the flag, when given, wins)."""
+COMMAND_LINE_OPTIONS_MOOT = frozenset(
+    ["table", "tableCellMaxLength", "write", "share", "noShare", "verbose", "watch", "generateSuggestions", "suggestionsCount", "tags"]
+)
+"""Keys about promptfoo's own table, database, sharing and logs: nothing to do here, no warning."""
+
+
+def _command_line_warnings(loaded: LoadedConfig) -> list[str]:
+    """A warning for each `commandLineOptions` key that would change what promptfoo runs but that
+    ci-grade does not read (`prompts`, `tests`, `envPath`, ...), naming where it was written."""
+    raw = loaded.raw.get("commandLineOptions")
+    if not isinstance(raw, dict):
+        return []
+    warnings = []
+    for key in raw:
+        if key not in COMMAND_LINE_OPTIONS_USED and key not in COMMAND_LINE_OPTIONS_MOOT:
+            loc = loaded.sources.location(raw, key)
+            warnings.append(f"{f'{loc}: ' if loc else ''}commandLineOptions.{key} is not read by ci-grade: the config's own keys say what runs")
+    return warnings
 
 
 def _items(value: Any) -> list[Any]:

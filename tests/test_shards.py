@@ -15,6 +15,7 @@ from ci_grade.config.loader import load_config
 from ci_grade.errors import UsageError
 from ci_grade.grading import registry
 from ci_grade.plan.build import Plan, PlanOptions, build_plan
+from ci_grade.plan.filters import EvalFilters
 from ci_grade.plan.shard import Shard, deal, parse_shard
 from tests.conftest import run_cli, write
 
@@ -116,13 +117,13 @@ def test_every_shard_computes_the_same_split(tmp_path: Path) -> None:
 
 
 def test_more_shards_than_groups_leaves_some_empty(tmp_path: Path) -> None:
-    parts = [plan(tmp_path, filter_pattern="^best$", shard=Shard(k, 3)) for k in (1, 2, 3)]
+    parts = [plan(tmp_path, filters=EvalFilters(pattern="^best$"), shard=Shard(k, 3)) for k in (1, 2, 3)]
     assert sorted(len(p.rows) for p in parts) == [0, 0, 4]
 
 
 def test_filters_apply_before_sharding(tmp_path: Path) -> None:
-    whole = plan(tmp_path, filter_pattern="fruits|alpha")
-    parts = [plan(tmp_path, filter_pattern="fruits|alpha", shard=Shard(k, 2)) for k in (1, 2)]
+    whole = plan(tmp_path, filters=EvalFilters(pattern="fruits|alpha"))
+    parts = [plan(tmp_path, filters=EvalFilters(pattern="fruits|alpha"), shard=Shard(k, 2)) for k in (1, 2)]
     assert sorted(k for p in parts for k in keys(p)) == sorted(keys(whole))
     assert {row.test.description for p in parts for row in p.rows} == {"fruits", "alpha only"}
     assert whole.fingerprint != plan(tmp_path).fingerprint
@@ -138,7 +139,7 @@ def test_fingerprint_is_the_same_in_another_checkout(tmp_path: Path) -> None:
 def test_fingerprint_changes_with_what_the_plan_runs(tmp_path: Path) -> None:
     base = plan(tmp_path).fingerprint
     assert plan(tmp_path, repeat=2).fingerprint != base
-    assert plan(tmp_path, filter_first_n=2).fingerprint != base
+    assert plan(tmp_path, filters=EvalFilters(first_n=2)).fingerprint != base
     assert plan(tmp_path, cli_vars={"extra": "1"}).fingerprint != base
     assert plan(tmp_path, grader="openai:gpt-4.1").fingerprint != base
     assert plan(tmp_path, CONFIG.replace("value: tea", "value: coffee")).fingerprint != base

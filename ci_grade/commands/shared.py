@@ -146,7 +146,16 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--filter-pattern", metavar="REGEX", help="only tests whose description matches")
     parser.add_argument("-n", "--filter-first-n", type=int, metavar="N", help="only the first N tests")
     parser.add_argument("--filter-metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="only tests whose metadata value KEY holds VALUE (as text; a list: one item does; repeatable, all must match)")
+    parser.add_argument("--filter-range", metavar="START:END", help="only the tests at these zero-based positions, END excluded (10:20, :10, 10:)")
+    parser.add_argument("--filter-sample", type=int, metavar="N", help="only N tests drawn at random (after the other test filters)")
+    parser.add_argument("--filter-sample-seed", type=int, metavar="SEED", help="draw --filter-sample with this seed: the same tests every time, and the ones promptfoo draws")
     parser.add_argument("--filter-providers", "--filter-targets", metavar="REGEX", help="only providers whose id or label matches")
+    parser.add_argument("--filter-prompts", metavar="REGEX", help="only prompts whose label or id matches")
+    parser.add_argument("--filter-failing", metavar="RESULTS", help="only the rows that failed or errored in this earlier results file (ci-grade's or promptfoo's)")
+    parser.add_argument("--filter-failing-only", metavar="RESULTS", help="only the rows that failed (not errored) in this earlier results file")
+    parser.add_argument("--filter-errors-only", metavar="RESULTS", help="only the rows that errored in this earlier results file")
+    parser.add_argument("--prompt-prefix", metavar="TEXT", help="put TEXT before every prompt template (defaultTest.options.prefix; a test's own prefix wins)")
+    parser.add_argument("--prompt-suffix", metavar="TEXT", help="put TEXT after every prompt template (defaultTest.options.suffix; a test's own suffix wins)")
     parser.add_argument("--var", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="set a variable for every test (repeatable)")
     parser.add_argument("--env-file", "--env-path", action="extend", type=_paths, default=[], metavar="FILE", help="load environment variables from .env files (repeatable or comma-separated)")
     parser.add_argument("--max-output-chars", type=_count, metavar="N", help="characters of each row's output kept in results files (default 100000; 0 keeps all); a cut output says so")
@@ -156,6 +165,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", "--no-progress-bar", action="store_true", help="do not report progress on stderr")
     promptfoo = parser.add_argument_group("accepted for promptfoo compatibility")
     promptfoo.add_argument("--table", "--no-table", action="store_true", dest="ignored", help="ignored: ci-grade prints a summary of failures, not a table")
+    promptfoo.add_argument("--table-cell-max-length", type=int, metavar="N", dest="ignored_length", help="ignored, as --table is")
     promptfoo.add_argument("--no-share", "--no-write", action="store_true", dest="ignored", help="ignored: ci-grade never uploads results or keeps a database")
     promptfoo.add_argument("--share", action="store_true", help="refused: ci-grade never uploads results (nothing leaves this machine)")
     parser.add_argument("--verbose", action="store_true", help="show tracebacks for internal errors")
@@ -172,6 +182,7 @@ def skip_final_collection() -> None:
 def eval_options(args: argparse.Namespace) -> EvalOptions:
     from ci_grade.errors import UsageError
     from ci_grade.evaluate import EvalOptions
+    from ci_grade.plan.filters import EvalFilters, parse_range
     from ci_grade.run.stop import Stop
 
     skip_final_collection()
@@ -180,6 +191,10 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         raise UsageError("--max-concurrency must be at least 1")
     if args.repeat is not None and args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
+    if args.filter_sample is not None and args.filter_sample < 1:
+        raise UsageError("--filter-sample must be at least 1")
+    if args.filter_range is not None:
+        parse_range(args.filter_range)  # exit 2 before anything runs
     if args.share:
         raise UsageError("--share is not supported: ci-grade never uploads results, nothing leaves this machine. "
                          "Write the reports with -o (results.json, report.md, results.junit.xml) and publish them from CI")
@@ -189,15 +204,24 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         grader=args.grader,
         concurrency=args.max_concurrency,
         repeat=args.repeat,
-        filter_pattern=args.filter_pattern,
-        filter_first_n=args.filter_first_n,
-        filter_metadata=list(args.filter_metadata),
+        filters=EvalFilters(
+            pattern=args.filter_pattern,
+            metadata=tuple(args.filter_metadata),
+            range=args.filter_range,
+            first_n=args.filter_first_n,
+            sample=args.filter_sample,
+            sample_seed=args.filter_sample_seed,
+            providers=args.filter_providers,
+            prompts=args.filter_prompts,
+            earlier=tuple((kind, path) for kind, path in (("failing", args.filter_failing), ("failing-only", args.filter_failing_only), ("errors-only", args.filter_errors_only)) if path),
+        ),
+        prompt_prefix=args.prompt_prefix,
+        prompt_suffix=args.prompt_suffix,
         vars=dict(args.var),
         env_files=args.env_file,
         progress=not args.no_progress,
         cache_dir=args.cache_dir,
         cache=not args.no_cache,
-        filter_providers=args.filter_providers,
         delay_ms=args.delay,
         description=args.description,
         stop=Stop(args.max_duration),

@@ -14,7 +14,6 @@ import hashlib
 import itertools
 import json
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +21,12 @@ from typing import Any
 from ci_grade.config import files
 from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import Prompt, ProviderSpec, TestCase
-from ci_grade.config.nunjucks import js_string
 from ci_grade.config.sources import Location
-from ci_grade.errors import ConfigError, UsageError
+from ci_grade.errors import ConfigError
+from ci_grade.plan import filters
 from ci_grade.plan.cases import Case, cases_of, default_test
+from ci_grade.plan.earlier import EarlierRows
+from ci_grade.plan.filters import EvalFilters
 from ci_grade.plan.shard import Shard, deal
 from ci_grade.plan.variables import VarLoader, transform_vars, var_choices
 
@@ -37,10 +38,9 @@ DEFAULT_MAX_ROWS = 100_000
 class PlanOptions:
     repeat: int = 1
     max_rows: int = DEFAULT_MAX_ROWS
-    filter_pattern: str | None = None
-    filter_first_n: int | None = None
-    filter_metadata: list[tuple[str, str]] = field(default_factory=list)
-    """`--filter-metadata KEY=VALUE`s, all of which a test must match."""
+    filters: EvalFilters = field(default_factory=EvalFilters)
+    earlier: list[EarlierRows] = field(default_factory=list)
+    """The rows `filters.earlier` names, read from their results files."""
     cli_vars: dict[str, str] = field(default_factory=dict)
     only_test_ids: frozenset[str] | None = None
     """Keep only these tests (stable ids), e.g. to rerun some of them."""
@@ -48,7 +48,9 @@ class PlanOptions:
     test_repeats: bool = True
     """A test's own `options.repeat` (after the defaultTest merge) replaces `repeat` for its rows,
     as in promptfoo; off for reruns that set the repeats themselves (`--confirm`)."""
-    filter_providers: str | None = None
+    prompt_prefix: str | None = None
+    prompt_suffix: str | None = None
+    """`--prompt-prefix` / `--prompt-suffix`: defaultTest's `options.prefix` / `suffix`."""
     shard: Shard | None = None
     release: bool = False
     """Release the loaded config's tests once the plan's cases hold them (`LoadedConfig.release`):
@@ -98,21 +100,16 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     """Expand every row of a loaded (and preflight-checked) config."""
     options = options or PlanOptions()
     config = loaded.config
-    default = default_test(loaded, options.cli_vars, options.grader)
+    default = default_test(loaded, options.cli_vars, options.grader, options.prompt_prefix, options.prompt_suffix)
     if options.release:
         _ = loaded.config_hash  # computed (the whole config encoded once) before the cases exist
     cases = cases_of(loaded, default, in_place=options.release)
     if options.release:
         loaded.release()
-    pattern = _compile_pattern(options.filter_pattern)
-    if pattern is not None:
-        cases = [c for c in cases if pattern.search(c.test.description or "")]
-    if options.filter_metadata:
-        cases = [c for c in cases if all(_metadata_matches(c.test.metadata or {}, k, v) for k, v in options.filter_metadata)]
-    if options.filter_first_n is not None:
-        cases = cases[: options.filter_first_n]
-    wanted = _provider_filter(options.filter_providers, config.providers)
-    columns = _columns(config.prompts, config.providers, wanted)
+    cases = filters.select(cases, options.filters)
+    wanted_provider = filters.provider_filter(options.filters.providers, config.providers)
+    wanted_prompt = filters.prompt_filter(options.filters.prompts, config.prompts)
+    columns = _columns(config.prompts, config.providers, wanted_provider, wanted_prompt)
 
     var_loader = VarLoader(loaded.base_dir)
     cells: list[_Cell] = []
@@ -121,7 +118,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     planned = planned_rows = 0
     repeat_counts: set[int] = set()
     for case in cases:
-        pairs = [pair for pair in _pairs(case, config.prompts, config.providers) if wanted(pair[1][1])]
+        pairs = [pair for pair in _pairs(case, config.prompts, config.providers) if wanted_provider(pair[1][1]) and wanted_prompt(pair[0][1])]
         keys, choices = var_choices(case.test, loaded.base_dir, case.location, case.path)
         repeats = _repeats(case, options)
         combinations = math.prod(len(c) for c in choices) * len(pairs)
@@ -164,7 +161,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
             group += 1
     _assign_ids(cells)
     kept = _shard_groups(cells, group_keys, options)
-    rows = _rows(cells, columns, kept, options.only_test_ids)
+    rows = _rows(cells, columns, kept, _keeper(cells, options))
     most = max((cell.repeats for cell in cells), default=options.repeat)
     fingerprint = _digest(loaded.config_hash, str(options.repeat), *(f"{c.test_id}:{group_keys[c.group]}" for c in cells))
     return Plan(
@@ -173,10 +170,21 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
     )
 
 
-def _rows(cells: list[_Cell], columns: dict[tuple[int, int], int], kept: set[int] | None, only: frozenset[str] | None) -> list[PlannedRow]:
+def _keeper(cells: list[_Cell], options: PlanOptions) -> Callable[[_Cell], bool] | None:
+    """Which cells `only_test_ids` and the earlier-results filters keep (None: all of them). An
+    earlier-results filter keeps whole groups (a test with its variables, on every prompt and
+    provider) of which any row did not pass, as promptfoo reruns whole tests."""
+    only, earlier = options.only_test_ids, options.earlier
+    if only is None and not earlier:
+        return None
+    groups = {cell.group for cell in cells if any(rows.keeps(cell.test_id, cell.vars, cell.provider.id) for rows in earlier)}
+    return lambda cell: (only is None or cell.test_id in only) and (not earlier or cell.group in groups)
+
+
+def _rows(cells: list[_Cell], columns: dict[tuple[int, int], int], kept: set[int] | None, keeps: Callable[[_Cell], bool] | None) -> list[PlannedRow]:
     """The rows in promptfoo's order, which its `testIdx` numbers: test by test, each test's
     repeats one after another, each repeat's variable combinations in turn. A row's `index` is
-    its place in the whole plan (before a shard or `only` keeps some)."""
+    its place in the whole plan (before a shard or `keeps` keeps some)."""
     rows: list[PlannedRow] = []
     index = test_index = 0
     for _, grouped in itertools.groupby(cells, key=lambda cell: id(cell.case)):
@@ -185,7 +193,7 @@ def _rows(cells: list[_Cell], columns: dict[tuple[int, int], int], kept: set[int
         for repeat_index in range(block[0].repeats):
             for cell in block:
                 index += 1
-                if (kept is not None and cell.group not in kept) or (only is not None and cell.test_id not in only):
+                if (kept is not None and cell.group not in kept) or (keeps is not None and not keeps(cell)):
                     continue
                 rows.append(
                     PlannedRow(
@@ -264,39 +272,15 @@ def _assign_ids(cells: list[_Cell]) -> None:
         cell.test_id = test_id if seen[test_id] == 1 else f"{test_id}-{seen[test_id]}"
 
 
-def _compile_pattern(text: str | None) -> re.Pattern[str] | None:
-    if not text:
-        return None
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise ConfigError(f"--filter-pattern {text!r} is not a valid regular expression: {exc}") from None
-
-
-def _provider_filter(text: str | None, providers: list[ProviderSpec]) -> Callable[[ProviderSpec], bool]:
-    """`--filter-providers`: providers whose id or label the regular expression matches (as in promptfoo)."""
-    if not text:
-        return lambda provider: True
-    try:
-        pattern = re.compile(text)
-    except re.error as exc:
-        raise UsageError(f"--filter-providers {text!r} is not a valid regular expression: {exc}") from None
-
-    def wanted(provider: ProviderSpec) -> bool:
-        return bool(pattern.search(provider.id) or (provider.label and pattern.search(provider.label)))
-
-    if not any(wanted(provider) for provider in providers):
-        raise UsageError(f"--filter-providers {text!r} matches no provider (providers are {[p.label or p.id for p in providers]})")
-    return wanted
-
-
-def _columns(prompts: list[Prompt], providers: list[ProviderSpec], wanted: Callable[[ProviderSpec], bool]) -> dict[tuple[int, int], int]:
+def _columns(
+    prompts: list[Prompt], providers: list[ProviderSpec], wanted_provider: Callable[[ProviderSpec], bool], wanted_prompt: Callable[[Prompt], bool]
+) -> dict[tuple[int, int], int]:
     """promptfoo's result columns: for each provider in order, the prompts it allows."""
     columns: dict[tuple[int, int], int] = {}
     for provider_index, provider in enumerate(providers):
-        if wanted(provider):
+        if wanted_provider(provider):
             for prompt_index, prompt in enumerate(prompts):
-                if prompt.allowed_by(provider.prompts):
+                if prompt.allowed_by(provider.prompts) and wanted_prompt(prompt):
                     columns[(provider_index, prompt_index)] = len(columns)
     return columns
 
@@ -326,13 +310,6 @@ def _pairs(case: Case, prompts: list[Prompt], providers: list[ProviderSpec]) -> 
             path=case.path,
         )
     return pairs
-
-
-def _metadata_matches(metadata: dict[str, Any], key: str, expected: str) -> bool:
-    """promptfoo's rule: the value (or one item of a list) holds `expected` in its JavaScript text."""
-    value = metadata.get(key)
-    items = value if isinstance(value, list) else [value]
-    return any(item is not None and expected in js_string(item) for item in items)
 
 
 def _check_size(rows: int, combinations: int, repeats: set[int], options: PlanOptions, loaded: LoadedConfig, case: Case) -> None:

@@ -25,14 +25,18 @@ class Case:
     path: str
 
 
-def default_test(loaded: LoadedConfig, cli_vars: dict[str, str] | None = None, grader: str | None = None) -> TestCase:
-    """The config's defaultTest, with `--var` values over its vars and `--grader` as its grader."""
+def default_test(
+    loaded: LoadedConfig, cli_vars: dict[str, str] | None = None, grader: str | None = None, prefix: str | None = None, suffix: str | None = None
+) -> TestCase:
+    """The config's defaultTest, with `--var` values over its vars, and `--grader`,
+    `--prompt-prefix` and `--prompt-suffix` over its grader, prefix and suffix."""
     default = loaded.config.defaultTest or TestCase()
     updates: dict[str, Any] = {}
     if cli_vars:
         updates["vars"] = {**(default.vars or {}), **cli_vars}
-    if grader:
-        updates["options"] = default.options.model_copy(update={"provider": grader})
+    options = {key: value for key, value in (("provider", grader), ("prefix", prefix), ("suffix", suffix)) if value}
+    if options:
+        updates["options"] = default.options.model_copy(update=options)
     return default.model_copy(update=updates) if updates else default
 
 
