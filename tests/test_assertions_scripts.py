@@ -96,7 +96,7 @@ import os
 
 
 def call_api(prompt, options, context):
-    os.remove(prompt)
+    os.remove(prompt.split()[-1])  # the prompt: "delete <file>"
     return {"output": "x"}
 """
 
@@ -117,7 +117,7 @@ def test_a_missing_script_file_is_a_config_error_and_one_gone_at_run_time_an_err
     assert result.err == f"ci-grade: error: promptfooconfig.yaml:6 tests[0].assert[0].value: file not found: nope.{suffix}\n"
     write(tmp_path / f"check.{suffix}", "module.exports = () => true;\n" if kind == "javascript" else "def get_assert(output, context):\n    return True\n")
     write(tmp_path / "vanish.py", VANISHING)
-    rows = evaluate(tmp_path, {"prompts": [f"check.{suffix}"], "providers": ["file://vanish.py"], "tests": [{"assert": [{"type": kind, "value": f"file://check.{suffix}"}]}]})
+    rows = evaluate(tmp_path, {"prompts": [f"delete check.{suffix}"], "providers": ["file://vanish.py"], "tests": [{"assert": [{"type": kind, "value": f"file://check.{suffix}"}]}]})
     missing = first(rows[0])
     assert missing.status == "error" and "file not found" in missing.reason
 

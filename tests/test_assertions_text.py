@@ -83,7 +83,7 @@ import os
 
 
 def call_api(prompt, options, context):
-    os.remove(prompt)
+    os.remove(prompt.split()[-1])  # the prompt: "delete <file>"
     return {"output": "x"}
 """
 
@@ -101,7 +101,7 @@ def test_a_missing_value_file_is_a_config_error_and_one_gone_at_run_time_an_erro
     assert result.err == "ci-grade: error: promptfooconfig.yaml:5 tests[0].assert[0].value: file not found: nope.json\n"
     write(tmp_path / "expected.json", '"x"')
     write(tmp_path / "vanish.py", VANISHING)
-    rows = evaluate(tmp_path, {"prompts": ["expected.json"], "providers": ["file://vanish.py"], "tests": [{"assert": [{"type": "equals", "value": "file://expected.json"}]}]})
+    rows = evaluate(tmp_path, {"prompts": ["delete expected.json"], "providers": ["file://vanish.py"], "tests": [{"assert": [{"type": "equals", "value": "file://expected.json"}]}]})
     missing = first(rows[0])
     assert missing.status == "error" and "value file not found" in missing.reason
 

@@ -13,9 +13,33 @@ from typing import Any
 from ci_grade.config import files
 from ci_grade.config.errors import describe
 from ci_grade.config.sources import SourceReader
+from ci_grade.errors import ConfigError
 
 INLINE = "inline"
 """The key of an inline prompt until load_config numbers it (`prompts[i]`)."""
+PROMPT_FILE_SUFFIXES = (".txt", ".md", ".j2", ".json", ".jsonl", ".yaml", ".yml", ".csv")
+FUNCTION_SUFFIXES = (".py", ".js", ".ts", ".mjs", ".cjs", ".mts", ".cts")
+
+
+def names_files(text: str, base: Path) -> bool:
+    """Whether a prompt written without `file://` names prompt files, as promptfoo reads it.
+
+    promptfoo takes a one-line prompt for a path when it ends in a file extension, or holds a
+    `/`, `\\` or `*`. Then it must be a file: `prompts: [prompts/support.txt]` reads the file.
+    Unlike promptfoo, text that names no existing file stays text when it could be a sentence
+    ("Compare A/B", "Summarize package.json"): promptfoo refuses those configs.
+    """
+    text = text.strip()
+    if not text or "\n" in text:
+        return False
+    head, colon, function = text.rpartition(":")
+    path = head if colon and head.endswith(FUNCTION_SUFFIXES) and function.isidentifier() else text
+    if any(ch.isspace() for ch in text):  # a sentence, unless it is the name of a file
+        return files.resolve(path, base).is_file()
+    try:
+        return bool(files.expand_glob(path, base, None, "prompts"))
+    except (ConfigError, OSError, ValueError):
+        return path.lower().endswith(PROMPT_FILE_SUFFIXES + FUNCTION_SUFFIXES)  # a missing file: an error, as in promptfoo
 
 
 class PromptReader(SourceReader):
@@ -34,16 +58,17 @@ class PromptReader(SourceReader):
             path = f"prompts[{i}]"
             loc = self.where(raw, i)
             if isinstance(item, str):
-                if item.startswith("file://"):
-                    out.extend(self.prompt_files(item, base, raw, i, None))
+                if item.startswith("file://") or names_files(item, base):
+                    out.extend(self.prompt_files(_as_ref(item), base, raw, i, None))
                     continue
                 entry: dict[str, Any] = {"raw": item, "label": item, "key": INLINE}
             elif isinstance(item, dict):
                 label, pid, text = item.get("label"), item.get("id"), item.get("raw")
                 if label is not None and not isinstance(label, str):
                     raise self.error(f"expected a string, got {describe(label)}", item, "label", f"{path}.label")
-                if isinstance(pid, str) and pid.startswith("file://") and text is None:
-                    out.extend(self.prompt_files(pid, base, raw, i, label))
+                named = text if text is not None else pid
+                if isinstance(named, str) and (named.startswith("file://") or names_files(named, base)):
+                    out.extend(self.prompt_files(_as_ref(named), base, raw, i, label))
                     continue
                 if text is None:
                     text = pid
@@ -114,6 +139,10 @@ class PromptReader(SourceReader):
         if suffix == ".txt":
             return split_prompts(text)
         return [(text, 1)]
+
+
+def _as_ref(text: str) -> str:
+    return text if text.startswith("file://") else f"file://{text.strip()}"
 
 
 def split_prompts(text: str) -> list[tuple[str, int]]:
