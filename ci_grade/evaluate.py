@@ -19,6 +19,7 @@ from ci_grade import __version__, preflight, redact
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.config.nunjucks import js_string
+from ci_grade.config.overrides import ConfigOverrides
 from ci_grade.config.sources import Location
 from ci_grade.errors import ConfigError, UsageError
 from ci_grade.gc_pause import collector_paused
@@ -41,6 +42,8 @@ DEFAULT_CONCURRENCY: int | None = None
 @dataclass
 class EvalOptions:
     configs: list[str] = field(default_factory=list)
+    overrides: ConfigOverrides = field(default_factory=ConfigOverrides)
+    """`-p`, `-r`, `-t`: the config's prompts, providers or tests replaced."""
     outputs: list[str] = field(default_factory=list)
     grader: str | None = None
     concurrency: int | None = None
@@ -102,7 +105,7 @@ def learn_secrets(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str
 
 def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[str]]:
     """Load and validate everything that can be checked before running (exit 2 material)."""
-    loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd)
+    loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd, overrides=options.overrides)
     env = build_env(options, loaded)
     learn_secrets(options, loaded, env)
     loaded.warnings += preflight.check(loaded)

@@ -138,6 +138,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared by `eval` and anything that runs an evaluation."""
     parser.add_argument("-c", "--config", action="extend", nargs="+", default=[], metavar="CONFIG", help="config files or globs (several after one flag, or repeated; merged like promptfoo). Default: ./promptfooconfig.yaml")
     parser.add_argument("-o", "--output", action="extend", nargs="+", default=[], metavar="PATH", help="write results; format by extension: .json .jsonl .junit.xml .xml .md .csv .yaml (several after one flag, or repeated)")
+    parser.add_argument("-p", "--prompts", action="extend", nargs="+", default=[], metavar="PROMPT", help="prompt files (or texts) in place of the config's prompts, relative to the working folder")
+    parser.add_argument("-r", "--providers", action="extend", nargs="+", default=[], metavar="PROVIDER", help="providers in place of the config's (one the config lists keeps its settings)")
+    parser.add_argument("-t", "--tests", "-v", "--vars", dest="tests", metavar="FILE", help="a tests file (CSV, YAML, JSON, JSONL) in place of the config's tests")
     parser.add_argument("--grader", metavar="PROVIDER", help="default grader for model-graded assertions (replaces defaultTest.options.provider)")
     parser.add_argument("-j", "--max-concurrency", type=int, metavar="N", help="tests (and calls per provider) run at once, a hard cap (default: evaluateOptions.maxConcurrency, else adapts to each provider's rate limit)")
     parser.add_argument("--repeat", type=int, metavar="N", help="run every test N times (scores become means with a spread); a test's own options.repeat wins for it, as in promptfoo")
@@ -180,6 +183,7 @@ def skip_final_collection() -> None:
 
 
 def eval_options(args: argparse.Namespace) -> EvalOptions:
+    from ci_grade.config.overrides import ConfigOverrides
     from ci_grade.errors import UsageError
     from ci_grade.evaluate import EvalOptions
     from ci_grade.plan.filters import EvalFilters, parse_range
@@ -200,6 +204,7 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
                          "Write the reports with -o (results.json, report.md, results.junit.xml) and publish them from CI")
     return EvalOptions(
         configs=args.config,
+        overrides=ConfigOverrides(prompts=tuple(args.prompts), providers=tuple(args.providers), tests=args.tests),
         outputs=args.output,
         grader=args.grader,
         concurrency=args.max_concurrency,

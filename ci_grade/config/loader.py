@@ -22,6 +22,7 @@ from ci_grade.config.csv_tests import read_csv_tests
 from ci_grade.config.errors import describe, kind_name, validation_error
 from ci_grade.config.merge import merge_configs
 from ci_grade.config.models import Config
+from ci_grade.config.overrides import ConfigOverrides, cli_providers
 from ci_grade.config.prompt_files import INLINE, PromptReader
 from ci_grade.config.refs import RefReader
 from ci_grade.config.sources import Location, SourceMap
@@ -99,9 +100,12 @@ def find_default_config(cwd: Path) -> Path:
     raise ConfigError(f"no config given and no {' / '.join(DEFAULT_CONFIG_NAMES)} in {cwd}; pass -c CONFIG")
 
 
-def load_config(paths: Sequence[str | Path], vocabulary: AssertionVocabulary, cwd: Path | None = None) -> LoadedConfig:
+def load_config(
+    paths: Sequence[str | Path], vocabulary: AssertionVocabulary, cwd: Path | None = None, overrides: ConfigOverrides | None = None
+) -> LoadedConfig:
     """Read, expand, merge and validate the config files named by `paths` (globs allowed);
-    `vocabulary` (from the grading registry) says how CSV `__expected` cells read."""
+    `vocabulary` (from the grading registry) says how CSV `__expected` cells read; `overrides`
+    replace the config's prompts, providers or tests (`-p`, `-r`, `-t`)."""
     cwd = cwd or Path.cwd()
     sources = SourceMap()
     config_files: list[Path] = []
@@ -112,6 +116,8 @@ def load_config(paths: Sequence[str | Path], vocabulary: AssertionVocabulary, cw
     loader = _Loader(sources, vocabulary)
     parts = [loader.load_file(path) for path in config_files]
     merged = merge_configs(parts, sources) if len(parts) > 1 else parts[0]
+    if overrides:
+        _override(merged, overrides, loader, cwd)
     if "prompts" not in merged:
         merged["prompts"] = [{"raw": "{{prompt}}", "label": "{{prompt}}", "key": "prompt"}]
     for index, prompt in enumerate(merged["prompts"] if isinstance(merged["prompts"], list) else []):
@@ -134,6 +140,17 @@ def load_config(paths: Sequence[str | Path], vocabulary: AssertionVocabulary, cw
         warnings=warnings,
         command_line_options=merged.get("commandLineOptions") or {},
     )
+
+
+def _override(merged: dict[str, Any], overrides: ConfigOverrides, loader: _Loader, cwd: Path) -> None:
+    """The command line's prompts, providers and tests in place of the config's (see `overrides`)."""
+    given: dict[str, Any] = {"prompts": list(overrides.prompts), "providers": cli_providers(overrides.providers, merged.get("providers")), "tests": overrides.tests}
+    if overrides.prompts:
+        merged["prompts"] = loader.prompt_reader.prompts(given["prompts"], cwd, given)
+    if overrides.providers:
+        merged["providers"] = loader.providers(given["providers"], cwd, given)
+    if overrides.tests:
+        merged["tests"] = loader.tests(overrides.tests, cwd, given, "tests", "tests")
 
 
 class _Loader(RefReader):
