@@ -300,6 +300,8 @@ def _cache(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str], repe
 
 def _config_name(files: list[Path], env: dict[str, str]) -> str:
     """The config file(s) relative to the workspace, else the repository, else the working folder."""
+    if not files:
+        return "command line"
     root = Path(env.get("GITHUB_WORKSPACE") or _git(files[0].parent, "rev-parse", "--show-toplevel") or Path.cwd()).resolve()
     names = []
     for file in files:

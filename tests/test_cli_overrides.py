@@ -73,3 +73,51 @@ def test_a_missing_file_on_the_command_line_exits_2(tmp_path: Path) -> None:
     assert "prompts[0]: file not found: nowhere.txt" in err and "Traceback" not in err
     code, found, err = rows(tmp_path, "-t", "nowhere.csv")
     assert code == 2 and "nowhere.csv" in err
+
+
+ASSERTIONS = """
+- type: contains
+  value: Paris
+- type: javascript
+  value: output.length < 40
+"""
+OUTPUTS = '["The capital is Paris.", {"output": "It is Lyon, I think, definitely Lyon, surely.", "tags": ["geo", "fr"]}, "Paris!"]'
+
+
+def test_standalone_grading_of_recorded_outputs(tmp_path: Path) -> None:
+    write(tmp_path / "asserts.yaml", ASSERTIONS)
+    write(tmp_path / "outputs.json", OUTPUTS)
+    result = run_cli("eval", "--assertions", "asserts.yaml", "--model-outputs", "outputs.json", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 1, result.err  # the Lyon answer fails, no config file needed
+    rows = json.loads((tmp_path / "out.json").read_text())["results"]["results"]
+    # promptfoo 0.123.1 on the same files: these variables, prompts, labels and verdicts
+    assert [(r["vars"], r["prompt"]["raw"], r["prompt"]["label"], r["success"]) for r in rows] == [
+        ({"output": "The capital is Paris."}, "The capital is Paris.", "{{output}}", True),
+        ({"output": "It is Lyon, I think, definitely Lyon, surely.", "tags": "geo, fr"}, "It is Lyon, I think, definitely Lyon, surely.", "{{output}}", False),
+        ({"output": "Paris!"}, "Paris!", "{{output}}", True),
+    ]
+    assert [len(r["gradingResult"]["componentResults"]) for r in rows] == [2, 2, 2]
+
+
+def test_standalone_problems_exit_2(tmp_path: Path) -> None:
+    write(tmp_path / "asserts.yaml", ASSERTIONS)
+    alone = run_cli("eval", "--model-outputs", "outputs.json", "-o", "out.json", cwd=tmp_path)
+    assert alone.code == 2 and "--assertions and --model-outputs go together" in alone.err
+    missing = run_cli("eval", "-a", "asserts.yaml", "--model-outputs", "outputs.json", "-o", "out.json", cwd=tmp_path)
+    assert missing.code == 2 and "file not found: outputs.json" in missing.err
+    write(tmp_path / "outputs.json", '{"output": "not a list"}')
+    shaped = run_cli("eval", "-a", "asserts.yaml", "--model-outputs", "outputs.json", "-o", "out.json", cwd=tmp_path)
+    assert shaped.code == 2 and "outputs.json:1: expected a list of outputs" in shaped.err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_prompts_and_providers_alone_need_no_config(tmp_path: Path) -> None:
+    write(tmp_path / "a.txt", "Hi {{x}}")
+    write(tmp_path / "t.csv", "x,__expected\nyo,contains:yo\n")
+    result = run_cli("eval", "-p", "a.txt", "-r", "echo", "-t", "t.csv", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 0, result.err
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert [r["prompt"]["raw"] for r in data["results"]["results"]] == ["Hi yo"]
+    assert data["ciGrade"]["info"]["config_name"] == "command line"
+    half = run_cli("eval", "-p", "a.txt", "-o", "out2.json", cwd=tmp_path)
+    assert half.code == 2 and "pass -c CONFIG (or -p and -r)" in half.err

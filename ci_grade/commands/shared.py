@@ -141,6 +141,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", "--prompts", action="extend", nargs="+", default=[], metavar="PROMPT", help="prompt files (or texts) in place of the config's prompts, relative to the working folder")
     parser.add_argument("-r", "--providers", action="extend", nargs="+", default=[], metavar="PROVIDER", help="providers in place of the config's (one the config lists keeps its settings)")
     parser.add_argument("-t", "--tests", "-v", "--vars", dest="tests", metavar="FILE", help="a tests file (CSV, YAML, JSON, JSONL) in place of the config's tests")
+    parser.add_argument("-a", "--assertions", metavar="FILE", help="grade recorded outputs (--model-outputs) with this YAML/JSON list of assertions")
+    parser.add_argument("--model-outputs", metavar="FILE", help="a JSON list of outputs (strings, or {output, tags}) to grade with --assertions, no model called")
     parser.add_argument("--grader", metavar="PROVIDER", help="default grader for model-graded assertions (replaces defaultTest.options.provider)")
     parser.add_argument("-j", "--max-concurrency", type=int, metavar="N", help="tests (and calls per provider) run at once, a hard cap (default: evaluateOptions.maxConcurrency, else adapts to each provider's rate limit)")
     parser.add_argument("--repeat", type=int, metavar="N", help="run every test N times (scores become means with a spread); a test's own options.repeat wins for it, as in promptfoo")
@@ -204,7 +206,9 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
                          "Write the reports with -o (results.json, report.md, results.junit.xml) and publish them from CI")
     return EvalOptions(
         configs=args.config,
-        overrides=ConfigOverrides(prompts=tuple(args.prompts), providers=tuple(args.providers), tests=args.tests),
+        overrides=ConfigOverrides(
+            prompts=tuple(args.prompts), providers=tuple(args.providers), tests=args.tests, assertions=args.assertions, model_outputs=args.model_outputs
+        ),
         outputs=args.output,
         grader=args.grader,
         concurrency=args.max_concurrency,

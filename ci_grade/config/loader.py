@@ -22,7 +22,7 @@ from ci_grade.config.csv_tests import read_csv_tests
 from ci_grade.config.errors import describe, kind_name, validation_error
 from ci_grade.config.merge import merge_configs
 from ci_grade.config.models import Config
-from ci_grade.config.overrides import ConfigOverrides, cli_providers
+from ci_grade.config.overrides import ConfigOverrides, cli_providers, graded_outputs
 from ci_grade.config.prompt_files import INLINE, PromptReader
 from ci_grade.config.refs import RefReader
 from ci_grade.config.sources import Location, SourceMap
@@ -93,11 +93,15 @@ def canonical_digest(raw: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def find_default_config(cwd: Path) -> Path:
+def find_default_config(cwd: Path, overrides: ConfigOverrides | None = None) -> list[Path]:
+    """`promptfooconfig.yaml` (`.yml`, `.json`) in `cwd`; none when the command line gives a
+    whole eval (`-p` and `-r`, or `--assertions` with `--model-outputs`), else an error."""
     for name in DEFAULT_CONFIG_NAMES:
         if (cwd / name).is_file():
-            return cwd / name
-    raise ConfigError(f"no config given and no {' / '.join(DEFAULT_CONFIG_NAMES)} in {cwd}; pass -c CONFIG")
+            return [cwd / name]
+    if overrides is not None and overrides.complete:
+        return []
+    raise ConfigError(f"no config given and no {' / '.join(DEFAULT_CONFIG_NAMES)} in {cwd}; pass -c CONFIG (or -p and -r)")
 
 
 def load_config(
@@ -110,12 +114,12 @@ def load_config(
     sources = SourceMap()
     config_files: list[Path] = []
     if not paths:
-        config_files = [find_default_config(cwd)]
+        config_files = find_default_config(cwd, overrides)
     for ref in paths:
         config_files.extend(files.expand_glob(str(ref), cwd, None, "-c"))
     loader = _Loader(sources, vocabulary)
     parts = [loader.load_file(path) for path in config_files]
-    merged = merge_configs(parts, sources) if len(parts) > 1 else parts[0]
+    merged = merge_configs(parts, sources) if len(parts) > 1 else parts[0] if parts else {}
     if overrides:
         _override(merged, overrides, loader, cwd)
     if "prompts" not in merged:
@@ -129,12 +133,12 @@ def load_config(
     if not merged.get("providers"):
         where = sources.location(merged, "providers") or Location(files.display_path(config_files[0]))
         raise ConfigError("no providers: add a providers: list (e.g. - echo)", file=where.file, line=where.line, path="providers")
-    config = _validate(merged, sources, config_files[0])
+    config = _validate(merged, sources, files.display_path(config_files[0]) if config_files else None)
     warnings = loader.warnings + _use_filters(merged, sources)
     return LoadedConfig(
         config=config,
         files=config_files,
-        base_dir=config_files[0].parent,
+        base_dir=config_files[0].parent if config_files else cwd,
         sources=sources,
         raw=merged,
         warnings=warnings,
@@ -144,6 +148,12 @@ def load_config(
 
 def _override(merged: dict[str, Any], overrides: ConfigOverrides, loader: _Loader, cwd: Path) -> None:
     """The command line's prompts, providers and tests in place of the config's (see `overrides`)."""
+    if overrides.assertions or overrides.model_outputs:
+        standalone = graded_outputs(overrides, cwd, lambda path: files.load_structured(path, loader.sources, None, "--assertions"))
+        merged["prompts"] = loader.prompt_reader.prompts(standalone["prompts"], cwd, standalone)
+        merged["providers"] = loader.providers(standalone["providers"], cwd, standalone)
+        merged["tests"] = standalone["tests"]
+        return
     given: dict[str, Any] = {"prompts": list(overrides.prompts), "providers": cli_providers(overrides.providers, merged.get("providers")), "tests": overrides.tests}
     if overrides.prompts:
         merged["prompts"] = loader.prompt_reader.prompts(given["prompts"], cwd, given)
@@ -423,10 +433,10 @@ def _use_filters(merged: dict[str, Any], sources: SourceMap) -> list[str]:
     return [f"{ConfigError.at(problem, sources.location(spec, name), f'nunjucksFilters.{name}')}; templates that use it will be ERRORs" for name, problem in problems.items()]
 
 
-def _validate(merged: dict[str, Any], sources: SourceMap, first_file: Path) -> Config:
+def _validate(merged: dict[str, Any], sources: SourceMap, first_file: str | None) -> Config:
     try:
         return Config.model_validate(merged)
     except ValidationError as exc:
-        raise validation_error(exc, merged, sources, files.display_path(first_file)) from None
+        raise validation_error(exc, merged, sources, first_file) from None
 
 

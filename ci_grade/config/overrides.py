@@ -1,16 +1,27 @@
-"""promptfoo's `-p/--prompts`, `-r/--providers` and `-t/--tests` (`-v/--vars`): the config's own, replaced.
+"""promptfoo's `-p/--prompts`, `-r/--providers` and `-t/--tests` (`-v/--vars`): the config's own,
+replaced; and its standalone grading of recorded outputs (`--assertions` with `--model-outputs`).
 
 Prompts and tests named on the command line are read like the config's, relative to the working
 folder. A provider named on the command line that the config also lists (by id, by label, or as
 the end of an id after `:`, as promptfoo matches them) keeps the config's settings; another one
 is used as named, a file in its id found from the config's folder, as promptfoo finds it.
+With `-p` and `-r` no config file is needed.
+
+`--assertions FILE --model-outputs FILE` grades outputs produced elsewhere: each output (a string,
+or `{output, tags}`) becomes a test of the prompt `{{output}}` on the `echo` provider, with the
+assertions file's list as its assertions and `tags` joined into a `tags` variable, as promptfoo
+builds them; the config's prompts, providers and tests (if there is a config) are replaced.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from ci_grade.config import files
+from ci_grade.errors import ConfigError, UsageError
 
 
 @dataclass(frozen=True)
@@ -18,9 +29,47 @@ class ConfigOverrides:
     prompts: Sequence[str] = ()
     providers: Sequence[str] = ()
     tests: str | None = None
+    assertions: str | None = None
+    model_outputs: str | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.prompts or self.providers or self.tests)
+        return bool(self.prompts or self.providers or self.tests or self.assertions or self.model_outputs)
+
+    @property
+    def complete(self) -> bool:
+        """Whether these stand for a whole eval without a config file (`-p` with `-r`, or the
+        standalone mode, whose two files `graded_outputs` requires together)."""
+        return bool((self.prompts and self.providers) or self.assertions or self.model_outputs)
+
+
+def graded_outputs(overrides: ConfigOverrides, cwd: Path, load: Callable[[Path], Any]) -> dict[str, Any]:
+    """The prompts, providers and tests of `--assertions` with `--model-outputs` (see the module)."""
+    if not overrides.assertions or not overrides.model_outputs:
+        raise UsageError("--assertions and --model-outputs go together: the assertions grade the recorded outputs")
+    assertions = load(_file(overrides.assertions, cwd))
+    if not isinstance(assertions, list) or not all(isinstance(item, dict) for item in assertions):
+        raise ConfigError("expected a list of assertions", file=overrides.assertions, line=1)
+    outputs = load(_file(overrides.model_outputs, cwd))
+    if not isinstance(outputs, list):
+        raise ConfigError("expected a list of outputs (strings, or {output, tags})", file=overrides.model_outputs, line=1)
+    tests = []
+    for index, item in enumerate(outputs):
+        if isinstance(item, str):
+            variables: dict[str, Any] = {"output": item}
+        elif isinstance(item, dict) and "output" in item:
+            tags = item.get("tags")
+            variables = {"output": item["output"], **({"tags": ", ".join(map(str, tags))} if isinstance(tags, list) else {})}
+        else:
+            raise ConfigError(f"[{index}]: expected a string or {{output, tags}}, got {item!r}", file=overrides.model_outputs, line=1)
+        tests.append({"vars": variables, "assert": [dict(assertion) for assertion in assertions]})
+    return {"prompts": ["{{output}}"], "providers": ["echo"], "tests": tests}
+
+
+def _file(name: str, cwd: Path) -> Path:
+    path = files.resolve(name, cwd)
+    if not path.is_file():
+        raise ConfigError(f"file not found: {files.display_path(path)}")
+    return path
 
 
 def cli_providers(names: Sequence[str], configured: Any) -> list[Any]:

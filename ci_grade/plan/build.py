@@ -323,7 +323,7 @@ def _check_size(rows: int, combinations: int, repeats: set[int], options: PlanOp
     elif options.repeat > 1 and loaded.config.evaluateOptions.repeat == options.repeat:
         loc, where = loaded.sources.location(loaded.raw.get("evaluateOptions"), "repeat"), "evaluateOptions.repeat"
     elif options.repeat > 1:
-        loc, where = Location(files.display_path(loaded.files[0])), "repeat"
+        loc, where = Location(files.display_path(loaded.files[0])) if loaded.files else None, "repeat"
     else:
         loc, where = case.location, case.path
     repeated = max(repeats) > 1
