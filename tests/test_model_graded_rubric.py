@@ -166,6 +166,7 @@ tests:
     ("reply", "message"),
     [
         ("The output looks fine to me.", "no JSON object with 'pass'"),
+        ('{"answer": 42}', "no JSON object with 'pass'"),  # promptfoo 0.123.1 passes it: its pass defaults to true
         ('{"reason": "ok", "pass": "maybe", "score": 1}', "'pass' is not true or false"),
         ('{"reason": "ok", "pass": "", "score": 1}', "'pass' is not true or false"),
         ('{"pass": true, "score": 1, "reason": "fine", "echo": {"pass": false}}', "conflicting"),
