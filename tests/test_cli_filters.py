@@ -147,6 +147,8 @@ def test_command_line_options_in_the_config_set_the_filters(tmp_path: Path) -> N
         ("filterPrompts: [greet]", "commandLineOptions.filterPrompts: must be text, got ['greet']"),
         ("promptPrefix: 3", "commandLineOptions.promptPrefix: must be text, got 3"),
         ("filterMetadata: kind", "commandLineOptions.filterMetadata: must be key=value, got 'kind'"),
+        ("filterSample: .inf", "commandLineOptions.filterSample: must be a whole number of at least 1, got inf"),
+        ("filterRange: '5:2'", "commandLineOptions.filterRange: --filter-range start must be less than or equal to end, got: 5:2"),
     ],
 )
 def test_bad_command_line_options_name_file_line_and_key(tmp_path: Path, options: str, message: str) -> None:

@@ -58,7 +58,7 @@ class EvalFilters:
                 return None
             try:
                 number = int(value) if not isinstance(value, bool) and float(value) == int(value) else None
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 number = None
             if number is None or (least is not None and number < least):
                 raise ConfigError.at(f"must be a whole number{f' of at least {least}' if least is not None else ''}, got {value!r}", locate(key), f"commandLineOptions.{key}")
@@ -72,12 +72,18 @@ class EvalFilters:
             if not isinstance(item, str) or not sep or not key or not value:
                 raise ConfigError.at(f"must be key=value, got {item!r}", locate("filterMetadata"), "commandLineOptions.filterMetadata")
             pairs.append((key, value))
+        ranged = text("filterRange") if self.range is None else self.range
+        if ranged is not None and self.range is None:
+            try:
+                parse_range(ranged)
+            except UsageError as exc:
+                raise ConfigError.at(str(exc), locate("filterRange"), "commandLineOptions.filterRange") from None
         earlier = [(kind, path) for kind, key in (("failing", "filterFailing"), ("failing-only", "filterFailingOnly"), ("errors-only", "filterErrorsOnly")) if (path := text(key))]
         return replace(
             self,
             pattern=self.pattern or text("filterPattern"),
             metadata=self.metadata or tuple(pairs),
-            range=self.range if self.range is not None else text("filterRange"),
+            range=ranged,
             first_n=self.first_n if self.first_n is not None else whole("filterFirstN", 1),
             sample=self.sample if self.sample is not None else whole("filterSample", 1),
             sample_seed=self.sample_seed if self.sample_seed is not None else whole("filterSampleSeed", None),
