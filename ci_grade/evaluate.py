@@ -18,10 +18,8 @@ from typing import Any
 from ci_grade import __version__, preflight, redact
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
-from ci_grade.config.nunjucks import js_string
 from ci_grade.config.overrides import ConfigOverrides
-from ci_grade.config.sources import Location
-from ci_grade.errors import ConfigError, UsageError
+from ci_grade.errors import UsageError
 from ci_grade.gc_pause import collector_paused
 from ci_grade.grading import registry
 from ci_grade.plan.build import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
@@ -109,40 +107,15 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     env = build_env(options, loaded)
     learn_secrets(options, loaded, env)
     loaded.warnings += preflight.check(loaded)
-    cli_defaults = loaded.command_line_options
     paths = list(options.outputs)
     if not paths:
         paths = list(loaded.config.outputPath or [])
         base = loaded.base_dir
         paths = [str(p if Path(p).is_absolute() else base / p) for p in paths]
-    if not paths and cli_defaults.get("output"):
-        default_output = cli_defaults["output"]
-        paths = [default_output] if isinstance(default_output, str) else list(default_output)
+    if not paths:
+        paths = list(loaded.command_line.output)
     outputs.check_outputs(paths)
     return loaded, env, paths
-
-
-def _command_line_place(loaded: LoadedConfig, key: str) -> Location | None:
-    """Where the config's `commandLineOptions.<key>` was written."""
-    return loaded.sources.location(loaded.raw.get("commandLineOptions"), key)
-
-
-def _text(defaults: dict[str, Any], key: str, loaded: LoadedConfig) -> str | None:
-    """The config's `commandLineOptions.<key>`, which must be text when given."""
-    value = defaults.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ConfigError.at(f"must be text, got {value!r}", _command_line_place(loaded, key), f"commandLineOptions.{key}")
-    return value or None
-
-
-def _vars(defaults: dict[str, Any], loaded: LoadedConfig) -> dict[str, str]:
-    """The config's `commandLineOptions.var`: variables for every test, as `--var` sets them."""
-    value = defaults.get("var")
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError.at(f"must be a mapping of variable names to values, got {value!r}", _command_line_place(loaded, "var"), "commandLineOptions.var")
-    return {str(key): item if isinstance(item, str) else js_string(item) for key, item in value.items()}
 
 
 def _positive(value: Any, name: str) -> int | None:
@@ -181,12 +154,12 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     previous = retry.Previous.read(options.retry_errors) if options.retry_errors else None
     loaded, env, paths = prepare(options)
     config = loaded.config
-    cli_defaults = loaded.command_line_options
+    cli_defaults = loaded.command_line
     eval_options = config.evaluateOptions
-    concurrency = _positive(options.concurrency or eval_options.maxConcurrency or cli_defaults.get("maxConcurrency"), "max concurrency") or DEFAULT_CONCURRENCY
-    repeat = _positive(options.repeat or eval_options.repeat or cli_defaults.get("repeat"), "repeat") or 1
-    grader = options.grader or cli_defaults.get("grader")
-    filters = options.filters.completed_by(cli_defaults, lambda key: _command_line_place(loaded, key))
+    concurrency = options.concurrency or eval_options.maxConcurrency or cli_defaults.max_concurrency or DEFAULT_CONCURRENCY
+    repeat = options.repeat or eval_options.repeat or cli_defaults.repeat or 1
+    grader = options.grader or cli_defaults.grader
+    filters = options.filters.completed_by(cli_defaults)
     config_for_output = outputs.encode_config({k: v for k, v in loaded.raw.items() if k != "assertionTemplates"})
     earlier = [EarlierRows.read(kind, path) for kind, path in filters.earlier]
     plan = build_plan(
@@ -195,10 +168,10 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
             repeat=repeat,
             filters=filters,
             earlier=earlier,
-            cli_vars={**_vars(cli_defaults, loaded), **options.vars},
+            cli_vars={**cli_defaults.vars, **options.vars},
             grader=grader,
-            prompt_prefix=options.prompt_prefix or _text(cli_defaults, "promptPrefix", loaded),
-            prompt_suffix=options.prompt_suffix or _text(cli_defaults, "promptSuffix", loaded),
+            prompt_prefix=options.prompt_prefix or cli_defaults.prompt_prefix,
+            prompt_suffix=options.prompt_suffix or cli_defaults.prompt_suffix,
             only_test_ids=options.only_test_ids,
             test_repeats=options.test_repeats,
             shard=previous.shard(options.shard) if previous else options.shard,
@@ -211,7 +184,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     kept = None
     if previous is not None:
         plan, kept = retry.plan_retry(plan, previous)
-    shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False and cli_defaults.get("progressBar") is not False  # promptfoo's switches
+    shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False and cli_defaults.progress_bar is not False  # promptfoo's switches
     _built()
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
     if options.stop.max_duration is None and eval_options.maxEvalTimeMs:
@@ -220,7 +193,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         env=env,
         base_dir=loaded.base_dir,
         concurrency=concurrency,
-        delay_ms=int(options.delay_ms if options.delay_ms is not None else eval_options.delay or cli_defaults.get("delay") or 0),
+        delay_ms=int(options.delay_ms if options.delay_ms is not None else eval_options.delay or cli_defaults.delay or 0),
         timeout_ms=DEFAULT_ROW_TIMEOUT_MS if eval_options.timeoutMs is None else eval_options.timeoutMs or None,
         env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
         progress=progress,
@@ -236,7 +209,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         run = retry.combine(kept, run)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
-    run.info.description = options.description or _text(cli_defaults, "description", loaded) or config.description
+    run.info.description = options.description or cli_defaults.description or config.description
     run.info.config_files = [str(p) for p in loaded.files]
     run.info.config_hash = loaded.config_hash
     run.info.config_name = _config_name(loaded.files, env)
@@ -292,7 +265,7 @@ def _cache(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str], repe
     evaluateOptions or commandLineOptions or PROMPTFOO_CACHE_ENABLED=false."""
     if not options.cache or repeat > 1:
         return None
-    configured = [loaded.config.evaluateOptions.cache, loaded.command_line_options.get("cache")]
+    configured = [loaded.config.evaluateOptions.cache, loaded.command_line.cache]
     if not options.cache_dir and (False in configured or not cache_enabled_by(env)):
         return None
     return ResponseCache(cache_folder(options.cache_dir, env))

@@ -14,7 +14,7 @@ import functools
 import re
 from typing import Any
 
-from ci_grade.config import files, nunjucks
+from ci_grade.config import command_line, files, nunjucks
 from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
 from ci_grade.config.errors import describe, suggest
 from ci_grade.config.loader import LoadedConfig
@@ -196,14 +196,6 @@ def _unknown_key_warnings(config: Config, raw: dict[str, Any], sources: SourceMa
     ]
 
 
-COMMAND_LINE_OPTIONS_USED = frozenset(
-    [
-        "maxConcurrency", "repeat", "delay", "grader", "cache", "output", "description", "var", "progressBar",
-        "filterPattern", "filterFirstN", "filterMetadata", "filterRange", "filterSample", "filterSampleSeed", "filterProviders",
-        "filterTargets", "filterPrompts", "filterFailing", "filterFailingOnly", "filterErrorsOnly", "promptPrefix", "promptSuffix",
-    ]
-)
-"""`commandLineOptions` keys ci-grade reads (the flag, when given, wins)."""
 COMMAND_LINE_OPTIONS_MOOT = frozenset(
     ["table", "tableCellMaxLength", "write", "share", "noShare", "verbose", "watch", "generateSuggestions", "suggestionsCount", "tags"]
 )
@@ -218,7 +210,7 @@ def _command_line_warnings(loaded: LoadedConfig) -> list[str]:
         return []
     warnings = []
     for key in raw:
-        if key not in COMMAND_LINE_OPTIONS_USED and key not in COMMAND_LINE_OPTIONS_MOOT:
+        if key not in command_line.KEYS_READ and key not in COMMAND_LINE_OPTIONS_MOOT:
             loc = loaded.sources.location(raw, key)
             warnings.append(f"{f'{loc}: ' if loc else ''}commandLineOptions.{key} is not read by ci-grade: the config's own keys say what runs")
     return warnings

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from ci_grade.config.command_line import parse_range
 from ci_grade.errors import UsageError
-from ci_grade.plan.filters import parse_range, seeded_random
+from ci_grade.plan.filters import seeded_random
 from tests.conftest import run_cli, write
 
 FIXTURES = Path(__file__).parent / "fixtures" / "promptfoo-results"

@@ -185,10 +185,11 @@ def skip_final_collection() -> None:
 
 
 def eval_options(args: argparse.Namespace) -> EvalOptions:
+    from ci_grade.config.command_line import parse_range
     from ci_grade.config.overrides import ConfigOverrides
     from ci_grade.errors import UsageError
     from ci_grade.evaluate import EvalOptions
-    from ci_grade.plan.filters import EvalFilters, parse_range
+    from ci_grade.plan.filters import EvalFilters
     from ci_grade.run.stop import Stop
 
     skip_final_collection()

@@ -16,13 +16,14 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from ci_grade.config import files
+from ci_grade.config import command_line, files
 from ci_grade.config.assertion_types import AssertionVocabulary
+from ci_grade.config.command_line import CommandLineDefaults
 from ci_grade.config.csv_tests import read_csv_tests
 from ci_grade.config.errors import describe, kind_name, validation_error
 from ci_grade.config.merge import merge_configs
 from ci_grade.config.models import Config
-from ci_grade.config.overrides import ConfigOverrides, cli_providers, graded_outputs
+from ci_grade.config.overrides import ConfigOverrides, apply_overrides
 from ci_grade.config.prompt_files import INLINE, PromptReader
 from ci_grade.config.refs import RefReader
 from ci_grade.config.sources import Location, SourceMap
@@ -47,7 +48,8 @@ class LoadedConfig:
     sources: SourceMap
     raw: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
-    command_line_options: dict[str, Any] = field(default_factory=dict)
+    command_line: CommandLineDefaults = field(default_factory=CommandLineDefaults)
+    """The config's `commandLineOptions`, read and checked."""
     _hash: str | None = field(default=None, repr=False)
 
     @property
@@ -121,7 +123,7 @@ def load_config(
     parts = [loader.load_file(path) for path in config_files]
     merged = merge_configs(parts, sources) if len(parts) > 1 else parts[0] if parts else {}
     if overrides:
-        _override(merged, overrides, loader, cwd)
+        apply_overrides(merged, overrides, loader, cwd)
     if "prompts" not in merged:
         merged["prompts"] = [{"raw": "{{prompt}}", "label": "{{prompt}}", "key": "prompt"}]
     for index, prompt in enumerate(merged["prompts"] if isinstance(merged["prompts"], list) else []):
@@ -142,25 +144,8 @@ def load_config(
         sources=sources,
         raw=merged,
         warnings=warnings,
-        command_line_options=merged.get("commandLineOptions") or {},
+        command_line=command_line.read(config.commandLineOptions or {}, lambda key: sources.location(merged.get("commandLineOptions"), key)),
     )
-
-
-def _override(merged: dict[str, Any], overrides: ConfigOverrides, loader: _Loader, cwd: Path) -> None:
-    """The command line's prompts, providers and tests in place of the config's (see `overrides`)."""
-    if overrides.assertions or overrides.model_outputs:
-        standalone = graded_outputs(overrides, cwd, lambda path: files.load_structured(path, loader.sources, None, "--assertions"))
-        merged["prompts"] = loader.prompt_reader.prompts(standalone["prompts"], cwd, standalone)
-        merged["providers"] = loader.providers(standalone["providers"], cwd, standalone)
-        merged["tests"] = standalone["tests"]
-        return
-    given: dict[str, Any] = {"prompts": list(overrides.prompts), "providers": cli_providers(overrides.providers, merged.get("providers")), "tests": overrides.tests}
-    if overrides.prompts:
-        merged["prompts"] = loader.prompt_reader.prompts(given["prompts"], cwd, given)
-    if overrides.providers:
-        merged["providers"] = loader.providers(given["providers"], cwd, given)
-    if overrides.tests:
-        merged["tests"] = loader.tests(overrides.tests, cwd, given, "tests", "tests")
 
 
 class _Loader(RefReader):

@@ -192,6 +192,8 @@ class Config(_Model):
     outputPath: list[str] | None = None
     metadata: Any = None
     tags: dict[str, Any] | None = None
+    commandLineOptions: dict[str, Any] | None = None
+    """Defaults for promptfoo's flags; its values are checked where they are read (`command_line`)."""
 
     @field_validator("evaluateOptions", mode="before")
     @classmethod

@@ -18,9 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ci_grade.config import files
+from ci_grade.config.prompt_files import PromptReader
+from ci_grade.config.sources import SourceMap
 from ci_grade.errors import ConfigError, UsageError
 
 
@@ -40,6 +42,36 @@ class ConfigOverrides:
         """Whether these stand for a whole eval without a config file (`-p` with `-r`, or the
         standalone mode, whose two files `graded_outputs` requires together)."""
         return bool((self.prompts and self.providers) or self.assertions or self.model_outputs)
+
+
+class Reader(Protocol):
+    """What `apply_overrides` needs of the config loader: how it reads prompts, providers and tests."""
+
+    sources: SourceMap
+
+    @property
+    def prompt_reader(self) -> PromptReader: ...
+
+    def providers(self, raw: Any, base: Path, holder: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+    def tests(self, raw: Any, base: Path, holder: Any, key: Any, path: str) -> list[Any]: ...
+
+
+def apply_overrides(merged: dict[str, Any], overrides: ConfigOverrides, reader: Reader, cwd: Path) -> None:
+    """The command line's prompts, providers and tests in place of the config's (see the module)."""
+    if overrides.assertions or overrides.model_outputs:
+        standalone = graded_outputs(overrides, cwd, lambda path: files.load_structured(path, reader.sources, None, "--assertions"))
+        merged["prompts"] = reader.prompt_reader.prompts(standalone["prompts"], cwd, standalone)
+        merged["providers"] = reader.providers(standalone["providers"], cwd, standalone)
+        merged["tests"] = standalone["tests"]
+        return
+    given: dict[str, Any] = {"prompts": list(overrides.prompts), "providers": cli_providers(overrides.providers, merged.get("providers")), "tests": overrides.tests}
+    if overrides.prompts:
+        merged["prompts"] = reader.prompt_reader.prompts(given["prompts"], cwd, given)
+    if overrides.providers:
+        merged["providers"] = reader.providers(given["providers"], cwd, given)
+    if overrides.tests:
+        merged["tests"] = reader.tests(overrides.tests, cwd, given, "tests", "tests")
 
 
 def graded_outputs(overrides: ConfigOverrides, cwd: Path, load: Callable[[Path], Any]) -> dict[str, Any]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from ci_grade.config.command_line import CommandLineDefaults, parse_range
 from ci_grade.config.models import Prompt, ProviderSpec
 from ci_grade.config.nunjucks import js_string
-from ci_grade.errors import ConfigError, Place, UsageError
+from ci_grade.errors import ConfigError, UsageError
 from ci_grade.plan.cases import Case
 
 T = TypeVar("T")
@@ -39,57 +40,20 @@ class EvalFilters:
     earlier: Sequence[tuple[str, str]] = ()
     """(kind, path) of `--filter-failing`, `--filter-failing-only`, `--filter-errors-only` (see `earlier.py`)."""
 
-    def completed_by(self, defaults: Mapping[str, Any], locate: Callable[[str], Place | None]) -> EvalFilters:
-        """These filters, each one not given taken from the config's `commandLineOptions`
-        (`defaults`; `locate` says where a key was written, for errors)."""
-
-        def text(*keys: str) -> str | None:
-            for key in keys:
-                value = defaults.get(key)
-                if value is not None and not isinstance(value, str):
-                    raise ConfigError.at(f"must be text, got {value!r}", locate(key), f"commandLineOptions.{key}")
-                if value:
-                    return value
-            return None
-
-        def whole(key: str, least: int | None) -> int | None:
-            value = defaults.get(key)
-            if value is None:
-                return None
-            try:
-                number = int(value) if not isinstance(value, bool) and float(value) == int(value) else None
-            except (TypeError, ValueError, OverflowError):
-                number = None
-            if number is None or (least is not None and number < least):
-                raise ConfigError.at(f"must be a whole number{f' of at least {least}' if least is not None else ''}, got {value!r}", locate(key), f"commandLineOptions.{key}")
-            return number
-
-        metadata = defaults.get("filterMetadata")
-        listed = metadata if isinstance(metadata, list) else [metadata] if metadata is not None else []
-        pairs = []
-        for item in listed:
-            key, sep, value = str(item).partition("=")
-            if not isinstance(item, str) or not sep or not key or not value:
-                raise ConfigError.at(f"must be key=value, got {item!r}", locate("filterMetadata"), "commandLineOptions.filterMetadata")
-            pairs.append((key, value))
-        ranged = text("filterRange") if self.range is None else self.range
-        if ranged is not None and self.range is None:
-            try:
-                parse_range(ranged)
-            except UsageError as exc:
-                raise ConfigError.at(str(exc), locate("filterRange"), "commandLineOptions.filterRange") from None
-        earlier = [(kind, path) for kind, key in (("failing", "filterFailing"), ("failing-only", "filterFailingOnly"), ("errors-only", "filterErrorsOnly")) if (path := text(key))]
+    def completed_by(self, defaults: CommandLineDefaults) -> EvalFilters:
+        """These filters, each one not given taken from the config's `commandLineOptions`."""
+        earlier = (("failing", defaults.filter_failing), ("failing-only", defaults.filter_failing_only), ("errors-only", defaults.filter_errors_only))
         return replace(
             self,
-            pattern=self.pattern or text("filterPattern"),
-            metadata=self.metadata or tuple(pairs),
-            range=ranged,
-            first_n=self.first_n if self.first_n is not None else whole("filterFirstN", 1),
-            sample=self.sample if self.sample is not None else whole("filterSample", 1),
-            sample_seed=self.sample_seed if self.sample_seed is not None else whole("filterSampleSeed", None),
-            providers=self.providers or text("filterProviders", "filterTargets"),
-            prompts=self.prompts or text("filterPrompts"),
-            earlier=self.earlier or tuple(earlier),
+            pattern=self.pattern or defaults.filter_pattern,
+            metadata=self.metadata or defaults.filter_metadata,
+            range=self.range if self.range is not None else defaults.filter_range,
+            first_n=self.first_n if self.first_n is not None else defaults.filter_first_n,
+            sample=self.sample if self.sample is not None else defaults.filter_sample,
+            sample_seed=self.sample_seed if self.sample_seed is not None else defaults.filter_sample_seed,
+            providers=self.providers or defaults.filter_providers,
+            prompts=self.prompts or defaults.filter_prompts,
+            earlier=self.earlier or tuple((kind, path) for kind, path in earlier if path),
         )
 
 
@@ -115,18 +79,6 @@ def metadata_matches(metadata: dict[str, object], key: str, expected: str) -> bo
     value = metadata.get(key)
     items = value if isinstance(value, list) else [value]
     return any(item is not None and expected in js_string(item) for item in items)
-
-
-def parse_range(text: str) -> tuple[int, int | None]:
-    """`START:END` as promptfoo reads it: digits only, one colon, either bound may be empty."""
-    start_text, colon, end_text = text.strip().partition(":")
-    start_text, end_text = start_text.strip(), end_text.strip()
-    if not colon or ":" in end_text or not (start_text or end_text) or not all(part.isascii() and (part.isdigit() or not part) for part in (start_text, end_text)):
-        raise UsageError(f"--filter-range must be specified in start:end format using zero-based indices, got: {text}")
-    start, end = int(start_text or 0), int(end_text) if end_text else None
-    if end is not None and start > end:
-        raise UsageError(f"--filter-range start must be less than or equal to end, got: {text}")
-    return start, end
 
 
 def sample(items: list[T], count: int, seed: int | None) -> list[T]:
