@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -394,3 +395,25 @@ def test_not_and_thresholds_read_results_as_promptfoo_does(tmp_path: Path) -> No
         "no config key without config": ("pass", 1.0, "Assertion passed"),
         "config key with config": ("pass", 1.0, "Assertion passed"),
     }
+
+
+def test_nan_and_infinity_in_vars_and_metadata_are_javascript_numbers(tmp_path: Path) -> None:
+    """YAML's `.nan` and `.inf` reach scripts as NaN and Infinity, as js-yaml gives them to promptfoo
+    (they used to make the whole batch of script calls fail, and a later batch get wrong results)."""
+    write(tmp_path / "promptfooconfig.yaml", """
+        prompts: ["n={{n}} big={{big}}"]
+        providers: [echo]
+        tests:
+          - vars: {n: .nan, big: .inf}
+            metadata: {area: -.inf}
+            assert:
+              - type: javascript
+                value: "context.test.metadata.area === -Infinity"
+              - type: javascript
+                value: "Number.isNaN(context.vars.n) && context.vars.big === Infinity"
+        """)
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 0, result.out + result.err
+    row = json.loads((tmp_path / "out.json").read_text())["results"]["results"][0]
+    assert row["prompt"]["raw"] == "n=NaN big=Infinity"  # promptfoo 0.123.1's rendering
+    assert [c["pass"] for c in row["gradingResult"]["componentResults"]] == [True, True]

@@ -167,3 +167,27 @@ def test_the_heap_is_collected_every_few_thousand_calls() -> None:
         assert runtime.call(length, ["after"]) == (True, 5)  # the isolate works on after its collections
     finally:
         runtime.close()
+
+
+def test_nan_and_infinities_reach_javascript_as_numbers(rt: JsRuntime) -> None:
+    kinds = rt.define(("x",), "return [Number.isNaN(x.n), x.big === Infinity, x.small === -Infinity, x.list[1] === Infinity, x.plain];")
+    assert batch(rt, [(kinds, [{"n": float("nan"), "big": float("inf"), "small": float("-inf"), "list": [1, float("inf")], "plain": 1.5}])]) == [
+        (True, [True, True, True, True, 1.5])
+    ]
+    # a batch mixing such a call with others: each gets its own answer (a payload JSON cannot carry
+    # used to fail the whole batch and hand its calls the previous batch's results, or none)
+    double = rt.define(("x",), "return x * 2;")
+    assert batch(rt, [(double, [1]), (kinds, [{"n": float("nan"), "big": 1, "small": 1, "list": [0, 0], "plain": None}]), (double, [2])]) == [
+        (True, 2), (True, [True, False, False, False, None]), (True, 4),
+    ]
+
+
+def test_a_batch_that_cannot_be_answered_call_by_call_fails_each_call_and_never_hangs(rt: JsRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    double = rt.define(("x",), "return x * 2;")
+
+    async def short(calls: list[Any]) -> list[Any]:
+        return [((True, 0), None)]  # one outcome for three calls
+
+    monkeypatch.setattr(rt, "_run_batch", short)
+    outcomes = batch(rt, [(double, [1]), (double, [2]), (double, [3])])
+    assert outcomes == ["error: RuntimeError: 1 outcomes for 3 calls"] * 3

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import re
 import threading
@@ -53,15 +54,17 @@ function __cigrade_call(name, args, i) {
   if (result === undefined) return '{}';
   return JSON.stringify({ v: result });
 }
-function __cigrade_method(key, value) {
-  if (value === null || typeof value !== 'object' || !('__cigrade_method__' in value)) return value;
+function __cigrade_revive(key, value) {
+  if (value === null || typeof value !== 'object') return value;
+  if ('__cigrade_number__' in value) return Number(value.__cigrade_number__);
+  if (!('__cigrade_method__' in value)) return value;
   var result = value.__cigrade_method__;
   return function () { return result; };
 }
 function __cigrade_batch(callsJson) {
-  var calls = callsJson.indexOf('"__cigrade_method__"') < 0 ? JSON.parse(callsJson) : JSON.parse(callsJson, __cigrade_method);
   __cigrade_out = [];
   __cigrade_settled = [];
+  var calls = callsJson.indexOf('"__cigrade_') < 0 ? JSON.parse(callsJson) : JSON.parse(callsJson, __cigrade_revive);
   for (var i = 0; i < calls.length; i++) __cigrade_out.push(__cigrade_call(calls[i][0], calls[i][1], i));
   return '[' + __cigrade_out.join(',') + ']';
 }
@@ -155,6 +158,8 @@ class JsRuntime:
                 batch = [self._pending.popleft() for _ in range(min(len(self._pending), MAX_BATCH))]
             try:
                 outcomes = await self._run_batch(batch)
+                if len(outcomes) != len(batch):
+                    raise RuntimeError(f"{len(outcomes)} outcomes for {len(batch)} calls")
             except Exception as exc:  # never leave a caller waiting
                 outcomes = [(None, ScriptError(f"{type(exc).__name__}: {exc}"))] * len(batch)
             _deliver(batch, outcomes)
@@ -272,14 +277,14 @@ class JsRuntime:
 
         A returned promise is awaited: it settles in V8's microtask queue (there are no timers or I/O)."""
         future: Future[tuple[bool, Any]] = Future()
-        self._queue(_Call(name, json.dumps(args, default=str), future))
+        self._queue(_Call(name, _args_json(args), future))
         return future.result()
 
     async def acall(self, name: str, args: list[Any]) -> tuple[bool, Any]:
         """`call` without blocking the event loop; calls queued together run in one batch."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
-        self._queue(_Call(name, json.dumps(args, default=str), future, loop))
+        self._queue(_Call(name, _args_json(args), future, loop))
         return await future
 
     def close(self) -> None:
@@ -293,6 +298,25 @@ class JsRuntime:
         self._run(dispose())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+
+
+def _args_json(args: list[Any]) -> str:
+    """Arguments as JSON for the isolate; NaN and infinities, which JSON has no words for, travel
+    as markers that `__cigrade_revive` turns back into JavaScript's NaN and Infinity."""
+    try:
+        return json.dumps(args, default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(_mark_numbers(args), default=str, allow_nan=False)
+
+
+def _mark_numbers(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"__cigrade_number__": "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"}
+    if isinstance(value, dict):
+        return {key: _mark_numbers(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_mark_numbers(item) for item in value]
+    return value
 
 
 def _start_task(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, None]) -> None:
