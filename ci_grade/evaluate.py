@@ -19,7 +19,7 @@ from ci_grade import __version__, preflight, redact
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.config.overrides import ConfigOverrides
-from ci_grade.errors import UsageError
+from ci_grade.errors import ConfigError, UsageError
 from ci_grade.gc_pause import collector_paused
 from ci_grade.grading import registry
 from ci_grade.plan.build import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
@@ -118,6 +118,27 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     return loaded, env, paths
 
 
+def _delay(options: EvalOptions, loaded: LoadedConfig) -> int:
+    """promptfoo's delay (`--delay`, else commandLineOptions.delay, else evaluateOptions.delay).
+    It, or a provider's own, longer than a row's time limit is refused: every row would time out,
+    and a typo such as an extra zero should not hold a job for hours."""
+    evaluate_options = loaded.config.evaluateOptions
+    limit = DEFAULT_ROW_TIMEOUT_MS if evaluate_options.timeoutMs is None else evaluate_options.timeoutMs
+    listed = loaded.raw.get("providers")
+    raw_providers: list[Any] = listed if isinstance(listed, list) else []
+    places = [
+        ("--delay", options.delay_ms, None),
+        ("commandLineOptions.delay", loaded.command_line.delay, loaded.sources.location(loaded.raw.get("commandLineOptions"), "delay")),
+        ("evaluateOptions.delay", evaluate_options.delay, loaded.sources.location(loaded.raw.get("evaluateOptions"), "delay")),
+        *((f"providers[{i}].delay", spec.delay, loaded.sources.location(raw_providers[i] if i < len(raw_providers) else None, "delay")) for i, spec in enumerate(loaded.config.providers)),
+    ]
+    for what, value, place in places:
+        if limit and value is not None and value > limit:
+            message = f"a delay of {value:,} ms is longer than a row's time limit of {limit:,} ms (evaluateOptions.timeoutMs): every row would time out"
+            raise ConfigError.at(message, place, what) if place else UsageError(f"{what}: {message}")
+    return next((value for _, value, _ in places[:3] if value is not None), 0)
+
+
 def _positive(value: Any, name: str) -> int | None:
     if value is None:
         return None
@@ -193,7 +214,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         env=env,
         base_dir=loaded.base_dir,
         concurrency=concurrency,
-        delay_ms=int(options.delay_ms if options.delay_ms is not None else eval_options.delay or cli_defaults.delay or 0),
+        delay_ms=_delay(options, loaded),
         timeout_ms=DEFAULT_ROW_TIMEOUT_MS if eval_options.timeoutMs is None else eval_options.timeoutMs or None,
         env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v},  # env: and --env-file values
         progress=progress,

@@ -128,7 +128,8 @@ class ProviderSpec(_Model):
     config: dict[str, Any] = Field(default_factory=dict)
     prompts: list[str] | None = None
     transform: str | None = None
-    delay: int | None = None
+    delay: int | None = Field(default=None, ge=0)
+    """Milliseconds to wait after each call this provider answers (not from the cache)."""
     env: dict[str, Any] | None = None
 
     @field_validator("config", mode="before")

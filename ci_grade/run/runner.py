@@ -55,6 +55,8 @@ class RunOptions:
     """Rows in flight and each provider's calls in flight, a hard cap (`-j`); None: adaptive, see
     `providers.limiter` (up to ADAPTIVE_CEILING rows, each provider finding its own limit)."""
     delay_ms: int = 0
+    """promptfoo's delay: after each call a provider answers (not from the cache), unless the
+    provider sets its own `delay`; tests run one at a time."""
     timeout_ms: int | None = DEFAULT_ROW_TIMEOUT_MS
     env_overrides: dict[str, str] = field(default_factory=dict)
     progress: Progress | None = None
@@ -93,9 +95,7 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     async def one(position: int, planned: PlannedRow) -> _Row | None:
         nonlocal done
         async with window.waiting(conversations.turn(planned)) if conversations.ordered(planned) else _UNORDERED, rows_in_flight.slot():
-            if options.delay_ms:
-                await asyncio.sleep(options.delay_ms / 1000)
-            row = await _run_row_with_timeout(planned, pool, run_context, options.timeout_ms, conversations)
+            row = await _run_row_with_timeout(planned, pool, run_context, options, conversations)
             conversations.store(planned, row.result.output)
         done += 1
         if options.progress:
@@ -151,12 +151,13 @@ def _row_of(outcome: _Row | BaseException | None, planned: PlannedRow, stop: Sto
     return row
 
 
-async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, timeout_ms: int | None, conversations: Conversations) -> _Row:
+async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, options: RunOptions, conversations: Conversations) -> _Row:
+    timeout_ms = options.timeout_ms
     if not timeout_ms:
-        return await _run_row(planned, pool, run, conversations)
+        return await _run_row(planned, pool, run, conversations, options.delay_ms)
     try:
         async with asyncio.timeout(timeout_ms / 1000):
-            return await _run_row(planned, pool, run, conversations)
+            return await _run_row(planned, pool, run, conversations, options.delay_ms)
     except TimeoutError:
         result = _base_result(planned, planned.prompt.raw)
         result.status, result.error = "error", f"test timed out after {timeout_ms} ms"
@@ -164,7 +165,7 @@ async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: Ru
         return _Row(planned, result)
 
 
-async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations) -> _Row:
+async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int) -> _Row:
     template = template_of(planned)
     try:
         planned = await row_vars.prepare(planned, template, run.base_dir, conversations)
@@ -177,7 +178,7 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
         return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     result = _base_result(planned, prompt)
     try:
-        response = await _respond(planned, prompt, pool)
+        response = await _respond(planned, prompt, pool, delay_ms)
         conversations.record(planned, prompt, response)
         result.latency_ms = response.latency_ms
         result.cached = response.cached
@@ -214,7 +215,7 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
     return _Row(planned, result, grading_input, graded.output)
 
 
-async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool) -> ProviderResponse:
+async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int) -> ProviderResponse:
     test = planned.test
     if test.providerOutput is not None:
         return ProviderResponse(output=test.providerOutput, token_usage=TokenUsage(), cost=0.0)
@@ -225,7 +226,11 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool) -> Prov
         spec = as_spec(test.provider)
     provider = pool.get(spec)
     context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw)
-    return await provider.call(prompt, context)
+    response = await provider.call(prompt, context)
+    delay = spec.delay if spec.delay is not None else delay_ms  # promptfoo's: the provider's own first
+    if delay and not response.cached:
+        await asyncio.sleep(delay / 1000)
+    return response
 
 
 def _base_result(planned: PlannedRow, prompt: str) -> TestResult:
