@@ -5,6 +5,7 @@ The waits are checked from below only (a sleep never ends early), never timed fr
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def call_api(prompt, options, context):
 
 def gaps(folder: Path) -> list[float]:
     stamps = sorted(json.loads(line) for line in (folder / "stamps.jsonl").read_text().splitlines())
-    return [later - earlier for earlier, later in zip(stamps, stamps[1:], strict=False)]
+    return [later - earlier for earlier, later in itertools.pairwise(stamps)]
 
 
 def config(provider_delay: str = "") -> str:
