@@ -19,6 +19,7 @@ METHOD_VARS = {"a": "hello", "s": "  x  ", "nums": [3, 1, 2], "text": "a\nb\nc"}
 LOOP_VARS = {"nullv": None, "obj": {"b": 2, "a": 1}, "nums": [3, 1], "pairs": [[1, 2], [3, 4]]}
 PEOPLE = {"people": [{"name": "Ann", "team": "red", "n": 2, "x": {"y": "a"}}, {"name": "Bob", "team": "blue", "n": 1}, {"name": "Cid", "team": "red", "n": 2, "x": {"y": "b"}}, {"name": "Dee", "team": "amber", "n": "z"}]}
 SCOPE_VARS = {"nums": [3, 1, 2]}
+SCALARS = {"b": True, "n": 3, "s": "abc", "z": 0, "l": [1, 2]}
 
 
 @pytest.mark.parametrize(
@@ -98,6 +99,10 @@ SCOPE_VARS = {"nums": [3, 1, 2]}
         (LOOP_VARS, '{% for c in "ab" %}{{ c }}-{% endfor %}', 'a-b-'),
         (LOOP_VARS, '{% for a, b in pairs %}{{ a }}{{ b }}{% endfor %}', '1234'),
         (LOOP_VARS, '{% for x in missing %}{{ x }}{% else %}none{% endfor %}', 'none'),
+        # a number or a boolean has nothing to walk, count or group (found by fuzzing templates against nunjucks)
+        (SCALARS, '{% for x in b %}<{{ x }}>{% else %}E{% endfor %}|{% for x in n %}<{{ x }}>{% else %}E{% endfor %}|{% for k, v in n %}{{ k }}{% else %}E{% endfor %}', 'E|E|E'),
+        (SCALARS, '{{ z | length + l.length }}|{{ n | length }}|{{ b | length }}', 'NaN||'),
+        (SCALARS, "{{ z | groupby('x') | dump }}|{{ n | groupby('x') | dump }}|{{ b | groupby('x') | dump }}|{{ s | groupby('x') | dump }}", '{}|{}|{}|{"undefined":["a","b","c"]}'),
         (LOOP_VARS, '{% for k, v in obj %}{{ loop.index }}{{ k }}{% endfor %}', '1b2a'),
         (LOOP_VARS, '{% for x in "" %}{{ x }}{% else %}blank{% endfor %}', 'blank'),
         (LOOP_VARS, '{% for x in nums %}{% for y in nums %}{{ x }}{{ y }} {% endfor %}{% endfor %}', '33 31 13 11 '),

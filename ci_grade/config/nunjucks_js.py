@@ -177,10 +177,10 @@ def concat(parts: tuple[Any, ...]) -> str:
 
 
 def loop_items(value: Any, pairs: bool) -> Any:
-    """What `{% for %}` walks in nunjucks: nothing for a false value (`null`, `""`, `0`: the
-    `else` branch runs), an object's key/value pairs for `for k, v in obj` and nothing for a
-    single loop variable over an object; anything else as it is."""
-    if not truthy(value):
+    """What `{% for %}` walks in nunjucks: nothing for a false value (`null`, `""`, `0`) or any
+    other number or boolean (the `else` branch runs), an object's key/value pairs for
+    `for k, v in obj` and nothing for a single loop variable over an object; anything else as it is."""
+    if not truthy(value) or isinstance(value, bool | int | float):
         return ()
     if isinstance(value, Mapping):
         return list(value.items()) if pairs else ()
@@ -247,7 +247,7 @@ def _length(value: Any) -> Any:
         return len(value)
     if isinstance(value, Iterator):
         return len(list(value))
-    return None  # a number's .length is undefined in JavaScript
+    return jinja2.Undefined()  # a number's .length is undefined in JavaScript (`+ 1` gives NaN)
 
 
 def _join(value: Any, separator: str = "", attribute: Any = None) -> str:
@@ -342,7 +342,7 @@ def _groupby(value: Any, attribute: Any) -> dict[str, list[Any]]:
     """nunjucks' `groupby`: an object from each item's `attribute` (a dotted path) as text to the
     items that have it, in first-seen order (integer-like keys first, as JavaScript orders them)."""
     groups: dict[str, list[Any]] = {}
-    for item in value:
+    for item in () if isinstance(value, bool | int | float) or value is None else value:  # a number has no items
         key: Any = item
         for part in str(attribute).split("."):
             key = key.get(part) if isinstance(key, Mapping) else jinja2.Undefined() if key is None or isinstance(key, jinja2.Undefined) else getattr(key, part, jinja2.Undefined())
