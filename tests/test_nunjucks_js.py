@@ -19,7 +19,8 @@ METHOD_VARS = {"a": "hello", "s": "  x  ", "nums": [3, 1, 2], "text": "a\nb\nc"}
 LOOP_VARS = {"nullv": None, "obj": {"b": 2, "a": 1}, "nums": [3, 1], "pairs": [[1, 2], [3, 4]]}
 PEOPLE = {"people": [{"name": "Ann", "team": "red", "n": 2, "x": {"y": "a"}}, {"name": "Bob", "team": "blue", "n": 1}, {"name": "Cid", "team": "red", "n": 2, "x": {"y": "b"}}, {"name": "Dee", "team": "amber", "n": "z"}]}
 SCOPE_VARS = {"nums": [3, 1, 2]}
-SCALARS = {"b": True, "n": 3, "s": "abc", "z": 0, "l": [1, 2]}
+SCALARS = {"b": True, "n": 3, "f": 2.5, "s": "abc", "z": 0, "a": "Hello", "l": [1, 2], "o": {"x": 1}}
+LISTS = {"l": [3, 1, 2], "w": ["b", "a", "c"], "a": "Hello"}
 
 
 @pytest.mark.parametrize(
@@ -102,6 +103,10 @@ SCALARS = {"b": True, "n": 3, "s": "abc", "z": 0, "l": [1, 2]}
         # a number or a boolean has nothing to walk, count or group (found by fuzzing templates against nunjucks)
         (SCALARS, '{% for x in b %}<{{ x }}>{% else %}E{% endfor %}|{% for x in n %}<{{ x }}>{% else %}E{% endfor %}|{% for k, v in n %}{{ k }}{% else %}E{% endfor %}', 'E|E|E'),
         (SCALARS, '{{ z | length + l.length }}|{{ n | length }}|{{ b | length }}', 'NaN||'),
+        (SCALARS, '{{ b in l }}|{{ n in a }}|{{ 3 in "a3b" }}|{{ l in o }}|{{ missing in a }}|{{ none in "is null" }}|{{ 1 in l }}|{{ "1" in l }}', 'false|false|true|false|false|true|true|false'),
+        (SCALARS, "{{ b | string }}|{{ o | string }}|{{ b | safe }}|{{ o | replace('1', 'x') }}|{{ n | replace(3, 'x') }}", 'true|[object Object]|true|[object Object]|x'),
+        (SCALARS, '{{ n | first }}|{{ o | first }}|{{ b | last }}|{{ n | sort }}|{{ o | reverse }}|{{ f | batch(2) }}|{{ n | urlencode }}|{{ o | urlencode }}|{{ n | center(5) }}|{{ a | first }}', '|||||||x=1|3|H'),
+        (LISTS, '{{ l | sort | join("-") }}|{{ l | first }}|{{ l | last }}|{{ l | reverse | join }}|{{ l | batch(2) | length }}|{{ l | select("odd") | join }}|{{ l | reject("odd") | join }}|{{ w | sort(true) | join }}|{{ a | first }}|{{ a | last }}', '1-2-3|3|2|213|2|31|2|cba|H|o'),
         (SCALARS, "{{ z | groupby('x') | dump }}|{{ n | groupby('x') | dump }}|{{ b | groupby('x') | dump }}|{{ s | groupby('x') | dump }}", '{}|{}|{}|{"undefined":["a","b","c"]}'),
         (LOOP_VARS, '{% for k, v in obj %}{{ loop.index }}{{ k }}{% endfor %}', '1b2a'),
         (LOOP_VARS, '{% for x in "" %}{{ x }}{% else %}blank{% endfor %}', 'blank'),

@@ -148,7 +148,7 @@ def compare(operator: str, left: Any, right: Any) -> bool:
     """A comparison as JavaScript makes it (`in` keeps its meaning: an item of a list, a part
     of a text, a key of an object)."""
     if operator in ("in", "notin"):
-        found = False if _absent(right) else left in right
+        found = _contains(right, left)
         return found if operator == "in" else not found
     if operator in ("eq", "ne"):
         return loose_equal(left, right) == (operator == "eq")
@@ -169,6 +169,36 @@ def compare(operator: str, left: Any, right: Any) -> bool:
     if operator == "gteq":
         return bool(x >= y)
     raise jinja2.TemplateRuntimeError(f"unsupported comparison {operator!r}")
+
+
+def _contains(container: Any, key: Any) -> bool:
+    """nunjucks' `in`: an item of a list (`===`), a part of a text (`indexOf` of the key as
+    text: `3 in "a3"`), a key of an object (as text); nothing is in a missing value."""
+    if isinstance(container, list | tuple):
+        return any(strict_equal(item, key) for item in container)
+    if isinstance(container, str):
+        return to_string(key) in container
+    if isinstance(container, Mapping):
+        name = to_string(key)
+        return any(name == (item if isinstance(item, str) else to_string(item)) for item in container)
+    if _absent(container):
+        return False
+    raise jinja2.TemplateRuntimeError(f'Cannot use "in" operator to search for "{to_string(key)}" in unexpected types.')
+
+
+def strict_equal(left: Any, right: Any) -> bool:
+    """JavaScript's `===`: the same kind and value (numbers by value, NaN never), lists and objects only themselves."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return bool(left == right)
+    if isinstance(left, str) and isinstance(right, str):
+        return left == right
+    if left is None or right is None:
+        return left is None and right is None
+    if isinstance(left, jinja2.Undefined) or isinstance(right, jinja2.Undefined):
+        return isinstance(left, jinja2.Undefined) and isinstance(right, jinja2.Undefined)
+    return left is right
 
 
 def concat(parts: tuple[Any, ...]) -> str:
@@ -318,6 +348,8 @@ def _urlencode(value: Any) -> str:
 
     if isinstance(value, str):
         return encode(value)
+    if isinstance(value, bool | int | float):
+        return ""  # nothing to encode, as in nunjucks
     pairs = value.items() if isinstance(value, Mapping) else value
     return "&".join(f"{encode(key)}={encode(item)}" for key, item in pairs)
 
@@ -330,7 +362,9 @@ def _striptags(value: Any, linebreaks: bool = False) -> str:
     return re.sub(rf"[{JS_WHITESPACE}]+", " ", text)
 
 
-def _center(value: Any, width: Any = 80) -> str:
+def _center(value: Any, width: Any = 80) -> Any:
+    if not isinstance(value, str) and not _absent(value):
+        return value  # nunjucks pads text only
     text = _text(value)
     spaces: float = (to_number(width) or 80) - len(text)
     if not spaces > 0:
@@ -355,7 +389,43 @@ def _wordcount(value: Any) -> Any:
     return len(words) if words else None
 
 
+def _replace(value: Any, old: Any, new: Any, count: Any = None) -> Any:
+    """nunjucks' `replace`: a number becomes text first; anything else that is not text comes
+    back as it is (jinja would replace inside Python's rendering of it)."""
+    if isinstance(old, int | float) and not isinstance(old, bool):
+        old = to_string(old)
+    if not isinstance(old, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = to_string(value)
+    if not isinstance(value, str):
+        return value
+    limit = -1 if count is None or _absent(count) else int(to_number(count))
+    replaced = value.replace(old, _text(new), limit)
+    return Markup(replaced) if isinstance(value, Markup) else replaced
+
+
+def sequences_only(filter_: Callable[..., Any]) -> Callable[..., Any]:
+    """jinja's list filter, giving nothing for a number, a boolean or an object, which have no
+    items in nunjucks (where jinja would fail on a number, or walk an object's keys)."""
+    passed = 1 if getattr(filter_, "jinja_pass_arg", None) is not None else 0  # jinja's environment or context comes first
+
+    @functools.wraps(filter_)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if isinstance(args[passed], bool | int | float | Mapping):
+            return jinja2.Undefined()
+        return filter_(*args, **kwargs)
+
+    return wrapped
+
+
 FILTERS: dict[str, Callable[..., Any]] = {
+    "upper": lambda value: _text(value).upper(),
+    "lower": lambda value: _text(value).lower(),
+    "trim": lambda value: _text(value).strip(JS_WHITESPACE),
+    "string": lambda value: value,  # nunjucks gives the value back; it renders as JavaScript writes it
+    "safe": lambda value: value if isinstance(value, Markup) else Markup(_text(value)),
+    "replace": _replace,
     "round": _round,
     "int": _int,
     "float": _float,
@@ -382,6 +452,8 @@ FILTERS: dict[str, Callable[..., Any]] = {
 """nunjucks' filters where jinja's differ or are missing."""
 LISTING = ("reverse", "slice", "select", "reject", "selectattr", "rejectattr", "map", "unique")
 """jinja filters that return iterators where nunjucks returns arrays."""
+SEQUENCES = ("first", "last", "sort", "reverse", "batch", "select", "reject")
+"""Filters that give nothing for a number, a boolean or an object (`sequences_only`)."""
 TESTS: dict[str, Callable[..., bool]] = {
     "null": lambda value: value is None,
     "truthy": truthy,
