@@ -106,6 +106,7 @@ LISTS = {"l": [3, 1, 2], "w": ["b", "a", "c"], "a": "Hello"}
         (SCALARS, '{{ b in l }}|{{ n in a }}|{{ 3 in "a3b" }}|{{ l in o }}|{{ missing in a }}|{{ none in "is null" }}|{{ 1 in l }}|{{ "1" in l }}', 'false|false|true|false|false|true|true|false'),
         (SCALARS, "{{ b | string }}|{{ o | string }}|{{ b | safe }}|{{ o | replace('1', 'x') }}|{{ n | replace(3, 'x') }}", 'true|[object Object]|true|[object Object]|x'),
         (SCALARS, '{{ n | first }}|{{ o | first }}|{{ b | last }}|{{ n | sort }}|{{ o | reverse }}|{{ f | batch(2) }}|{{ n | urlencode }}|{{ o | urlencode }}|{{ n | center(5) }}|{{ a | first }}', '|||||||x=1|3|H'),
+        (SCALARS, '[{{ f > o | int + 1 }}]|{{ o | int }}|{{ o | int + 1 }}|{{ l | int }}|{{ b | int }}|{{ "x" | float + 1 }}|{{ "x" | int(7) }}', '[false]||NaN|1||NaN|7'),
         (LISTS, '{{ l | sort | join("-") }}|{{ l | first }}|{{ l | last }}|{{ l | reverse | join }}|{{ l | batch(2) | length }}|{{ l | select("odd") | join }}|{{ l | reject("odd") | join }}|{{ w | sort(true) | join }}|{{ a | first }}|{{ a | last }}', '1-2-3|3|2|213|2|31|2|cba|H|o'),
         (SCALARS, "{{ z | groupby('x') | dump }}|{{ n | groupby('x') | dump }}|{{ b | groupby('x') | dump }}|{{ s | groupby('x') | dump }}", '{}|{}|{}|{"undefined":["a","b","c"]}'),
         (LOOP_VARS, '{% for k, v in obj %}{{ loop.index }}{{ k }}{% endfor %}', '1b2a'),

@@ -253,19 +253,25 @@ def _round(value: Any, precision: Any = 0, method: str = "common") -> float:
     return rounded / factor
 
 
-def _int(value: Any, default: Any = None, base: int = 10) -> Any:
+_NO_DEFAULT = object()
+"""A filter's default left out: nunjucks then gives undefined (`+ 1` makes NaN), not null."""
+
+
+def _int(value: Any, default: Any = _NO_DEFAULT, base: int = 10) -> Any:
     found = _INT_PREFIX.match(_text(value)) if base == 10 else None
     if found is None:
         try:
             return int(_text(value).strip(), base)
         except ValueError:
-            return default
+            return jinja2.Undefined() if default is _NO_DEFAULT else default
     return int(found[1])
 
 
-def _float(value: Any, default: Any = None) -> Any:
+def _float(value: Any, default: Any = _NO_DEFAULT) -> Any:
     found = _FLOAT_PREFIX.match(_text(value))
-    return float(found[1].replace("Infinity", "inf")) if found else default
+    if found:
+        return float(found[1].replace("Infinity", "inf"))
+    return jinja2.Undefined() if default is _NO_DEFAULT else default
 
 
 def _length(value: Any) -> Any:
