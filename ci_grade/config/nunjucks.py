@@ -156,7 +156,7 @@ def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
         env.filters[name] = nunjucks_js.listed(env.filters[name])
     env.filters.update(nunjucks_js.FILTERS)
     for name in nunjucks_js.SEQUENCES:
-        env.filters[name] = nunjucks_js.sequences_only(env.filters[name])
+        env.filters[name] = nunjucks_js.sequences_only(name, env.filters[name])
     env.tests.update(nunjucks_js.TESTS)
     env.filters["js_loop_items"] = nunjucks_js.loop_items
     env.filters["dump"] = _dump

@@ -349,15 +349,23 @@ def _list(value: Any) -> list[Any]:
 def _urlencode(value: Any) -> str:
     from urllib.parse import quote
 
-    def encode(part: Any) -> str:
-        return quote(_text(part), safe="-_.!~*'()")
+    def encode(part: Any) -> str:  # encodeURIComponent: null and undefined are spelled out
+        return quote(part if isinstance(part, str) else to_string(part), safe="-_.!~*'()")
 
     if isinstance(value, str):
         return encode(value)
     if isinstance(value, bool | int | float):
         return ""  # nothing to encode, as in nunjucks
-    pairs = value.items() if isinstance(value, Mapping) else value
-    return "&".join(f"{encode(key)}={encode(item)}" for key, item in pairs)
+    if isinstance(value, Mapping):
+        return "&".join(f"{encode(key)}={encode(item)}" for key, item in value.items())
+    return "&".join(f"{encode(_item(pair, 0))}={encode(_item(pair, 1))}" for pair in value)
+
+
+def _item(value: Any, index: int) -> Any:
+    """`value[index]` as JavaScript reads it (undefined where there is none)."""
+    if isinstance(value, list | tuple | str) and index < len(value):
+        return value[index]
+    return jinja2.Undefined()
 
 
 def _striptags(value: Any, linebreaks: bool = False) -> str:
@@ -411,15 +419,16 @@ def _replace(value: Any, old: Any, new: Any, count: Any = None) -> Any:
     return Markup(replaced) if isinstance(value, Markup) else replaced
 
 
-def sequences_only(filter_: Callable[..., Any]) -> Callable[..., Any]:
-    """jinja's list filter, giving nothing for a number, a boolean or an object, which have no
-    items in nunjucks (where jinja would fail on a number, or walk an object's keys)."""
+def sequences_only(name: str, filter_: Callable[..., Any]) -> Callable[..., Any]:
+    """jinja's list filter `name`, for a number, a boolean or an object (which have no items in
+    nunjucks: jinja would fail on a number, or walk an object's keys) giving what nunjucks gives:
+    an empty list, or undefined for `first` and `last`."""
     passed = 1 if getattr(filter_, "jinja_pass_arg", None) is not None else 0  # jinja's environment or context comes first
 
     @functools.wraps(filter_)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if isinstance(args[passed], bool | int | float | Mapping):
-            return jinja2.Undefined()
+            return jinja2.Undefined() if name in ("first", "last") else []
         return filter_(*args, **kwargs)
 
     return wrapped
@@ -460,9 +469,42 @@ LISTING = ("reverse", "slice", "select", "reject", "selectattr", "rejectattr", "
 """jinja filters that return iterators where nunjucks returns arrays."""
 SEQUENCES = ("first", "last", "sort", "reverse", "batch", "select", "reject")
 """Filters that give nothing for a number, a boolean or an object (`sequences_only`)."""
+
+
+def _remainder(value: Any, divisor: Any) -> float:
+    result = binop("%", value, divisor)
+    return result if isinstance(result, float) else float(result)
+
+
+def _comparing(operator: str) -> Callable[[Any, Any], bool]:
+    return lambda value, other: compare(operator, value, other)
+
+
 TESTS: dict[str, Callable[..., bool]] = {
     "null": lambda value: value is None,
     "truthy": truthy,
     "falsy": lambda value: not truthy(value),
+    "number": lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+    "lower": lambda value: _text(value).lower() == _text(value),
+    "upper": lambda value: _text(value).upper() == _text(value),
+    "odd": lambda value: _remainder(value, 2) == 1,
+    "even": lambda value: _remainder(value, 2) == 0,
+    "divisibleby": lambda value, divisor: _remainder(value, divisor) == 0,
+    "eq": strict_equal,
+    "equalto": strict_equal,
+    "sameas": strict_equal,
+    "==": strict_equal,
+    "ne": lambda value, other: not strict_equal(value, other),
+    "!=": lambda value, other: not strict_equal(value, other),
+    "gt": _comparing("gt"),
+    "greaterthan": _comparing("gt"),
+    ">": _comparing("gt"),
+    "ge": _comparing("gteq"),
+    ">=": _comparing("gteq"),
+    "lt": _comparing("lt"),
+    "lessthan": _comparing("lt"),
+    "<": _comparing("lt"),
+    "le": _comparing("lteq"),
+    "<=": _comparing("lteq"),
 }
-"""nunjucks' tests that jinja lacks."""
+"""nunjucks' tests, where jinja's differ (JavaScript's `%`, `===` and comparisons) or are missing."""
