@@ -21,6 +21,7 @@ PEOPLE = {"people": [{"name": "Ann", "team": "red", "n": 2, "x": {"y": "a"}}, {"
 SCOPE_VARS = {"nums": [3, 1, 2]}
 SCALARS = {"b": True, "n": 3, "f": 2.5, "s": "abc", "z": 0, "a": "Hello", "l": [1, 2], "o": {"x": 1}}
 LISTS = {"l": [3, 1, 2], "w": ["b", "a", "c"], "a": "Hello"}
+ARITH = {"n": 3, "s": "10", "x": "p", "y": None}
 TESTED = {"n": 3, "o": {"x": 1}, "l": [3, 1], "b": True, "s": "10", "s2": "4", "a": "Hello", "a2": "HI"}
 
 
@@ -110,6 +111,9 @@ TESTED = {"n": 3, "o": {"x": 1}, "l": [3, 1], "b": True, "s": "10", "s2": "4", "
         (SCALARS, '[{{ f > o | int + 1 }}]|{{ o | int }}|{{ o | int + 1 }}|{{ l | int }}|{{ b | int }}|{{ "x" | float + 1 }}|{{ "x" | int(7) }}', '[false]||NaN|1||NaN|7'),
         (TESTED, '{{ (n | sort) ~ 1 }}|{{ (n | reverse) + 1 }}|{{ (o | reverse) + 1 }}|{{ (n | batch(2)) + 1 }}|{{ (n | select) + 1 }}|{{ (n | reject) + 1 }}|{{ (n | first) + 1 }}|{{ (o | last) + 1 }}|{{ (o | sort) + 1 }}|{{ l | urlencode }}|{{ (b | sort) + 1}}', '1|1|1|1|1|1|NaN|NaN|1|undefined=undefined&undefined=undefined|1'),
         (TESTED, '{% if b is number %}Y{% endif %}|{% if s is lower %}Y{% endif %}|{% if s is upper %}Y{% endif %}|{% if s is odd %}Y{% endif %}|{% if n is odd %}Y{% endif %}|{% if s2 is even %}Y{% endif %}|{% if n is divisibleby(3) %}Y{% endif %}|{% if o is gt(2) %}Y{% endif %}|{% if s2 is gt(2) %}Y{% endif %}|{% if missing is divisibleby(3) %}Y{% endif %}|{% if a is lower %}Y{% endif %}|{% if a2 is upper %}Y{% endif %}', '|Y|Y||Y|Y|Y||Y|||Y'),
+        # `~` chains with `+` and `-` left to right, as nunjucks' compiled JavaScript does
+        (ARITH, '[{{ n | int + 1 ~ s[1] }}]|{{ 3 + 1 ~ 0 }}|{{ n + 1 ~ s }}|{{ 1 ~ 2 + 3 }}|{{ "a" ~ 1 == "a1" }}|{{ 2 * 3 ~ 4 - 1 }}|{{ 1 - 2 ~ 3 }}|{{ 1 ~ 2 - 3 }}|{{ "a" + 2 - 3 }}|{{ x ~ y ~ 1 + 1 }}', '[40]|40|410|123|true|63|-13|9|NaN|pnull11'),
+        (SCALARS, '{{ z | wordcount }}|{{ (z | wordcount) > 0 }}|{{ a | wordcount }}', '|false|1'),
         (LISTS, '{{ l | sort | join("-") }}|{{ l | first }}|{{ l | last }}|{{ l | reverse | join }}|{{ l | batch(2) | length }}|{{ l | select("odd") | join }}|{{ l | reject("odd") | join }}|{{ w | sort(true) | join }}|{{ a | first }}|{{ a | last }}', '1-2-3|3|2|213|2|31|2|cba|H|o'),
         (SCALARS, "{{ z | groupby('x') | dump }}|{{ n | groupby('x') | dump }}|{{ b | groupby('x') | dump }}|{{ s | groupby('x') | dump }}", '{}|{}|{}|{"undefined":["a","b","c"]}'),
         (LOOP_VARS, '{% for k, v in obj %}{{ loop.index }}{{ k }}{% endfor %}', '1b2a'),

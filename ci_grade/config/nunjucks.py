@@ -17,6 +17,7 @@ from typing import Any
 
 import jinja2
 import jinja2.meta
+import jinja2.parser
 from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -81,6 +82,26 @@ class _EnvView(Mapping[str, str]):
         return len({**os.environ, **self._overrides})
 
 
+class _NunjucksParser(jinja2.parser.Parser):
+    """Jinja's parser, with `~` where nunjucks' compiled code puts it: nunjucks writes `a ~ b` as
+    JavaScript's `a + "" + b` without brackets, so `~`, `+` and `-` chain left to right at one
+    level (`1 ~ 2 + 3` is "123", `3 + 1 ~ 0` is "40"); Jinja binds `~` tighter than `+`."""
+
+    def parse_math1(self) -> nodes.Expr:
+        lineno = self.stream.current.lineno
+        left = self.parse_math2()
+        while self.stream.current.type in ("add", "sub", "tilde"):
+            kind = self.stream.current.type
+            next(self.stream)
+            right = self.parse_math2()
+            if kind == "tilde":
+                left = nodes.Concat([left, right], lineno=lineno)
+            else:
+                left = (nodes.Add if kind == "add" else nodes.Sub)(left, right, lineno=lineno)
+            lineno = self.stream.current.lineno
+        return left
+
+
 class _Environment(ImmutableSandboxedEnvironment):
     """Member lookup as nunjucks does it: `a.b` on a mapping is its key `b` first, before any
     method of Python's dict (`order.items` is the `items` key; without one, `.items()` still
@@ -104,9 +125,10 @@ class _Environment(ImmutableSandboxedEnvironment):
         return right() if nunjucks_js.truthy(left) else left
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
-        """Every `{% for %}` walks what nunjucks walks (`nunjucks_js.loop_items`), and a `{% set %}`
-        in a loop reaches the variable set before it (`nunjucks_scopes`)."""
-        template = super()._parse(source, name, filename)
+        """Parsed with nunjucks' precedence (`_NunjucksParser`); every `{% for %}` walks what
+        nunjucks walks (`nunjucks_js.loop_items`), and a `{% set %}` in a loop reaches the
+        variable set before it (`nunjucks_scopes`)."""
+        template = _NunjucksParser(self, source, name, filename).parse()
         for loop in template.find_all(nodes.For):
             pairs = isinstance(loop.target, nodes.Tuple) and len(loop.target.items) == 2
             loop.iter = nodes.Filter(loop.iter, "js_loop_items", [nodes.Const(pairs)], [], None, None, lineno=loop.lineno)

@@ -399,6 +399,8 @@ def _groupby(value: Any, attribute: Any) -> dict[str, list[Any]]:
 
 
 def _wordcount(value: Any) -> Any:
+    if not truthy(value):
+        return None  # nunjucks counts nothing in a false value (0, "", null), and says null
     words = re.findall(r"\w+", _text(value), re.ASCII)
     return len(words) if words else None
 
