@@ -487,6 +487,8 @@ TESTS: dict[str, Callable[..., bool]] = {
     "truthy": truthy,
     "falsy": lambda value: not truthy(value),
     "number": lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+    "iterable": lambda value: isinstance(value, str | list | tuple | set | frozenset),  # a plain object is not
+    "escaped": lambda value: isinstance(value, Markup),
     "lower": lambda value: _text(value).lower() == _text(value),
     "upper": lambda value: _text(value).upper() == _text(value),
     "odd": lambda value: _remainder(value, 2) == 1,
