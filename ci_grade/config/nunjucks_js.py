@@ -377,10 +377,14 @@ def _striptags(value: Any, linebreaks: bool = False) -> str:
 
 
 def _center(value: Any, width: Any = 80) -> Any:
-    if not isinstance(value, str) and not _absent(value):
-        return value  # nunjucks pads text only
-    text = _text(value)
-    spaces: float = (to_number(width) or 80) - len(text)
+    """nunjucks' `center`: text (and a list, by its item count) padded to `width`; a number, a
+    boolean or an object comes back as its JavaScript text, unpadded (its `.length` is undefined)."""
+    if _absent(value) or value is False:
+        value = ""
+    text = value if isinstance(value, str) else to_string(value)
+    if not isinstance(value, str | list | tuple):
+        return text
+    spaces: float = (to_number(width) or 80) - (len(utf16_units(value)) if isinstance(value, str) else len(value))
     if not spaces > 0:
         return text
     return " " * math.ceil(spaces / 2 - spaces % 2) + text + " " * math.ceil(spaces / 2)
