@@ -21,7 +21,7 @@ import jinja2.parser
 from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from ci_grade.config import nunjucks_js, nunjucks_methods
+from ci_grade.config import nunjucks_builtins, nunjucks_js, nunjucks_methods
 from ci_grade.config.nunjucks_codegen import JsCodeGenerator
 from ci_grade.config.nunjucks_scopes import hoist_loop_sets
 from ci_grade.errors import TemplateError
@@ -174,12 +174,12 @@ def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
         optimized=False,  # constants are computed at render time, by JavaScript's rules
         extensions=["jinja2.ext.loopcontrols", nunjucks_js.NunjucksSyntax],
     )
-    for name in nunjucks_js.LISTING:
-        env.filters[name] = nunjucks_js.listed(env.filters[name])
-    env.filters.update(nunjucks_js.FILTERS)
-    for name in nunjucks_js.SEQUENCES:
-        env.filters[name] = nunjucks_js.sequences_only(name, env.filters[name])
-    env.tests.update(nunjucks_js.TESTS)
+    for name in nunjucks_builtins.LISTING:
+        env.filters[name] = nunjucks_builtins.listed(env.filters[name])
+    env.filters.update(nunjucks_builtins.FILTERS)
+    for name in nunjucks_builtins.SEQUENCES:
+        env.filters[name] = nunjucks_builtins.sequences_only(name, env.filters[name])
+    env.tests.update(nunjucks_builtins.TESTS)
     env.filters["js_loop_items"] = nunjucks_js.loop_items
     env.filters["dump"] = _dump
     env.filters["load"] = _load
