@@ -251,7 +251,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "upper": lambda value: _text(value).upper(),
     "lower": lambda value: _text(value).lower(),
     "trim": lambda value: _text(value).strip(JS_WHITESPACE),
-    "string": lambda value: value,  # nunjucks gives the value back; it renders as JavaScript writes it
+    "string": lambda value: value if isinstance(value, str) else _text(value),  # JavaScript's toString()
     "safe": lambda value: value if isinstance(value, Markup) else Markup(_text(value)),
     "replace": _replace,
     "round": _round,

@@ -17,6 +17,7 @@ from typing import Any
 
 import jinja2
 from jinja2.ext import Extension
+from markupsafe import Markup
 
 from ci_grade.js_values import JS_WHITESPACE, number_text
 from ci_grade.safe_text import utf16_units
@@ -218,6 +219,8 @@ def truthy(value: Any) -> bool:
         return False
     if isinstance(value, int | float):
         return bool(value) and not (isinstance(value, float) and math.isnan(value))
+    if isinstance(value, Markup):
+        return True  # nunjucks' marked-safe text is an object, true even when empty
     if isinstance(value, str):
         return value != ""
     return True
