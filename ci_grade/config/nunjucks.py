@@ -44,9 +44,9 @@ def js_string(value: Any) -> str:
     return nunjucks_js.to_string(value)
 
 
-def _dump(value: Any, indent: int | str | None = None) -> str:
+def _dump(value: Any, indent: int | str | None = None) -> Any:
     if isinstance(value, jinja2.Undefined):
-        return ""
+        return value  # JSON.stringify(undefined) is undefined: it prints nothing, and compares as undefined
     return js_json(value, indent)
 
 
