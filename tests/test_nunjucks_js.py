@@ -118,6 +118,7 @@ TESTED = {"n": 3, "o": {"x": 1}, "l": [3, 1], "b": True, "s": "10", "s2": "4", "
         (TESTED, '{% if o is iterable %}Y{% endif %}|{% if l is iterable %}Y{% endif %}|{% if a is iterable %}Y{% endif %}|{% if missing is escaped %}Y{% endif %}|{% if a | safe is escaped %}Y{% endif %}', '|Y|Y||Y'),
         (CENTERED, '[{{ z + z | center(9) }}]|[{{ n | center(5) }}]|[{{ b | center(6) }}]|[{{ f | center(6) }}]|[{{ l | center(8) }}]|[{{ missing | center(4) }}]|[{{ o | center(4) }}]|[{{ a | center(9) }}]', '[00]|[3]|[true]|[      ]|[   1,2   ]|[    ]|[[object Object]]|[   Hi    ]'),
         (SAFE, '[{{ e | center(9) }}]|[{{ o | string | length }}]|[{{ "x" if e | escape else "no" }}]|[{{ "x" if e | safe else "no" }}]|[{{ b | string == "true" }}]', '[         ]|[15]|[x]|[x]|[true]'),
+        (LISTS, "[{{ l | truncate(4, true, '..') }}]|[{{ l | truncate(3) | length }}]", '[3,1,2]|[3]'),
         (LISTS, '[{{ ((missing | dump) <= (w | first)) < true }}]|[{{ missing | dump }}]|[{{ (missing | dump) + 1 }}]', '[true]|[]|[NaN]'),
         (SCALARS, '{{ z | wordcount }}|{{ (z | wordcount) > 0 }}|{{ a | wordcount }}', '|false|1'),
         (LISTS, '{{ l | sort | join("-") }}|{{ l | first }}|{{ l | last }}|{{ l | reverse | join }}|{{ l | batch(2) | length }}|{{ l | select("odd") | join }}|{{ l | reject("odd") | join }}|{{ w | sort(true) | join }}|{{ a | first }}|{{ a | last }}', '1-2-3|3|2|213|2|31|2|cba|H|o'),

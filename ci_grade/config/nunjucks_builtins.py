@@ -100,8 +100,10 @@ def _join(value: Any, separator: str = "", attribute: Any = None) -> str:
     return _text(separator).join("" if item is None or isinstance(item, jinja2.Undefined) else to_string(item) for item in items)
 
 
-def _truncate(value: Any, length: int = 255, killwords: bool = False, end: Any = None) -> str:
+def _truncate(value: Any, length: int = 255, killwords: bool = False, end: Any = None) -> Any:
     text, length = _text(value), int(length or 255)
+    if isinstance(value, list | tuple) and len(value) <= length:
+        return value  # nunjucks measures a list by its items, and gives back a short one as it is
     if len(text) <= length:
         return text
     if killwords:
