@@ -23,6 +23,7 @@ SCALARS = {"b": True, "n": 3, "f": 2.5, "s": "abc", "z": 0, "a": "Hello", "l": [
 LISTS = {"l": [3, 1, 2], "w": ["b", "a", "c"], "a": "Hello"}
 CENTERED = {"z": 0, "n": 3, "b": True, "f": False, "l": [1, 2], "o": {"x": 1}, "a": "Hi"}
 SAFE = {"e": "", "o": {"x": 1}, "b": True}
+NEGATED = {"a": 1, "b": 1, "z": 0, "l": [1]}
 ARITH = {"n": 3, "s": "10", "x": "p", "y": None}
 TESTED = {"n": 3, "o": {"x": 1}, "l": [3, 1], "b": True, "s": "10", "s2": "4", "a": "Hello", "a2": "HI"}
 
@@ -113,6 +114,10 @@ TESTED = {"n": 3, "o": {"x": 1}, "l": [3, 1], "b": True, "s": "10", "s2": "4", "
         (SCALARS, '[{{ f > o | int + 1 }}]|{{ o | int }}|{{ o | int + 1 }}|{{ l | int }}|{{ b | int }}|{{ "x" | float + 1 }}|{{ "x" | int(7) }}', '[false]||NaN|1||NaN|7'),
         (TESTED, '{{ (n | sort) ~ 1 }}|{{ (n | reverse) + 1 }}|{{ (o | reverse) + 1 }}|{{ (n | batch(2)) + 1 }}|{{ (n | select) + 1 }}|{{ (n | reject) + 1 }}|{{ (n | first) + 1 }}|{{ (o | last) + 1 }}|{{ (o | sort) + 1 }}|{{ l | urlencode }}|{{ (b | sort) + 1}}', '1|1|1|1|1|1|NaN|NaN|1|undefined=undefined&undefined=undefined|1'),
         (TESTED, '{% if b is number %}Y{% endif %}|{% if s is lower %}Y{% endif %}|{% if s is upper %}Y{% endif %}|{% if s is odd %}Y{% endif %}|{% if n is odd %}Y{% endif %}|{% if s2 is even %}Y{% endif %}|{% if n is divisibleby(3) %}Y{% endif %}|{% if o is gt(2) %}Y{% endif %}|{% if s2 is gt(2) %}Y{% endif %}|{% if missing is divisibleby(3) %}Y{% endif %}|{% if a is lower %}Y{% endif %}|{% if a2 is upper %}Y{% endif %}', '|Y|Y||Y|Y|Y||Y|||Y'),
+        # `not` negates the first term, as nunjucks' compiled JavaScript (`!` without brackets) does
+        (NEGATED, "{{ not 1 == 2 }}|{{ not (1 == 2) }}|{{ not a == b }}|{{ not 0 ~ 1 }}|{{ not z + 1 }}|{{ not z * 2 }}|{{ not z in l }}|{{ not a is defined }}", 'false|true|false|true1|2|2|true|false'),
+        (NEGATED, "{{ not not z == 1 }}|{{ not -z == 0 }}|{{ not a.b == 1 }}|{{ not l[0] == 1 }}|{{ not 2 ** 2 == 4 }}|{{ not 7 // 2 == 3 }}|{{ not z and a }}|{{ not z or a }}", 'false|false|true|false|false|false|1|true'),
+        (NEGATED, "{{ not (z or a) }}|{{ not z % 2 == 0 }}|{{ not (a if z else b) }}|{{ 1 if not z == 0 else 2 }}|{% if not a == b %}Y{% else %}N{% endif %}|{{ not (z) == 0 }}|{{ not z < 1 }}", 'false|false|false|2|N|false|false'),
         # `~` chains with `+` and `-` left to right, as nunjucks' compiled JavaScript does
         (ARITH, '[{{ n | int + 1 ~ s[1] }}]|{{ 3 + 1 ~ 0 }}|{{ n + 1 ~ s }}|{{ 1 ~ 2 + 3 }}|{{ "a" ~ 1 == "a1" }}|{{ 2 * 3 ~ 4 - 1 }}|{{ 1 - 2 ~ 3 }}|{{ 1 ~ 2 - 3 }}|{{ "a" + 2 - 3 }}|{{ x ~ y ~ 1 + 1 }}', '[40]|40|410|123|true|63|-13|9|NaN|pnull11'),
         (TESTED, '{% if o is iterable %}Y{% endif %}|{% if l is iterable %}Y{% endif %}|{% if a is iterable %}Y{% endif %}|{% if missing is escaped %}Y{% endif %}|{% if a | safe is escaped %}Y{% endif %}', '|Y|Y||Y'),

@@ -87,6 +87,21 @@ class _NunjucksParser(jinja2.parser.Parser):
     JavaScript's `a + "" + b` without brackets, so `~`, `+` and `-` chain left to right at one
     level (`1 ~ 2 + 3` is "123", `3 + 1 ~ 0` is "40"); Jinja binds `~` tighter than `+`."""
 
+    def parse_not(self) -> nodes.Expr:
+        """nunjucks compiles `not x` to JavaScript's `!` put before x's code without brackets, so it
+        negates x's first term: `not 1 == 2` is `(!1) == 2` (false), `not (1 == 2)` is true."""
+        if self.stream.current.test("name:not"):
+            lineno = next(self.stream).lineno
+            return _negate_first(self.parse_not(), lineno)
+        return self.parse_compare()
+
+    def parse_primary(self, with_namespace: bool = False) -> nodes.Expr:
+        grouped = self.stream.current.type == "lparen"
+        node = super().parse_primary(with_namespace)
+        if grouped:
+            node.nunjucks_grouped = True  # type: ignore[attr-defined]  # brackets nunjucks keeps in its code
+        return node
+
     def parse_math1(self) -> nodes.Expr:
         lineno = self.stream.current.lineno
         left = self.parse_math2()
@@ -100,6 +115,24 @@ class _NunjucksParser(jinja2.parser.Parser):
                 left = (nodes.Add if kind == "add" else nodes.Sub)(left, right, lineno=lineno)
             lineno = self.stream.current.lineno
         return left
+
+
+_LEFT_FIRST = (nodes.Add, nodes.Sub, nodes.Mul, nodes.Div, nodes.Mod)
+"""Operators nunjucks writes as JavaScript's own, without brackets: `!` binds to their left side.
+(`**` and `//` become `Math.pow(...)` and `Math.floor(...)`: `!` takes the whole call.)"""
+
+
+def _negate_first(node: nodes.Expr, lineno: int) -> nodes.Expr:
+    """`not` applied where nunjucks' `!` lands: the first term of a comparison, `~` or arithmetic chain."""
+    if getattr(node, "nunjucks_grouped", False):
+        return nodes.Not(node, lineno=lineno)
+    if isinstance(node, nodes.Compare) and not any(op.op in ("in", "notin") for op in node.ops):
+        return nodes.Compare(_negate_first(node.expr, lineno), node.ops, lineno=node.lineno)
+    if isinstance(node, _LEFT_FIRST):
+        return type(node)(_negate_first(node.left, lineno), node.right, lineno=node.lineno)
+    if isinstance(node, nodes.Concat):
+        return nodes.Concat([_negate_first(node.nodes[0], lineno), *node.nodes[1:]], lineno=node.lineno)
+    return nodes.Not(node, lineno=lineno)
 
 
 class _Environment(ImmutableSandboxedEnvironment):
