@@ -8,26 +8,10 @@ from typing import Any
 
 import pytest
 
-from ci_grade.config.loader import load_config
-from ci_grade.grading import registry
-from ci_grade.plan.build import Plan, PlanOptions, build_plan
-from tests.conftest import run_cli, write
+from ci_grade.plan.build import Plan
+from tests.conftest import write
+from tests.plan_helpers import eval_rows, plan_for
 from tests.servers.llm_server import LLMServer
-
-
-def plan_for(folder: Path, config: str, **options: Any) -> Plan:
-    path = write(folder / "promptfooconfig.yaml", config)
-    return build_plan(load_config([path], registry.vocabulary(), cwd=folder), PlanOptions(**options))
-
-
-def eval_rows(folder: Path, config: str | None, *args: str) -> tuple[int, list[dict[str, Any]], str]:
-    if config is not None:
-        write(folder / "promptfooconfig.yaml", config)
-    result = run_cli("eval", "--no-progress", "-o", "out.json", *args, cwd=folder)
-    out = folder / "out.json"
-    rows = json.loads(out.read_text())["results"]["results"] if out.exists() else []
-    return result.code, rows, result.err
-
 
 # -- vars ----------------------------------------------------------------------------------------
 

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ci_grade.config.loader import load_config
-from ci_grade.grading import registry
-from ci_grade.plan.build import Plan, PlanOptions, build_plan
 from ci_grade.plan.shard import Shard
-from tests.conftest import run_cli, write
+from tests.conftest import run_cli
+from tests.plan_helpers import eval_rows, plan_for
 from tests.servers.llm_server import LLMServer
 
 OWN_REPEATS = """
@@ -31,18 +28,14 @@ tests:
     assert: [{type: contains, value: "P:hi four!"}]
 """
 
-
-def plan_for(folder: Path, config: str, **options: Any) -> Plan:
-    path = write(folder / "promptfooconfig.yaml", config)
-    return build_plan(load_config([path], registry.vocabulary(), cwd=folder), PlanOptions(**options))
-
-
-def eval_rows(folder: Path, config: str, *args: str) -> tuple[int, list[dict[str, Any]], str]:
-    write(folder / "promptfooconfig.yaml", config)
-    result = run_cli("eval", "--no-progress", "-o", "out.json", *args, cwd=folder)
-    out = folder / "out.json"
-    rows = json.loads(out.read_text())["results"]["results"] if out.exists() else []
-    return result.code, rows, result.err
+ASKING = """
+prompts: ['Question: {{{{q}}}}']
+providers: [openai:chat:gpt-4.1-mini]
+tests:
+  - vars: {{q: capital of France}}
+    options: {{repeat: {repeat}}}
+    assert: [{{type: contains, value: Paris}}]
+"""
 
 
 def test_a_tests_own_repeat_runs_it_that_often_numbered_as_promptfoo_does(tmp_path: Path) -> None:
@@ -89,14 +82,7 @@ def test_plan_sizes_and_shards_count_each_tests_repeats(tmp_path: Path) -> None:
 
 def test_a_repeating_test_turns_the_cache_off(tmp_path: Path, openai_env: LLMServer) -> None:
     openai_env.on_chat("France", "Paris")
-    config = """
-    prompts: ['Question: {{q}}']
-    providers: [openai:chat:gpt-4.1-mini]
-    tests:
-      - vars: {q: capital of France}
-        options: {repeat: 3}
-        assert: [{type: contains, value: Paris}]
-    """
+    config = ASKING.format(repeat=3)
     for _ in range(2):
         code, rows, err = eval_rows(tmp_path, config, "--cache-dir", str(tmp_path / "cache"))
         assert code == 0, err
@@ -108,14 +94,7 @@ def test_a_repeating_test_turns_the_cache_off(tmp_path: Path, openai_env: LLMSer
 def test_confirm_reruns_ignore_a_tests_own_repeat(tmp_path: Path, openai_env: LLMServer) -> None:
     state = {"reply": "Paris"}
     openai_env.on_chat("France", lambda request: state["reply"])
-    config = """
-    prompts: ['Question: {{q}}']
-    providers: [openai:chat:gpt-4.1-mini]
-    tests:
-      - vars: {q: capital of France}
-        options: {repeat: 2}
-        assert: [{type: contains, value: Paris}]
-    """
+    config = ASKING.format(repeat=2)
     code, _, err = eval_rows(tmp_path, config, "--no-cache", "--save-baseline", "base.json")
     assert code == 0, err
     state["reply"] = "Lyon"

@@ -46,19 +46,12 @@ class CommandLineDefaults:
     filter_errors_only: str | None = None
 
 
-KEYS_READ = frozenset(
-    [
-        "maxConcurrency", "repeat", "delay", "grader", "description", "cache", "progressBar", "output", "var", "promptPrefix",
-        "promptSuffix", "filterPattern", "filterFirstN", "filterMetadata", "filterRange", "filterSample", "filterSampleSeed",
-        "filterProviders", "filterTargets", "filterPrompts", "filterFailing", "filterFailingOnly", "filterErrorsOnly",
-    ]
-)
-"""The keys `read` takes (the flag, when given, wins over each)."""
-
-
 def read(options: Mapping[str, Any], locate: Locate) -> CommandLineDefaults:
     """`commandLineOptions` (a mapping; `locate` says where each key was written) as typed defaults."""
-    reader = _Reader(options, locate)
+    return _defaults(_Reader(options, locate))
+
+
+def _defaults(reader: _Reader) -> CommandLineDefaults:
     filter_range = reader.text("filterRange")
     if filter_range is not None:
         try:
@@ -105,34 +98,41 @@ def parse_range(text: str) -> tuple[int, int | None]:
 
 
 class _Reader:
+    """Reads and checks the keys of `options`, noting each key it was asked for (`KEYS_READ`)."""
+
     def __init__(self, options: Mapping[str, Any], locate: Locate):
         self.options = options
         self.locate = locate
+        self.asked: set[str] = set()
+
+    def value(self, key: str) -> Any:
+        self.asked.add(key)
+        return self.options.get(key)
 
     def error(self, key: str, message: str) -> ConfigError:
         return ConfigError.at(message, self.locate(key), f"commandLineOptions.{key}")
 
     def text(self, key: str) -> str | None:
-        value = self.options.get(key)
+        value = self.value(key)
         if value is not None and not isinstance(value, str):
             raise self.error(key, f"must be text, got {value!r}")
         return value or None
 
     def texts(self, key: str) -> list[str]:
-        value = self.options.get(key)
+        value = self.value(key)
         listed = [value] if isinstance(value, str) else value if value is not None else []
         if not isinstance(listed, list) or not all(isinstance(item, str) for item in listed):
             raise self.error(key, f"must be text or a list of texts, got {value!r}")
         return [item for item in listed if item]
 
     def flag(self, key: str) -> bool | None:
-        value = self.options.get(key)
+        value = self.value(key)
         if value is not None and not isinstance(value, bool):
             raise self.error(key, f"must be true or false, got {value!r}")
         return value
 
     def whole(self, key: str, least: int | None) -> int | None:
-        value = self.options.get(key)
+        value = self.value(key)
         if value is None:
             return None
         try:
@@ -145,7 +145,7 @@ class _Reader:
         return number
 
     def pairs(self, key: str) -> tuple[tuple[str, str], ...]:
-        value = self.options.get(key)
+        value = self.value(key)
         listed = value if isinstance(value, list) else [value] if value is not None else []
         found = []
         for item in listed:
@@ -158,9 +158,19 @@ class _Reader:
     def variables(self, key: str) -> dict[str, str]:
         from ci_grade.config.nunjucks import js_string
 
-        value = self.options.get(key)
+        value = self.value(key)
         if value is None:
             return {}
         if not isinstance(value, dict):
             raise self.error(key, f"must be a mapping of variable names to values, got {value!r}")
         return {str(name): item if isinstance(item, str) else js_string(item) for name, item in value.items()}
+
+
+def _keys_read() -> frozenset[str]:
+    reader = _Reader({}, lambda key: None)
+    _defaults(reader)
+    return frozenset(reader.asked)
+
+
+KEYS_READ = _keys_read()
+"""The keys `read` takes (the flag, when given, wins over each): those it asks for."""

@@ -217,10 +217,14 @@ def _rows(cells: list[_Cell], columns: dict[tuple[int, int], int], kept: set[int
     return rows
 
 
+def _own_repeat(case: Case, options: PlanOptions) -> int | None:
+    """The case's own `options.repeat`, when the plan honours it."""
+    return case.test.options.repeat if options.test_repeats else None
+
+
 def _repeats(case: Case, options: PlanOptions) -> int:
     """How many times the case's rows run: its own `options.repeat`, else `options.repeat`."""
-    own = case.test.options.repeat if options.test_repeats else None
-    return own or options.repeat
+    return _own_repeat(case, options) or options.repeat
 
 
 def _same_vars(variables: dict[str, Any], test_vars: dict[str, Any]) -> bool:
@@ -317,7 +321,7 @@ def _check_size(rows: int, combinations: int, repeats: set[int], options: PlanOp
     the repeats that multiply it, or else at the test whose variables fan out past it)."""
     if rows <= options.max_rows:
         return
-    own = case.test.options.repeat if options.test_repeats else None
+    own = _own_repeat(case, options)
     if own is not None and own > 1:
         loc, where = case.location, f"{case.path}.options.repeat"
     elif options.repeat > 1 and loaded.config.evaluateOptions.repeat == options.repeat:
