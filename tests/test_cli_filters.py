@@ -132,6 +132,26 @@ def test_filter_failing_kinds_on_ci_grades_own_results(tmp_path: Path) -> None:
     assert [(idx, n) for idx, n, col, _ in both if col == 0] == [(3, "3"), (5, "5")]  # each test keeps its place in the whole plan
 
 
+def test_a_filtered_run_is_its_own_plan_for_shards_and_retries(tmp_path: Path) -> None:
+    config = TWELVE.replace("value: '5'", "value: 'five'").replace("value: '7'", "value: 'seven'").replace("value: '9'", "value: 'nine'")
+    rows_of(tmp_path, config, expect=1)
+    (tmp_path / "full.json").write_text((tmp_path / "out.json").read_text())
+    whole = rows_of(tmp_path, None, "--filter-failing", "full.json", expect=1)
+    (tmp_path / "failing.json").write_text((tmp_path / "out.json").read_text())
+    for k in (1, 2):  # shards of the filtered plan merge into the filtered run's rows
+        assert run_cli("eval", "--no-progress", "--filter-failing", "full.json", "--shard", f"{k}/2", "-o", f"s{k}.json", cwd=tmp_path).code == 0
+    merged = run_cli("merge", "-o", "merged.json", "s1.json", "s2.json", cwd=tmp_path)
+    assert merged.code == 1, merged.err
+    rows = json.loads((tmp_path / "merged.json").read_text())["results"]["results"]
+    assert sorted((r["testIdx"], r["vars"]["n"], r["promptIdx"]) for r in rows) == sorted((idx, n, col) for idx, n, col, _ in whole)
+    shard = json.loads((tmp_path / "s1.json").read_text())
+    assert shard["ciGrade"]["info"]["shard"]["rows"] == 6 and 0 < len(shard["results"]["results"]) < 6
+    # the filtered run's results are another plan's: retrying them without the filter is refused
+    refused = run_cli("eval", "--no-progress", "--retry-errors", "failing.json", "-o", "again.json", cwd=tmp_path)
+    assert refused.code == 2 and "another config or plan" in refused.err
+    assert run_cli("eval", "--no-progress", "--filter-failing", "full.json", "--retry-errors", "failing.json", "-o", "again.json", cwd=tmp_path).code == 1
+
+
 def test_command_line_options_in_the_config_set_the_filters(tmp_path: Path) -> None:
     config = TWELVE + "\ncommandLineOptions: {filterSample: 4, filterSampleSeed: 42, filterPrompts: greet, promptPrefix: '> '}\n"
     assert rows_of(tmp_path, config) == [(0, "11", 0, "> Hello 11"), (1, "6", 0, "> Hello 6"), (2, "10", 0, "> Hello 10"), (3, "7", 0, "> Hello 7")]

@@ -83,7 +83,8 @@ class PlannedRow:
 @dataclass
 class Plan:
     """The rows to run; `groups`, `total_rows` and `fingerprint` describe the whole plan, before
-    any shard was taken (a group is one test case x variable combination, all its rows)."""
+    any shard was taken (a group is one test case x variable combination, all its rows);
+    `total_rows` and `fingerprint` count only what the earlier-results filters keep."""
 
     rows: list[PlannedRow]
     prompts: list[Prompt]
@@ -160,13 +161,15 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                 )
             group += 1
     _assign_ids(cells)
-    kept = _shard_groups(cells, group_keys, options)
-    rows = _rows(cells, columns, kept, _keeper(cells, options))
+    keeps = _keeper(cells, options)
+    live = cells if keeps is None else [cell for cell in cells if keeps(cell)]
+    kept = _shard_groups(live, group_keys, options)
+    rows = _rows(cells, columns, kept, keeps)
     most = max((cell.repeats for cell in cells), default=options.repeat)
-    fingerprint = _digest(loaded.config_hash, str(options.repeat), *(f"{c.test_id}:{group_keys[c.group]}" for c in cells))
+    fingerprint = _digest(loaded.config_hash, str(options.repeat), *(f"{c.test_id}:{group_keys[c.group]}" for c in live))
     return Plan(
         rows=rows, prompts=config.prompts, providers=config.providers, groups=group,
-        total_rows=sum(cell.repeats for cell in cells), repeat=most, fingerprint=fingerprint, shard=options.shard,
+        total_rows=sum(cell.repeats for cell in live), repeat=most, fingerprint=fingerprint, shard=options.shard,
     )
 
 
@@ -235,7 +238,8 @@ def _same_vars(variables: dict[str, Any], test_vars: dict[str, Any]) -> bool:
 
 
 def _shard_groups(cells: list[_Cell], group_keys: list[str], options: PlanOptions) -> set[int] | None:
-    """The groups of the shard in `options` (None: no shard, every group)."""
+    """The groups of the shard in `options` (None: no shard, every group), dealt by the rows of
+    `cells` (the cells the filters keep) so that shards of a filtered plan are balanced too."""
     shard = options.shard
     if shard is None:
         return None
