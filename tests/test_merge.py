@@ -156,6 +156,16 @@ def test_merge_saves_a_baseline_a_later_merge_compares_with(project: Path) -> No
     assert "Regressions and new failures" not in report and "Known failures (failing in the baseline too)" in report
 
 
+def test_merge_folds_a_glob_of_baseline_runs_as_eval_does(small: Path) -> None:
+    for name in ("r1", "r2"):  # two runs of main: b-e fail in both, known failures
+        assert run_cli("eval", "--no-progress", "-o", f"runs/{name}.json", cwd=small).code == 1
+    assert run_cli("eval", "--no-progress", "--baseline", "runs/*.json", cwd=small).code == 0
+    names = shards(small, 2)
+    merged = run_cli("merge", *names, "--baseline", "runs/*.json", "-o", "m.md", cwd=small)
+    assert merged.code == 0, merged.err
+    assert "no baseline" not in merged.err and "Known failures (failing in the baseline too)" in (small / "m.md").read_text()
+
+
 def test_a_missing_shard_exits_2_naming_it(small: Path) -> None:
     shards(small, 3)
     result = run_cli("merge", "shards/1.json", "shards/3.json", "-o", "m.json", cwd=small)
