@@ -6,7 +6,8 @@ appear in text, so a model that echoes a key, or an error message that quotes on
 masked. Known secret values are learned from:
 
 - the process environment: variables whose names look secret (`*TOKEN*`, `*API_KEY*`, `*SECRET*`,
-  `*PASSWORD*`, and a `KEY`, `PASS`, `AUTH`, `PAT` or `DSN` word: `HF_KEY`, `DB_PASS`);
+  `*PASSWORD*`, and a `KEY`, `PASS`, `AUTH`, `PAT` or `DSN` word: `HF_KEY`, `DB_PASS`), but the
+  runner's `INPUT_*` variables, whose names are the action's input names;
 - the config's `env:` block and `--env-file` files: every value, whatever its name, unless it is
   common (below) and its name does not look secret;
 - provider and grader `config` (headers included): values under auth-like keys (`apiKey`,
@@ -98,8 +99,10 @@ class Redactor:
         self._listeners.append(listener)
 
     def learn_env(self, env: Mapping[str, str]) -> None:
-        """Learn the values of secret-looking variables in `env`."""
-        self.add(v for k, v in env.items() if is_secret_env_name(k) and v)
+        """Learn the values of secret-looking variables in `env`. The runner's `INPUT_*` variables
+        are the action's inputs, named after the input (`INPUT_CLUSTER_KEY`), not after what they
+        hold: secret inputs are learned by name (`github.inputs.SECRET_INPUTS`)."""
+        self.add(v for k, v in env.items() if v and not k.upper().startswith("INPUT_") and is_secret_env_name(k))
 
     def learn_values(self, values: Mapping[str, str]) -> None:
         """Learn every value of an `env:` block or env file, whatever its name, but common ones."""

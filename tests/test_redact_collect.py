@@ -35,3 +35,10 @@ def test_only_secret_looking_env_names_and_uncommon_values_are_learned() -> None
     masked = redactor.text("nano-editor-x sk-abcdef123456 fast and simple Zq81-internal")
     assert masked.startswith("nano-editor-x ") and "sk-abcdef123456" not in masked
     assert "fast and simple" in masked and "Zq81-internal" not in masked
+
+
+def test_action_inputs_are_not_secrets_for_their_names() -> None:
+    # the runner names INPUT_* after the action's inputs: cluster-key holds a metadata key, min-pass-rate a number
+    redactor = Redactor([])
+    redactor.learn_env({"INPUT_CLUSTER_KEY": "document", "INPUT_MIN_PASS_RATE": "0.5000", "INPUT_CLUSTER-KEY": "document"})
+    assert redactor.text("clustered by document at 0.5000") == "clustered by document at 0.5000"

@@ -128,7 +128,7 @@ def test_planted_secrets_reach_no_output_of_the_action(tmp_path: Path, model: LL
         "GITHUB_REPOSITORY": "octo/demo", "GITHUB_API_URL": gh.api_url, "GITHUB_WORKSPACE": str(ws),
         "GITHUB_OUTPUT": str(step / "output.txt"), "GITHUB_STEP_SUMMARY": str(step / "summary.md"),
         "INPUT_WORKING-DIRECTORY": "evals", "INPUT_GITHUB-TOKEN": TOKEN, "INPUT_CACHE-DIR": ".cache",
-        "INPUT_FAIL-ON": "never",
+        "INPUT_FAIL-ON": "never", "INPUT_CLUSTER_KEY": "region_hint", "INPUT_MIN_PASS_RATE": "0.0000",
     }
     result = run_cli_process("action", cwd=ws, env=env)
     assert result.code == 0, result.err
@@ -157,6 +157,7 @@ def test_planted_secrets_reach_no_output_of_the_action(tmp_path: Path, model: LL
 
     masked = {message for name, _, message in commands_in(result.out) if name == "add-mask"}
     assert {secret for secret in PLANTED.values()} <= masked
+    assert not {"region_hint", "0.0000"} & masked, "inputs are masked only when they are secret inputs"
     assert json.dumps(PLANTED["env: block value with a quote and a backslash"])[1:-1] in masked
     lines = result.out.splitlines()
     first_output = next(i for i, line in enumerate(lines) if not line.startswith("::"))
