@@ -332,6 +332,32 @@ def test_config_error_exits_2_and_says_where(workspace: Path, gh: GitHubServer) 
     assert run.outputs == {}
 
 
+def test_a_baseline_nested_too_deep_exits_2_at_its_path_in_the_workspace(workspace: Path, gh: GitHubServer) -> None:
+    run_action(workspace, gh)  # an earlier, passing report
+    (workspace / "evals" / "base.json").write_text('{"results": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    run = run_action(workspace, gh, baseline="base.json")
+    assert run.code == 2 and "nested too deep" in run.result.err
+    ((props, _),) = run.commands("error")
+    assert props["file"] == "evals/base.json"
+    assert "could not run" in run.summary and "could not run" in gh.comments[7][0]["body"]
+
+
+def test_an_internal_error_still_reports_that_the_run_could_not_complete(workspace: Path, gh: GitHubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_action(workspace, gh)  # an earlier, passing report
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the comparison fell over")
+
+    monkeypatch.setattr("ci_grade.commands.shared.judge", broken)
+    run = run_action(workspace, gh)
+    assert run.code == 3 and "internal error: RuntimeError: the comparison fell over" in run.result.err
+    ((props, message),) = run.commands("error")
+    assert props["title"] == "ci-grade could not run" and "internal error: RuntimeError" in message
+    assert "could not run" in run.summary
+    (comment,) = gh.comments[7]
+    assert "could not run" in comment["body"] and "Passed" not in comment["body"]  # no stale verdict
+
+
 def test_pull_request_target_from_a_fork_is_warned_about(workspace: Path, gh: GitHubServer) -> None:
     payload = {"number": 7, "pull_request": {"number": 7, "head": {"repo": {"full_name": "stranger/demo"}}}, "repository": {"full_name": "octo/demo"}}
     run = run_action(workspace, gh, event="pull_request_target", payload=payload)

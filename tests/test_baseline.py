@@ -200,6 +200,8 @@ def test_missing_file_is_no_baseline(tmp_path: Path) -> None:
         ('{"version": 0, "tests": {}}', "invalid baseline version 0"),
         ('{"version": 1, "tests": {"x": {"score": "high"}}}', "invalid baseline"),
         ('{"results": {"results": 3}}', "unreadable results file"),
+        ('{"results": {"results": [{"latencyMs": 1' + "0" * 400 + "}]}}", "unreadable results file"),
+        ('{"results": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
     ],
 )
 def test_invalid_files_are_config_errors(tmp_path: Path, text: str, message: str) -> None:

@@ -175,6 +175,8 @@ def test_compare_against_the_base_branch_in_git(saved: Path) -> None:
     [
         (("compare", "--baseline", "b.json", "missing.json"), "results file missing.json does not exist"),
         (("compare", "results.txt"), "not valid JSON"),
+        (("compare", "huge.json"), "huge.json: not a results file"),
+        (("compare", "deep.json"), "deep.json: not a results file: arrays or objects nested too deep"),
         (("compare", "good.json", "-o", "report.html"), "compare writes .md, .junit.xml, .xml, .json"),
         (("compare", "good.json", "--min-pass-rate", "80"), "expected a fraction from 0 to 1"),
         (("compare", "good.json", "--max-score-drop", "-1"), "expected a score drop from 0 to 1"),
@@ -187,6 +189,8 @@ def test_compare_against_the_base_branch_in_git(saved: Path) -> None:
 )
 def test_usage_errors_exit_2(saved: Path, args: tuple[str, ...], message: str) -> None:
     write(saved / "results.txt", "not json")
+    write(saved / "huge.json", '{"results": {"results": [{"latencyMs": 1' + "0" * 400 + "}]}}")
+    write(saved / "deep.json", '{"results": ' + "[" * 100_000 + "]" * 100_000 + "}")
     result = run_cli(*args, cwd=saved)
     assert result.code == 2
     assert message in result.err

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -39,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
     """The action's exit code: the gate's, or 130/143 after SIGINT/SIGTERM once every report,
     the comment and the outputs are written."""
     from ci_grade import redact
-    from ci_grade.errors import CiGradeError, Interrupted
+    from ci_grade.errors import Interrupted
     from ci_grade.github.event import ActionEvent
     from ci_grade.github.inputs import read_inputs
     from ci_grade.github.workflow_commands import WorkflowCommands
@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
             stop.max_duration = inputs.max_duration
             redact.current().add(inputs.secrets())
             code = run_action(commands, env, event, inputs, stop)
-    except CiGradeError as exc:
+    except Exception as exc:  # an internal error too: the summary and the comment must not go stale
         report_failure(commands, env, event, inputs, exc)
         raise
     if stop.signum is not None:
@@ -175,26 +175,35 @@ class Graded(NamedTuple):
 def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop) -> tuple[EvalOutcome, EvalOptions, Path | None]:
     """Run the eval (or its shard, or its retry) in the working directory, inside a log group."""
     from ci_grade.commands.shared import skip_final_collection
-    from ci_grade.errors import ConfigError
     from ci_grade.evaluate import EvalOptions, evaluate
 
     skip_final_collection()
     cache = (workdir / inputs.cache_dir).resolve() if inputs.cache_dir else None
-    try:
-        options = EvalOptions(
-            configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
-            cache_dir=str(cache) if cache else None, cache=inputs.cache, shard=inputs.shard, retry_errors=inputs.retry_errors,
-            stop=stop,
-        )
-        with commands.group("ci-grade: evaluate"), commands.commands_stopped():
-            outcome = evaluate(options)
-    except ConfigError as exc:
-        if exc.file:  # keep the message as written, but make the path usable outside this folder
-            exc.file = str(Path(exc.file).resolve())
-        raise
+    options = EvalOptions(
+        configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
+        cache_dir=str(cache) if cache else None, cache=inputs.cache, shard=inputs.shard, retry_errors=inputs.retry_errors,
+        stop=stop,
+    )
+    with commands.group("ci-grade: evaluate"), commands.commands_stopped():
+        outcome = evaluate(options)
     if outcome.rerun is not None:
         commands.line(f"ci-grade: ran {outcome.rerun} of {len(outcome.run.results)} rows again (errored in {inputs.retry_errors}), kept the others")
     return outcome, options, cache
+
+
+@contextlib.contextmanager
+def _in_folder(workdir: Path) -> Iterator[None]:
+    """Work in `workdir`; the file a ConfigError names is made absolute, so that its annotation
+    finds it from the workspace (the message keeps the path as written)."""
+    from ci_grade.errors import ConfigError
+
+    try:
+        with contextlib.chdir(workdir):
+            yield
+    except ConfigError as exc:
+        if exc.file:
+            exc.file = str((workdir / exc.file).resolve())
+        raise
 
 
 def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path, stop: Stop) -> Graded:
@@ -206,7 +215,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
     from ci_grade.report import console, outputs
     from ci_grade.report.sections import Section
 
-    with contextlib.chdir(workdir):
+    with _in_folder(workdir):
         baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
         outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
         with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
@@ -230,7 +239,7 @@ def merge_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: 
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console
 
-    with contextlib.chdir(workdir):
+    with _in_folder(workdir):
         merged = merging.merge(inputs.merge, workdir, inputs.baseline, policy)
         written = merging.write_outputs([inputs.results_path, inputs.junit_path], merged, inputs.comment_title)
         hand_over(written, workspace)
@@ -251,7 +260,7 @@ def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: Action
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
 
-    with contextlib.chdir(workdir):
+    with _in_folder(workdir):
         outcome, _, cache = _evaluate(commands, inputs, workdir, stop)
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
@@ -387,12 +396,12 @@ def report_failure(commands: WorkflowCommands, env: Mapping[str, str], event: Ac
     """A run that could not complete: an error annotation (at the config line when known), the
     sticky comment (so it never shows a stale result; not from a shard job) and the job summary say why."""
     from ci_grade import redact
-    from ci_grade.errors import ConfigError
+    from ci_grade.errors import CiGradeError, ConfigError
     from ci_grade.github.annotations import workspace_path
     from ci_grade.github.comment import marker_for
     from ci_grade.report.markdown_escape import Escaper
 
-    message = redact.text(str(exc))
+    message = redact.text(str(exc) if isinstance(exc, CiGradeError) else f"internal error: {type(exc).__name__}: {exc}")
     file = line = None
     if isinstance(exc, ConfigError) and exc.file:
         file = workspace_path(exc.file, Path.cwd(), event.workspace)

@@ -73,7 +73,7 @@ def baseline_from_sources(sources: list[str], cwd: Path) -> Baseline:
             raise ConfigError("expected a results file (results.results[]): only results files combine into one baseline", file=source)
         try:
             runs.append(from_promptfoo(data))
-        except (ValueError, TypeError, ValidationError) as exc:
+        except (ValueError, TypeError, OverflowError, ValidationError) as exc:
             raise ConfigError(f"unreadable results file: {_first_line(exc)}", file=source) from None
     hashes = {run.info.config_hash for run in runs if run.info.config_hash}
     if len(hashes) > 1:
@@ -103,6 +103,8 @@ def _json_object(text: str, source: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg}", file=source, line=exc.lineno) from None
+    except RecursionError:
+        raise ConfigError("arrays or objects nested too deep", file=source) from None
     if not isinstance(data, dict):
         raise ConfigError("expected a JSON object (a ci-grade baseline or a results file)", file=source)
     return data
@@ -118,7 +120,7 @@ def parse_baseline(text: str, source: str) -> Baseline:
 
         try:
             return baseline_from_run(from_promptfoo(data))
-        except (ValueError, TypeError, ValidationError) as exc:
+        except (ValueError, TypeError, OverflowError, ValidationError) as exc:
             raise ConfigError(f"unreadable results file: {_first_line(exc)}", file=source) from None
     raise ConfigError("neither a ci-grade baseline (version, tests) nor a results file (results.results[])", file=source)
 

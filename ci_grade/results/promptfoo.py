@@ -355,11 +355,13 @@ def read_results_and_config(path: str) -> tuple[EvalRun, dict[str, Any]]:
         data = json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    except RecursionError:
+        raise ConfigError("not a results file: arrays or objects nested too deep", file=path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read results: {exc}", file=path) from None
     data = data if isinstance(data, dict) else {}
     try:
         config = data.get("config")
         return from_promptfoo(data), config if isinstance(config, dict) else {}
-    except (ValueError, TypeError, ValidationError) as exc:
+    except (ValueError, TypeError, OverflowError, ValidationError) as exc:
         raise ConfigError(f"not a results file: {str(exc).splitlines()[0]}", file=path) from None
