@@ -264,12 +264,15 @@ def test_read_only_token_degrades_to_a_warning(workspace: Path, gh: GitHubServer
     assert_no_token(run, gh, workspace)
 
 
-@pytest.mark.parametrize("cause", ["fork", "rate limit"])
+@pytest.mark.parametrize("cause", ["fork", "rate limit", "bad token"])
 def test_the_warning_names_why_github_refused(workspace: Path, gh: GitHubServer, cause: str) -> None:
     """A fork's read-only token points at the docs' two-workflow pattern (a permission cannot
-    help there); a rate limit says so, with no permission hint."""
+    help there); a rate limit says so, with no permission hint; a token GitHub rejects is named."""
     payload = None
-    if cause == "fork":
+    if cause == "bad token":
+        payload = {"number": 7, "pull_request": {"number": 7, "head": {"repo": {"full_name": "stranger/demo"}}}, "repository": {"full_name": "octo/demo"}}
+        gh.fail("GET", r"/issues/7/comments$", 401, "Bad credentials")
+    elif cause == "fork":
         payload = {"number": 7, "pull_request": {"number": 7, "head": {"repo": {"full_name": "stranger/demo"}}}, "repository": {"full_name": "octo/demo"}}
         gh.fail("POST", r"/issues/7/comments$", 403)
     else:
@@ -279,6 +282,8 @@ def test_the_warning_names_why_github_refused(workspace: Path, gh: GitHubServer,
     (warning,) = [m for _, m in run.commands("warning") if "PR comment" in m]
     if cause == "fork":
         assert "comes from a fork" in warning and "two-workflow pattern" in warning and "permissions:" not in warning
+    elif cause == "bad token":
+        assert "did not accept the token" in warning and "fork" not in warning
     else:
         assert "secondary rate limit" in warning and "waits at most 60 s" in warning and "permission" not in warning and "fork" not in warning
     assert "### ci-grade" in run.summary and run.outputs["comment-url"] == ""
@@ -300,6 +305,13 @@ def test_push_event_writes_the_summary_and_posts_nothing(workspace: Path, gh: Gi
     assert "### ci-grade" in run.summary and "says goodbye" in run.summary
     assert run.outputs["comment-url"] == "" and run.outputs["regressions"] == "2"
     assert "not a pull-request event" in run.result.out
+
+
+def test_an_unreadable_event_payload_is_named_as_the_reason_for_no_comment(workspace: Path, gh: GitHubServer) -> None:
+    run = run_action(workspace, gh, env_extra={"GITHUB_EVENT_PATH": str(workspace / "no-such-event.json")})
+    assert run.code == 0 and gh.requests == []
+    assert any("cannot read the event payload" in m for _, m in run.commands("warning"))
+    assert "its event payload could not be read: no PR comment" in run.result.out and "not a pull-request event" not in run.result.out
 
 
 def test_comment_off_and_missing_token(workspace: Path, gh: GitHubServer) -> None:

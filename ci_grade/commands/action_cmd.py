@@ -294,7 +294,8 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
         return "", None
     number = inputs.pull_request_number or event.pull_request_number
     if number is None and event.run_head is None:
-        commands.line(f"ci-grade: {event.name or 'this run'} is not a pull-request event: no PR comment, the report is in the job summary")
+        why = "its event payload could not be read" if event.problem else f"{event.name or 'this run'} is not a pull-request event"
+        commands.line(f"ci-grade: {why}: no PR comment, the report is in the job summary")
         return "", None
     if not inputs.github_token:
         return "", "no GitHub token (input `github-token` or GITHUB_TOKEN): the PR comment was skipped; the report is in the job summary"
@@ -316,7 +317,9 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
         )
     except GitHubError as exc:
         hint = ""
-        if exc.forbidden and event.from_fork and event.name != "workflow_run":
+        if exc.status == 401:
+            hint = " (GitHub did not accept the token: check the input `github-token`)"
+        elif exc.forbidden and event.from_fork and event.name != "workflow_run":
             hint = " (this pull request comes from a fork, whose token is read-only: to comment on it, see the docs' two-workflow pattern)"
         elif exc.forbidden:
             hint = " (the workflow needs `permissions: pull-requests: write`)"
