@@ -516,16 +516,18 @@ def test_paired_empty_and_single_unit() -> None:
     assert (single.clustered, single.n_clusters) == (False, 1)
 
 
-@pytest.mark.parametrize(("value", "p_drop"), [(-0.1, 0.0), (0.0, 1.0), (0.25, 1.0)])
-def test_paired_identical_differences_are_exact(value: float, p_drop: float) -> None:
+@pytest.mark.parametrize(("value", "p_drop", "p_clustered"), [(-0.1, 1 / 128, 1 / 8), (0.0, 1.0, 1.0), (0.25, 1.0, 1.0)])
+def test_paired_identical_differences_get_the_sign_test(value: float, p_drop: float, p_clustered: float) -> None:
+    # No spread: a t test would claim certainty (p = 0). Every unit dropping is the sign test's
+    # evidence: P(all n drop | no change) = 1/2^n, over units (7 tests) or clusters (3).
     result = paired([value] * 7)
     assert result is not None
     assert (result.mean, result.sd, result.se, result.df, result.t) == (value, 0.0, 0.0, 6, None)
     assert result.p_drop == p_drop
-    assert (result.ci_low, result.ci_high) == (value, value)
+    assert (result.ci_low, result.ci_high) == ((0.0, 0.0) if value == 0 else (None, None))
     clustered = paired([value] * 6, clusters=["a", "a", "b", "b", "c", "c"])
     assert clustered is not None
-    assert (clustered.clustered, clustered.df, clustered.se, clustered.p_drop) == (True, 2, 0.0, p_drop)
+    assert (clustered.clustered, clustered.df, clustered.se, clustered.p_drop) == (True, 2, 0.0, p_clustered)
 
 
 def test_paired_rejects_bad_input() -> None:

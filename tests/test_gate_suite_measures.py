@@ -145,6 +145,19 @@ def test_identical_differences_keep_their_exact_mean() -> None:
     assert stats is not None and stats.mean == value
 
 
+def test_sampled_tests_dropping_alike_are_judged_by_the_sign_test() -> None:
+    # Each sampled test passed 3/3 and now 2/3: every difference is -1/3, with no spread. Two
+    # tests so is no evidence (sign test p = 1/4; a t test would say p = 0); six are (1/64).
+    def runs(names: str, head: bool) -> EvalRun:
+        return run_of(*(row(n, 0.0 if head and i == 2 else 1.0, sampled=True, repeat=i) for n in names for i in range(3)), repeat=3)
+
+    two = _judge(runs("ab", False), runs("ab", True))
+    assert two.mean_score.method == "paired t" and two.mean_score.p_value == 0.25
+    assert not two.gate_failed and two.verdict == "passed"
+    six = _judge(runs("abcdef", False), runs("abcdef", True))
+    assert six.mean_score.p_value == 1 / 64 and six.gate_failed and six.verdict == "regressed"
+
+
 def test_a_failing_test_counts_zero_in_the_pass_rate_and_shows_its_passes() -> None:
     base = _sampled({"a": 0.8, "b": 0.8})
     head = _sampled({"a": 0.2, "b": 0.8})

@@ -121,7 +121,9 @@ def paired(d: Sequence[float], alpha: float = 0.05, clusters: Sequence[str] | No
     SE = (1/n) sqrt(C/(C-1) sum_c (sum_{i in c} (d_i - mean))^2) on C - 1 degrees of freedom; the plain
     s/sqrt(n) on n - 1 is kept when there are fewer than two clusters, when every cluster holds one unit
     (the two coincide), and when the clustered SE is 0 although the units differ (every cluster has the
-    same mean: a degenerate estimate that would claim certainty). None when d is empty.
+    same mean: a degenerate estimate that would claim certainty). When every unit (test, or cluster)
+    has the same difference there is no spread to test with: a drop gets the exact sign test's
+    p = 0.5^units and no interval. None when d is empty.
     """
     _check_level("alpha", alpha)
     values = [float(x) for x in d]
@@ -149,13 +151,16 @@ def paired(d: Sequence[float], alpha: float = 0.05, clusters: Sequence[str] | No
         clustered_se = math.sqrt(n_clusters / (n_clusters - 1) * total) / n
         if clustered_se > 0.0 or se == 0.0:
             se, df, clustered = clustered_se, n_clusters - 1, True
-    if se == 0.0:
-        t, p_drop, margin = None, 0.0 if mean < 0 else 1.0, 0.0
+    if se == 0.0:  # every unit moved by the same amount: no spread to build a t test or an interval on
+        units = n_clusters if clustered else n
+        t, p_drop = None, 0.5**units if mean < 0 else 1.0  # the exact sign test: every unit dropped
+        ci_low = ci_high = None if mean != 0 else 0.0
     else:
         t = mean / se
         p_drop, margin = t_cdf(t, df), -t_ppf(alpha / 2.0, df) * se
-    return PairedResult(n=n, mean=mean, sd=sd, se=se, df=df, t=t, p_drop=p_drop, ci_low=mean - margin,
-                        ci_high=mean + margin, clustered=clustered, n_clusters=n_clusters)
+        ci_low, ci_high = mean - margin, mean + margin
+    return PairedResult(n=n, mean=mean, sd=sd, se=se, df=df, t=t, p_drop=p_drop, ci_low=ci_low,
+                        ci_high=ci_high, clustered=clustered, n_clusters=n_clusters)
 
 
 def mde(se: float, alpha: float = 0.05, power: float = 0.8, df: float | None = None) -> float:
