@@ -166,9 +166,9 @@ def test_renamed_test_matched_by_fingerprint() -> None:
     renamed = c.changed("renamed")
     assert [(t.name, t.base_name) for t in renamed] == [("new name", "old name")]
     assert renamed[0].base_score == 1.0 and renamed[0].head_score == 0.2
-    assert not renamed[0].regressed and not renamed[0].new_failure
+    assert renamed[0].regressed and renamed[0].new_failure  # judged against the test it was: a new name hides nothing
     assert c.changed("added") == [] and c.changed("removed") == []
-    assert c.verdict == "passed" and c.regressions == []
+    assert c.verdict == "regressed" and [t.name for t in c.regressions] == ["new name"]
 
 
 def test_ambiguous_fingerprints_are_added_and_removed() -> None:

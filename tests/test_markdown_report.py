@@ -59,11 +59,11 @@ def test_report_layout_and_content() -> None:
     assert lines[2].startswith("❌ **Failed**: 1 error (max 0); 1 test regressed beyond tolerance (max drop 0.10)")
     assert "Compared with the baseline from commit 0123456789ab (2026-11-20T10:00:00+00:00). Gate: fail-on regressions, alpha 0.05, max score drop 0.10, max metric drop 0.02, max errors 0." in md
     assert "| Pass rate | 80.0% (4/5) | 66.7% (4/6) | ▼ −13.3 pts | – | reproducible: exact · no drop |" in md
-    assert "| **Mean score** | 0.67 | 0.83 | ▲ +0.17 | – | reproducible: exact · no drop |" in md
+    assert "| **Mean score** | 0.75 | 0.88 | ▲ +0.12 | – | reproducible: exact · no drop |" in md  # the renamed test counts as the test it was
     # Per assertion, as promptfoo aggregates named metrics: "reset link" has two accuracy assertions,
     # so it counts twice: (1 x 2 + 1 + 0) / 4 and (0.5 x 2 + 1 + 1) / 4 (the mean of tests gave 0.67 -> 0.83).
     assert "| metric accuracy | 0.75 | 0.75 | ＝ 0.00 | – | reproducible: exact · no drop |" in md
-    assert "Changes are judged over the 3 tests scored in both runs" in md
+    assert "Changes are judged over the 4 tests scored in both runs (renamed tests as the tests they were;" in md
     sections = re.findall(r"^#### (.+)$", md, re.M)
     assert sections == [
         "Regressions and new failures (1)", "Errors (1)", "Fixes (1)", "Renamed tests (1)", "Added tests (2)", "Removed tests (1)",

@@ -296,6 +296,30 @@ def test_duplicate_tests_get_distinct_deterministic_ids(tmp_path: Path) -> None:
     assert plan_for(tmp_path / "c", config).rows[0].test_id == ids[0]
 
 
+def test_tests_sharing_a_description_keep_their_ids_when_their_assertions_change(tmp_path: Path) -> None:
+    config = """
+        prompts: ['{{x}}']
+        providers: [echo]
+        tests:
+          - description: shared
+            vars: {x: [a, b]}
+            assert: [{type: contains, value: a}]
+          - description: shared
+            vars: {x: c}
+          - description: twin
+            vars: {x: d}
+          - description: twin
+            vars: {x: d}
+            assert: [{type: equals, value: d}]
+        """
+    ids = [row.test_id for row in plan_for(tmp_path / "a", config).rows]
+    assert len(set(ids)) == 5
+    edited = config.replace("value: a}", "value: b}").replace("vars: {x: c}", "vars: {x: c}\n            providerOutput: c")
+    assert [row.test_id for row in plan_for(tmp_path / "b", edited).rows][:3] == ids[:3]  # told apart by their variables
+    twins = [row.test_id for row in plan_for(tmp_path / "c", config.replace("value: d}", "value: D}")).rows]
+    assert twins[:3] == ids[:3] and twins[3:] != ids[3:]  # the same variables: told apart by the whole test
+
+
 @pytest.mark.parametrize("flag", ["--repeat", "-j"])
 def test_bad_numbers_are_usage_errors(tmp_path: Path, flag: str) -> None:
     code, rows, err = eval_rows(tmp_path, SELECTION, flag, "0")

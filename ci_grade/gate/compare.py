@@ -1,9 +1,10 @@
 """Compare a run with a baseline: per-test, per-assertion and per-metric deltas, and the verdict.
 
 Tests are matched by their stable id; a baseline test whose id is gone is matched to a new one
-by fingerprint (vars + prompt + provider) and reported as renamed. Added, removed and renamed
-tests are reported as such and never judged as regressions; errored tests are errors, never
-regressions (a grader outage is not a quality drop).
+by fingerprint (vars + prompt + provider), reported as renamed and judged against it as any
+matched test is. Added and removed tests are reported as such and never judged as regressions
+(an added test that fails is a failure); errored tests are errors, never regressions (a grader
+outage is not a quality drop).
 """
 
 from __future__ import annotations
@@ -47,22 +48,21 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
     judged: list[tuple[CaseDelta, BaselineTest, BaselineTest]] = []
     pairs: list[Pair] = []
     for test_id, test in head.items():
-        if test_id in same:
-            before = base[same[test_id]]
-            case = _case(test, before, "same")
-            classify(case, before, test)
-            if case.reproducible:
-                judge_reproducible(case, policy)
-            elif test_id in confirmations:
-                reruns = [r for r in confirmations[test_id] if r.status != "error"]
-                case.confirmation = confirmation(before, sum(r.status == "pass" for r in reruns), len(reruns))
-            judged.append((case, before, test))
-            if "error" not in (before.status, test.status):
-                pairs.append(Pair(before, test, case.reproducible, _cluster(groups[test_id][0].row, policy.cluster_key)))
-        elif test_id in renamed:
-            case = _case(test, base[renamed[test_id]], "renamed")
-        else:
-            case = _case(test, None, "added")
+        base_id = same.get(test_id) or renamed.get(test_id)
+        if base_id is None:
+            cases.append(_case(test, None, "added"))
+            continue
+        before = base[base_id]
+        case = _case(test, before, "same" if test_id in same else "renamed")
+        classify(case, before, test)
+        if case.reproducible:
+            judge_reproducible(case, policy)
+        elif test_id in confirmations:
+            reruns = [r for r in confirmations[test_id] if r.status != "error"]
+            case.confirmation = confirmation(before, sum(r.status == "pass" for r in reruns), len(reruns))
+        judged.append((case, before, test))
+        if "error" not in (before.status, test.status):
+            pairs.append(Pair(before, test, case.reproducible, _cluster(groups[test_id][0].row, policy.cluster_key)))
         cases.append(case)
     judge_sampled(judged, policy)
     cases = [_detailed(case, run, groups[case.test_id]) for case in cases if every_test or _listed(case)]

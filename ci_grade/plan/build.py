@@ -139,6 +139,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
             identity = _identity(case.test, identity_vars)
             canonical_vars = _canonical(identity_vars)
             tiebreak = _digest(canonical_vars, _canonical(case.test.model_dump(mode="json", by_alias=True, exclude_none=True)))
+            vars_key = _digest("v", canonical_vars)
             group_keys.append(_digest(identity, tiebreak, _canonical(variables)))
             for (prompt_index, prompt), (provider_index, provider) in pairs:
                 provider_key = provider.label or provider.id
@@ -154,6 +155,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                         provider_index=provider_index,
                         base_id=_digest(identity, prompt.key, provider_key),
                         tiebreak=tiebreak,
+                        vars_key=vars_key,
                         fingerprint=_digest(canonical_vars, prompt.key, provider_key),
                         script_vars=script_vars,
                         repeats=repeats,
@@ -261,6 +263,7 @@ class _Cell:
     provider_index: int
     base_id: str
     tiebreak: str
+    vars_key: str
     fingerprint: str
     script_vars: tuple[str, ...] = ()
     repeats: int = 1
@@ -269,13 +272,22 @@ class _Cell:
 
 def _assign_ids(cells: list[_Cell]) -> None:
     """Stable ids: the base id; where different tests share one (the same description, say), the
-    base plus a digest of the whole test; cells identical in every respect are numbered in order."""
+    base plus a digest of their variables, so that editing a test's assertions keeps its id, or,
+    where the variables are the same too, of the whole test; cells identical in every respect
+    are numbered in order."""
     tiebreaks: dict[str, set[str]] = {}
+    by_vars: dict[tuple[str, str], set[str]] = {}
     for cell in cells:
         tiebreaks.setdefault(cell.base_id, set()).add(cell.tiebreak)
+        by_vars.setdefault((cell.base_id, cell.vars_key), set()).add(cell.tiebreak)
     seen: dict[str, int] = {}
     for cell in cells:
-        test_id = cell.base_id if len(tiebreaks[cell.base_id]) == 1 else f"{cell.base_id}-{cell.tiebreak[:6]}"
+        if len(tiebreaks[cell.base_id]) == 1:
+            test_id = cell.base_id
+        elif len(by_vars[(cell.base_id, cell.vars_key)]) == 1:
+            test_id = f"{cell.base_id}-{cell.vars_key[:6]}"
+        else:
+            test_id = f"{cell.base_id}-{cell.tiebreak[:6]}"
         seen[test_id] = seen.get(test_id, 0) + 1
         cell.test_id = test_id if seen[test_id] == 1 else f"{test_id}-{seen[test_id]}"
 
