@@ -59,3 +59,26 @@ def test_unchanged_promptfoo_baseline_passes(tmp_path: Path) -> None:
     baseline = _as_promptfoo_wrote_it(tmp_path / "head.json", 1.0)
     result = run_cli("compare", "--baseline", str(baseline), "head.json", cwd=tmp_path)
     assert result.code == 0, result.out + result.err
+
+
+def test_tests_sharing_a_description_in_promptfoos_file_stay_apart(tmp_path: Path) -> None:
+    # The file promptfoo 0.123.1 wrote, with two tests given one description: "passes" (n=1,
+    # passing) and "passes" (n=3, failing in both runs, a known failure). They are two tests of
+    # two prompts each, not one test run twice, and the unchanged suite passes against them.
+    fixtures = Path(__file__).parent / "fixtures" / "promptfoo-results"
+    config = (fixtures / "promptfooconfig.yaml").read_text().replace("description: fails on both", "description: passes")
+    write(tmp_path / "promptfooconfig.yaml", config)
+    data = json.loads((fixtures / "promptfoo-results.json").read_text())
+    for row in data["results"]["results"]:
+        if row["testCase"].get("description") == "fails on both":
+            row["testCase"]["description"] = "passes"
+    (tmp_path / "promptfoo.json").write_text(json.dumps(data))
+    result = run_cli("eval", "--no-progress", "--baseline", "promptfoo.json", "-o", "r.md", cwd=tmp_path)
+    assert result.code == 0, result.out  # the failing tests fail in both runs: known failures
+    report = (tmp_path / "r.md").read_text()
+    assert "Added tests" not in report and "Removed tests" not in report
+    assert "Known failures (failing in the baseline too)" in report
+    saved = run_cli("baseline", "save", "promptfoo.json", "-o", "b.json", cwd=tmp_path)
+    assert saved.code == 0, saved.err
+    tests = json.loads((tmp_path / "b.json").read_text())["tests"]
+    assert len(tests) == 8 and {t["repeats"] for t in tests.values()} == {1}

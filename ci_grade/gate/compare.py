@@ -43,6 +43,7 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
     same = {test_id: test_id for test_id in head if test_id in base}
     same.update(portable_matches(head, base, same))
     renamed = renames({k: v for k, v in head.items() if k not in same}, {k: v for k, v in base.items() if k not in same.values()})
+    same.update(portable_matches(head, base, {**same, **renamed}, in_order=True))
     confirmations = group_rows(run.confirmations)
     cases: list[CaseDelta] = []
     judged: list[tuple[CaseDelta, BaselineTest, BaselineTest]] = []

@@ -5,8 +5,10 @@ from __future__ import annotations
 from ci_grade.gate.baseline import BaselineTest
 
 
-def portable_matches(head: dict[str, BaselineTest], base: dict[str, BaselineTest], same: dict[str, str]) -> dict[str, str]:
-    """head id -> base id by what both tools record (test name, prompt label, provider).
+def portable_matches(head: dict[str, BaselineTest], base: dict[str, BaselineTest], taken: dict[str, str], *, in_order: bool = False) -> dict[str, str]:
+    """head id -> base id by what both tools record (test name, prompt label, provider), for the
+    tests `taken` (head id -> base id) does not hold yet: where each side has one such test, or,
+    `in_order`, where both have as many (tests sharing a description), paired in the order they ran.
 
     Ids differ between ci-grade and promptfoo's own results files (promptfoo keys prompts by
     label, ci-grade by position or file), so a baseline written by promptfoo still matches.
@@ -14,15 +16,20 @@ def portable_matches(head: dict[str, BaselineTest], base: dict[str, BaselineTest
     def portable(test: BaselineTest) -> tuple[str, str, str]:
         return (" ".join(test.name.split()), " ".join(test.prompt_label.split()), test.provider)
 
-    def unique(tests: dict[str, BaselineTest], taken: set[str]) -> dict[tuple[str, str, str], str]:
+    def grouped(tests: dict[str, BaselineTest], skip: set[str]) -> dict[tuple[str, str, str], list[str]]:
         seen: dict[tuple[str, str, str], list[str]] = {}
         for test_id, test in tests.items():
-            if test_id not in taken:
+            if test_id not in skip:
                 seen.setdefault(portable(test), []).append(test_id)
-        return {key: ids[0] for key, ids in seen.items() if len(ids) == 1}
+        return seen
 
-    heads, bases = unique(head, set(same)), unique(base, set(same.values()))
-    return {head_id: bases[key] for key, head_id in heads.items() if key in bases}
+    heads, bases = grouped(head, set(taken)), grouped(base, set(taken.values()))
+    matches: dict[str, str] = {}
+    for key, ids in heads.items():
+        others = bases.get(key, [])
+        if len(ids) == len(others) and (in_order or len(ids) == 1):
+            matches.update(zip(ids, others, strict=True))
+    return matches
 
 
 def renames(head: dict[str, BaselineTest], base: dict[str, BaselineTest]) -> dict[str, str]:

@@ -337,7 +337,11 @@ def _assertions_from(components: list[Any]) -> list[AssertionResult]:
 
 
 def _derived_id(description: str | None, variables: dict[str, Any], prompt_label: str, provider: str) -> str:
-    identity = f"d:{description}" if description else "v:" + json.dumps(variables, sort_keys=True, ensure_ascii=False, default=str)
+    """An id for a row of promptfoo's file, which records none: tests sharing a description
+    (array variables, scenarios) stay apart by their variables; repeats of one test share it."""
+    identity = "v:" + json.dumps(variables, sort_keys=True, ensure_ascii=False, default=str)
+    if description:
+        identity = f"d:{description}\x1f{identity}"
     return hashlib.sha256("\x1f".join((identity, prompt_label, provider)).encode()).hexdigest()[:12]
 
 
