@@ -8,8 +8,8 @@ masked. Known secret values are learned from:
 - the process environment: variables whose names look secret (`*TOKEN*`, `*API_KEY*`, `*SECRET*`,
   `*PASSWORD*`, and a `KEY`, `PASS`, `AUTH`, `PAT` or `DSN` word: `HF_KEY`, `DB_PASS`), but the
   runner's `INPUT_*` variables, whose names are the action's input names;
-- the config's `env:` block and `--env-file` files: every value, whatever its name, unless it is
-  common (below) and its name does not look secret;
+- the config's `env:` block, a provider's own `env:` block and `--env-file` files: every value,
+  whatever its name, unless it is common (below) and its name does not look secret;
 - provider and grader `config` (headers included): values under auth-like keys (`apiKey`,
   `Authorization`, `X-Custom-Auth`, `*key*`, `*token*`, `*secret*`, `*pass*`, `*auth*`, cookies),
   the word after `Bearer`/`Basic`/`token`, and the variables such values read (`{{ env.X }}`,
@@ -72,6 +72,12 @@ def _names_a_variable(name: str) -> bool:
     return bool(_NAMES_A_VARIABLE.search(name))
 
 
+def _env_block_secrets(values: Mapping[str, Any]) -> list[str]:
+    """The values of an `env:` block or env file that count as secrets: all but common ones,
+    which count only under a secret-looking name."""
+    return [v for k, v in values.items() if isinstance(v, str) and (is_secret_env_name(k) or not is_common_value(v))]
+
+
 def is_common_value(value: str) -> bool:
     """A number, a yes/no word or plain lowercase words: not a secret unless its name says so."""
     return bool(_COMMON.fullmatch(value.strip()))
@@ -106,7 +112,7 @@ class Redactor:
 
     def learn_values(self, values: Mapping[str, str]) -> None:
         """Learn every value of an `env:` block or env file, whatever its name, but common ones."""
-        self.add(v for k, v in values.items() if isinstance(v, str) and (is_secret_env_name(k) or not is_common_value(v)))
+        self.add(_env_block_secrets(values))
 
     def add(self, secrets: Iterable[str]) -> None:
         """Learn secret values, in every spelling they are written in: as is, JSON-escaped (JSON
@@ -125,11 +131,11 @@ class Redactor:
 
     def collect(self, data: Any, env: Mapping[str, str] | None = None) -> None:
         """Learn secrets written in a config: values of secret-named fields anywhere (`apiKey`), of
-        auth-like keys under any `config` or `headers`, and the `env` variables those values read."""
-        env = env or {}
+        auth-like keys under any `config` or `headers`, every value of a provider's own `env:`
+        block but common ones, and the `env` variables those values read."""
         found: list[str] = []
 
-        def credential(value: str) -> None:
+        def credential(value: str, env: Mapping[str, str]) -> None:
             references = [a or b for a, b in _ENV_REFERENCE.findall(value)] if "{{" in value or "{%" in value else []
             found.extend(env.get(name, "") for name in references)
             if not references:
@@ -137,21 +143,26 @@ class Redactor:
                 scheme = _SCHEME.match(value.strip())
                 found.extend([scheme.group(1)] if scheme else [])
 
-        def walk(node: Any, in_config: bool) -> None:
+        def walk(node: Any, in_config: bool, env: Mapping[str, str]) -> None:
             if isinstance(node, dict):
+                own = node.get("env")
+                if isinstance(own, dict) and node is not data:  # a provider's own `env:` (the config's is learned apart)
+                    values = {str(k): str(v) for k, v in own.items() if isinstance(v, str | int | float) and not isinstance(v, bool)}
+                    found.extend(_env_block_secrets(values))
+                    env = {**env, **values}
                 for key, value in node.items():
                     name = str(key)
                     if isinstance(value, str) and _names_a_variable(name):
                         found.append(env.get(value, "") if _AUTH_KEY.search(name) else "")  # apiKeyEnvar: NAME
                     elif isinstance(value, str) and (is_secret_name(name) or (in_config and is_auth_key(name))):
-                        credential(value)
+                        credential(value, env)
                     else:
-                        walk(value, in_config or name in ("config", "headers"))
+                        walk(value, in_config or name in ("config", "headers"), env)
             elif isinstance(node, list):
                 for item in node:
-                    walk(item, in_config)
+                    walk(item, in_config, env)
 
-        walk(data, False)
+        walk(data, False, env or {})
         self.add(found)
 
     def text(self, value: str) -> str:

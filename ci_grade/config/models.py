@@ -6,6 +6,7 @@ about them once. Field names keep promptfoo's camelCase so error paths match wha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -208,12 +209,12 @@ class Config(_Model):
 
     def env_overrides(self) -> dict[str, str]:
         """`env:` values as strings (booleans as JavaScript spells them)."""
-        out: dict[str, str] = {}
-        for k, v in (self.env or {}).items():
-            if v is None:
-                continue
-            out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
-        return out
+        return env_strings(self.env)
+
+
+def env_strings(env: Mapping[str, Any] | None) -> dict[str, str]:
+    """An `env:` block's values as strings (booleans as JavaScript spells them; nulls left out)."""
+    return {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in (env or {}).items() if v is not None}
 
 
 KNOWN_TOP_LEVEL_KEYS = {

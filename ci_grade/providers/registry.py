@@ -61,6 +61,10 @@ def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency:
     `base_dir` is the config's folder: relative paths in the id or config (a Python file, a
     script, a transform) resolve against it.
     """
+    from ci_grade.config.env_templates import provider_env, render_spec
+
+    env = provider_env(spec, env)
+    spec = render_spec(spec, env)
     family = _family(spec.id)
     if family is None:
         raise UnknownProviderError(
