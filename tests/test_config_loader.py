@@ -358,7 +358,9 @@ def test_no_config_flag_finds_the_default_file(tmp_path: Path) -> None:
 
 
 def test_prompt_files_globs_and_separators(tmp_path: Path) -> None:
-    write(tmp_path / "prompts" / "a.txt", "First {{x}}\n---\nSecond {{x}}\n-----\n\nThird {{x}}\n")
+    # promptfoo 0.123.1 splits where a line is `---` apart from spaces around it: not on `-----`,
+    # nor on form feeds; it trims as JavaScript does (a byte-order mark too)
+    write(tmp_path / "prompts" / "a.txt", "\ufeffFirst {{x}}\r\n---\r\nSecond {{x}}\n-----\n\nafter a rule\x0c  ---  \n\n  ---\t\nThird {{x}}\u3000\n")
     write(tmp_path / "prompts" / "b.md", "# Heading\n\n---\n\nWhole **{{x}}**\n")
     write(tmp_path / "prompts" / "c.j2", "{% for i in range(2) %}{{ x }}{{ loop.index }};{% endfor %}")
     result, rows = eval_config(
@@ -374,14 +376,34 @@ def test_prompt_files_globs_and_separators(tmp_path: Path) -> None:
         """,
     )
     assert result.code == 0, result.err
-    assert outputs(rows) == ["First Z", "Second Z", "Third Z", "# Heading\n\n---\n\nWhole **Z**\n", "Z1;Z2;"]
+    assert outputs(rows) == ["First Z", "Second Z\n-----\n\nafter a rule\x0c  ---", "Third Z", "# Heading\n\n---\n\nWhole **Z**\n", "Z1;Z2;"]
     assert [r["prompt"]["label"] for r in rows] == [
         "prompts/a.txt: First {{x}}",
-        "prompts/a.txt: Second {{x}}",
+        "prompts/a.txt: Second {{x}}\n-----\n\nafter a rule\x0c  ---",
         "prompts/a.txt: Third {{x}}",
         "prompts/b.md: # Heading\n\n---\n\nWhole **{{x}}**\n",
         "loop",
     ]
+
+
+def test_files_starting_with_a_byte_order_mark_read_as_without_it(tmp_path: Path) -> None:
+    bom = "\ufeff"
+    write(tmp_path / "p.txt", bom + "Hi {{name}} from {{place}}")
+    write(tmp_path / "place.txt", bom + "Paris")
+    write(tmp_path / "tests.json", bom + json.dumps([{"vars": {"name": "Bob", "place": "file://place.txt"}, "assert": [{"type": "equals", "value": "Hi Bob from Paris"}]}]))
+    config = {"prompts": ["file://p.txt"], "providers": ["echo"], "tests": "file://tests.json"}
+    (tmp_path / "promptfooconfig.json").write_text(bom + json.dumps(config, indent=2), encoding="utf-8")
+    result, rows = eval_config(tmp_path, None, "-c", "promptfooconfig.json")
+    assert result.code == 0, result.err
+    assert outputs(rows) == ["Hi Bob from Paris"]
+
+
+def test_a_json_config_with_escaped_emoji_keeps_its_line_numbers(tmp_path: Path) -> None:
+    config = {"description": "smile \U0001F600", "prompts": ["hi"], "providers": ["echo"], "tests": [{"assert": [{"type": "containz", "value": "x"}]}]}
+    (tmp_path / "promptfooconfig.json").write_text(json.dumps(config, indent=2))  # ASCII: the emoji as \\ud83d\\ude00
+    assert "\\ud83d\\ude00" in (tmp_path / "promptfooconfig.json").read_text()
+    result = run_cli("eval", "--no-progress", "-c", "promptfooconfig.json", cwd=tmp_path)
+    assert result.code == 2 and "promptfooconfig.json:13 tests[0].assert[0].type: unknown assertion type" in result.err, result.err
 
 
 def test_prompt_map_form_objects_and_the_default_prompt(tmp_path: Path) -> None:

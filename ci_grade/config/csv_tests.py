@@ -153,7 +153,6 @@ def read_csv_tests(text: str, file: str, vocabulary: AssertionVocabulary) -> lis
     parsing does), but a quote that is never closed, or a file without a header or rows, is an
     error: either would silently swallow or drop tests.
     """
-    text = text.lstrip("\ufeff")
     opened = _unterminated_quote(text)
     if opened is not None:
         raise ConfigError("invalid CSV: a quoted cell is never closed (a missing \")", file=file, line=opened)

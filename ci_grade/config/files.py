@@ -131,8 +131,9 @@ def display_path(path: Path, *, follow: bool = True) -> str:
 
 
 def read_text(path: Path, referenced_from: Location | None = None, what: str = "file") -> str:
+    """A file's UTF-8 text, without the byte-order mark some editors write first."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise missing_file_error(f"file not found: {display_path(path)}", referenced_from, what)
     except UnicodeDecodeError as exc:
@@ -165,12 +166,21 @@ def parse_structured(text: str, path: Path, sources: SourceMap | None) -> Any:
 _MISMATCH = object()
 
 
+_SURROGATE_PAIR = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.I)
+"""An escaped UTF-16 surrogate pair (`\\ud83d\\ude00`, as `json.dumps` writes emoji), which YAML refuses."""
+
+
+def _pair(match: re.Match[str]) -> str:
+    high, low = int(match.group(1), 16), int(match.group(2), 16)
+    return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+
+
 def _parse_json(text: str, shown: str, sources: SourceMap | None) -> Any:
     data = strict_json(text, shown, 1)
     if sources is None:
         return data
-    try:
-        with_lines = yaml12.load_with_sources(text, shown, sources)
+    try:  # YAML only finds the lines (the character an escaped pair stands for keeps them)
+        with_lines = yaml12.load_with_sources(_SURROGATE_PAIR.sub(_pair, text), shown, sources)
     except yaml.YAMLError:
         with_lines = _MISMATCH
     if with_lines == data:

@@ -14,6 +14,7 @@ from ci_grade.config import files
 from ci_grade.config.errors import describe
 from ci_grade.config.sources import SourceReader
 from ci_grade.errors import ConfigError
+from ci_grade.js_values import JS_WHITESPACE
 
 INLINE = "inline"
 """The key of an inline prompt until load_config numbers it (`prompts[i]`)."""
@@ -134,7 +135,7 @@ class PromptReader(SourceReader):
             import csv
             import io
 
-            reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+            reader = csv.DictReader(io.StringIO(text))
             return [(row["prompt"], reader.line_num) for row in reader if row.get("prompt")]
         if suffix == ".txt":
             return split_prompts(text)
@@ -146,16 +147,19 @@ def _as_ref(text: str) -> str:
 
 
 def split_prompts(text: str) -> list[tuple[str, int]]:
-    """A .txt file's prompts: parts between lines of three or more dashes, with start lines."""
+    """A .txt file's prompts, with their start lines: the parts between lines that are the
+    separator (`---`, or `PROMPTFOO_PROMPT_SEPARATOR`) apart from spaces around it, each
+    trimmed, as promptfoo splits them (on `\n` and `\r\n` only, trimming as JavaScript does)."""
+    separator = os.environ.get("PROMPTFOO_PROMPT_SEPARATOR") or "---"
     parts: list[tuple[str, int]] = []
     current: list[str] = []
     start = 1
-    for number, line in enumerate([*text.splitlines(), "---"], start=1):
-        if re.fullmatch(r"-{3,}\s*", line):
+    for number, line in enumerate([*re.split(r"\r?\n", text), separator], start=1):
+        if line.strip(JS_WHITESPACE) == separator:
             body = "\n".join(current)
-            if body.strip():
-                leading = len(body) - len(body.lstrip("\n"))
-                parts.append((body.strip(), start + body[:leading].count("\n")))
+            if body.strip(JS_WHITESPACE):
+                leading = len(body) - len(body.lstrip(JS_WHITESPACE))
+                parts.append((body.strip(JS_WHITESPACE), start + body[:leading].count("\n")))
             current, start = [], number + 1
         else:
             current.append(line)
