@@ -406,6 +406,19 @@ def test_a_json_config_with_escaped_emoji_keeps_its_line_numbers(tmp_path: Path)
     assert result.code == 2 and "promptfooconfig.json:13 tests[0].assert[0].type: unknown assertion type" in result.err, result.err
 
 
+def test_a_labelled_glob_labels_each_file_by_its_path(tmp_path: Path) -> None:
+    # promptfoo 0.123.1 drops a label given to a glob matching several files: "p/a.txt: one {{x}}", ...
+    write(tmp_path / "p" / "a.txt", "one {{x}}")
+    write(tmp_path / "p" / "b.txt", "two {{x}}")
+    for form in ("prompts: {file://p/*.txt: txts}", "prompts: [{id: file://p/*.txt, label: txts}]"):
+        result, rows = eval_config(tmp_path, form + "\nproviders: [echo]\ntests: [{vars: {x: X}}]\n")
+        assert result.code == 0, result.err
+        assert sorted((r["prompt"]["label"], r["response"]["output"]) for r in rows) == [("p/a.txt: one {{x}}", "one X"), ("p/b.txt: two {{x}}", "two X")]
+        prompts = json.loads((tmp_path / "out.json").read_text())["results"]["prompts"]
+        assert sorted(p["label"] for p in prompts) == ["p/a.txt: one {{x}}", "p/b.txt: two {{x}}"]
+        assert len({r["testId"] for r in rows}) == 2
+
+
 def test_prompt_map_form_objects_and_the_default_prompt(tmp_path: Path) -> None:
     write(tmp_path / "p1.txt", "one {{x}}")
     write(tmp_path / "p2.txt", "two {{x}}")

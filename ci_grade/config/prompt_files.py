@@ -108,7 +108,10 @@ class PromptReader(SourceReader):
                 f"prompts[{index}]",
             )
         out = []
-        for path in files.expand_glob(ref_path, base, self.where(holder, index), f"prompts[{index}]"):
+        paths = files.expand_glob(ref_path, base, self.where(holder, index), f"prompts[{index}]")
+        if len(paths) > 1:
+            label = None  # as promptfoo: a glob's files are labelled by their paths, never by one shared label
+        for path in paths:
             texts = self.prompt_texts(path)
             rel = os.path.relpath(path, base).replace(os.sep, "/")
             shown = files.display_path(path)
