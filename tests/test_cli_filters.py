@@ -88,6 +88,14 @@ def test_bad_ranges_exit_2_with_promptfoos_message(tmp_path: Path, text: str, me
     assert result.code == 2 and message in result.err and not (tmp_path / "out.json").exists()
 
 
+@pytest.mark.parametrize(("flag", "value"), [("-n", "0"), ("-n", "-1"), ("--filter-sample", "0")])
+def test_counts_of_tests_below_one_exit_2(tmp_path: Path, flag: str, value: str) -> None:
+    # promptfoo: "Too small: expected number to be >0" (-n -1 would slice off the last test)
+    write(tmp_path / "promptfooconfig.yaml", TWELVE)
+    result = run_cli("eval", "--no-progress", "-o", "out.json", flag, value, cwd=tmp_path)
+    assert result.code == 2 and "must be at least 1" in result.err and not (tmp_path / "out.json").exists()
+
+
 def test_a_prompt_filter_that_matches_nothing_exits_2(tmp_path: Path) -> None:
     write(tmp_path / "promptfooconfig.yaml", TWELVE)
     result = run_cli("eval", "--no-progress", "-o", "out.json", "--filter-prompts", "^nothing$", cwd=tmp_path)

@@ -200,6 +200,8 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         raise UsageError("--repeat must be at least 1")
     if args.filter_sample is not None and args.filter_sample < 1:
         raise UsageError("--filter-sample must be at least 1")
+    if args.filter_first_n is not None and args.filter_first_n < 1:
+        raise UsageError("--filter-first-n must be at least 1")
     if args.filter_range is not None:
         parse_range(args.filter_range)  # exit 2 before anything runs
     if args.share:
