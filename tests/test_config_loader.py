@@ -352,6 +352,11 @@ def test_no_config_flag_finds_the_default_file(tmp_path: Path) -> None:
     result = run_cli("eval", "--no-progress", cwd=empty)
     assert result.code == 2
     assert "no promptfooconfig.yaml / promptfooconfig.yml / promptfooconfig.json" in result.err
+    # -c FOLDER reads the folder's config, as promptfoo does
+    result = run_cli("eval", "--no-progress", "-c", "promptfooconfig.json", "-o", "out.json", cwd=tmp_path)
+    assert result.code == 0 and outputs(json.loads((tmp_path / "out.json").read_text())["results"]["results"]) == ["from json"]
+    result = run_cli("eval", "--no-progress", "-c", "empty", cwd=tmp_path)
+    assert result.code == 2 and f"no promptfooconfig.yaml / promptfooconfig.yml / promptfooconfig.json in {empty}" in result.err
 
 
 # -- prompts -------------------------------------------------------------------------------------

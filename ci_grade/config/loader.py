@@ -96,8 +96,9 @@ def canonical_digest(raw: dict[str, Any]) -> str:
 
 
 def find_default_config(cwd: Path, overrides: ConfigOverrides | None = None) -> list[Path]:
-    """`promptfooconfig.yaml` (`.yml`, `.json`) in `cwd`; none when the command line gives a
-    whole eval (`-p` and `-r`, or `--assertions` with `--model-outputs`), else an error."""
+    """`promptfooconfig.yaml` (`.yml`, `.json`) in `cwd` (no `-c`, or `-c FOLDER` as promptfoo
+    takes it); none when the command line gives a whole eval (`-p` and `-r`, or `--assertions`
+    with `--model-outputs`), else an error."""
     for name in DEFAULT_CONFIG_NAMES:
         if (cwd / name).is_file():
             return [cwd / name]
@@ -118,7 +119,8 @@ def load_config(
     if not paths:
         config_files = find_default_config(cwd, overrides)
     for ref in paths:
-        config_files.extend(files.expand_glob(str(ref), cwd, None, "-c"))
+        folder = files.resolve(str(ref), cwd)
+        config_files.extend(find_default_config(folder) if folder.is_dir() else files.expand_glob(str(ref), cwd, None, "-c"))
     loader = _Loader(sources, vocabulary)
     parts = [loader.load_file(path) for path in config_files]
     merged = merge_configs(parts, sources) if len(parts) > 1 else parts[0] if parts else {}
