@@ -38,15 +38,7 @@ def check(loaded: LoadedConfig) -> list[str]:
     for spec_index, spec in enumerate(loaded.config.providers):
         raw = _item(raw_providers, spec_index)
         loc = sources.location(raw, "id") if isinstance(raw, dict) else None
-        if not provider_is_known(spec.id):
-            from ci_grade.providers.registry import SUPPORTED_PREFIXES
-
-            prefix = spec.id.split(":", 1)[0]
-            raise ConfigError.at(
-                f"unknown provider {spec.id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; ci-grade supports {', '.join(SUPPORTED_PREFIXES)}",
-                loc,
-                f"providers[{spec_index}]",
-            )
+        _check_known(spec.id, loc, f"providers[{spec_index}]")
         if spec.id.startswith("file://") and not files.split_function(spec.id)[0].endswith(".py"):
             why = unavailable.reason(files.split_function(spec.id)[0])
             warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
@@ -157,11 +149,26 @@ def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: b
                 _check_provider_ref(inner, loc, f"{where}.{kind}", grader=False)
         return
     if isinstance(ref, str) and ref.strip():
-        return
+        return _check_known(ref, loc, where)
     if isinstance(ref, dict) and isinstance(ref.get("id"), str) and ref["id"].strip():
-        return
+        return _check_known(ref["id"], loc, where)
     shapes = "a provider id, an {id: ...} mapping or a mapping by kind ({text: ..., embedding: ...})" if grader else "a provider id or an {id: ...} mapping"
     raise ConfigError.at(f"expected {shapes}, got {describe(ref)}", loc, where)
+
+
+def _check_known(provider_id: str, loc: Location | None, where: str) -> None:
+    """An id no provider family takes exits 2 before any model is called (an id that reads the
+    environment, `{{ env.X }}`, is known once it is filled in, when the run starts)."""
+    if "{{" in provider_id or provider_is_known(provider_id):
+        return
+    from ci_grade.providers.registry import SUPPORTED_PREFIXES
+
+    prefix = provider_id.split(":", 1)[0]
+    raise ConfigError.at(
+        f"unknown provider {provider_id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; ci-grade supports {', '.join(SUPPORTED_PREFIXES)}",
+        loc,
+        where,
+    )
 
 
 def _list(value: Any) -> list[Any]:

@@ -126,13 +126,7 @@ tests:
     assert [b["model"] for b in grader_calls(openai_env)] == ["text-judge"]
 
 
-@pytest.mark.parametrize(
-    ("provider", "message"),
-    [
-        ("nosuch:provider", "unknown provider 'nosuch:provider'"),
-        ("openai:embedding:text-embedding-3-small", "cannot serve text calls"),
-    ],
-)
+@pytest.mark.parametrize(("provider", "message"), [("openai:embedding:text-embedding-3-small", "cannot serve text calls")])
 def test_unusable_grader_is_an_error(tmp_path: Path, openai_env: LLMServer, provider: str, message: str) -> None:
     result = run_eval(
         tmp_path,
@@ -169,6 +163,23 @@ def test_a_grader_that_is_not_a_provider_reference_is_refused(tmp_path: Path, op
     resolver = GraderResolver(ProviderPool({}), {})
     with pytest.raises(GraderError, match="invalid grader provider"):
         resolver.resolve("text", ["openai:chat:a", "openai:chat:b"], "llm-rubric")
+
+
+@pytest.mark.parametrize(
+    ("where", "yaml"),
+    [
+        ("tests[0].assert[0].provider", "    assert: [{type: llm-rubric, value: is x, provider: nosuch:provider}]"),
+        ("tests[0].options.provider.text", "    options: {provider: {text: {id: nosuch:provider}}}\n    assert: [{type: llm-rubric, value: is x}]"),
+        ("tests[0].provider", "    provider: nosuch:provider"),
+    ],
+)
+def test_an_unknown_provider_anywhere_exits_2_before_any_call(tmp_path: Path, openai_env: LLMServer, where: str, yaml: str) -> None:
+    # promptfoo refuses a test's unknown provider at load; an unknown grader it finds only after
+    # calling the provider under test. ci-grade refuses both before any model is called.
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{out}}']\nproviders: [openai:chat:gpt-4.1-mini]\ntests:\n  - vars: {out: x}\n" + yaml + "\n")
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and f"{where}: unknown provider 'nosuch:provider'" in result.err, result.err
+    assert openai_env.requests == [] and not (tmp_path / "out.json").exists()
 
 
 MODEL_GRADED = """
