@@ -37,10 +37,29 @@ def test_a_config_nested_too_deep_exits_2_naming_file_and_line(tmp_path: Path) -
     write(tmp_path / "deep.json", "[" * DEPTH + "]" * DEPTH)
     result = run_cli("eval", "--no-progress", cwd=tmp_path)
     assert result.code == 2 and "Traceback" not in result.err
-    assert "promptfooconfig.yaml:5: invalid YAML: collections nested more than 1000 levels deep" in result.err
+    assert "promptfooconfig.yaml:5: invalid YAML: collections nested more than 100 levels deep" in result.err
     write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{q}}']\nproviders: [echo]\ntests: file://deep.json\n")
     result = run_cli("eval", "--no-progress", cwd=tmp_path)
     assert result.code == 2 and "Traceback" not in result.err and "deep.json" in result.err and "nested too deep" in result.err
+
+
+def test_config_values_nested_past_promptfoos_limit_exit_2_and_those_within_it_run(tmp_path: Path) -> None:
+    # js-yaml (promptfoo) refuses collections nested more than 100 deep; deeper values than that
+    # used to crash ci-grade's later stages (exit 3) from some 280 levels on
+    def config(depth: int) -> str:
+        return "prompts: ['{{q | dump | length}}']\nproviders: [echo]\ntests:\n  - vars:\n      q: " + "[" * depth + "]" * depth + "\n"
+
+    for name, depth in (("yaml", 300), ("json", 300)):
+        folder = tmp_path / name
+        if name == "yaml":
+            write(folder / "promptfooconfig.yaml", config(depth))
+        else:
+            write(folder / "promptfooconfig.json", '{"prompts": ["{{q}}"], "providers": ["echo"], "tests": [{"vars": {"q": ' + "[" * depth + "]" * depth + "}}]}")
+        result = run_cli("eval", "--no-progress", cwd=folder)
+        assert result.code == 2 and "collections nested more than 100 levels deep" in result.err, result.err
+    write(tmp_path / "ok" / "promptfooconfig.yaml", config(90))
+    result = run_cli("eval", "--no-progress", "-o", "out.json", cwd=tmp_path / "ok")
+    assert result.code == 0, result.err
 
 
 def test_a_grader_reply_nested_too_deep_is_an_error_for_its_row(tmp_path: Path, openai_env: LLMServer) -> None:

@@ -153,8 +153,8 @@ def parse_structured(text: str, path: Path, sources: SourceMap | None) -> Any:
         return _parse_json(text, shown, sources)
     try:
         if sources is not None:
-            return yaml12.load_with_sources(text, shown, sources)
-        return yaml12.loads(text)
+            return yaml12.load_with_sources(text, shown, sources, MAX_DEPTH)
+        return yaml12.loads(text, MAX_DEPTH)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
@@ -164,6 +164,22 @@ def parse_structured(text: str, path: Path, sources: SourceMap | None) -> Any:
 
 
 _MISMATCH = object()
+MAX_DEPTH = 100
+"""Config files (and the tests, variables and values they read) nesting collections deeper are
+refused, as js-yaml refuses them in promptfoo; far deeper data would crash the stages that walk it."""
+
+
+def _check_depth(data: Any, shown: str) -> None:
+    """A ConfigError if JSON `data` nests collections deeper than `MAX_DEPTH`."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"invalid JSON: collections nested more than {MAX_DEPTH} levels deep", file=shown)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
 _SURROGATE_PAIR = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.I)
@@ -177,6 +193,7 @@ def _pair(match: re.Match[str]) -> str:
 
 def _parse_json(text: str, shown: str, sources: SourceMap | None) -> Any:
     data = strict_json(text, shown, 1)
+    _check_depth(data, shown)
     if sources is None:
         return data
     try:  # YAML only finds the lines (the character an escaped pair stands for keeps them)

@@ -83,23 +83,23 @@ _OPENS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSES = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-def check_depth(text: str) -> None:
-    """Raise a YAML error (with its line) if `text` nests collections deeper than `MAX_DEPTH`;
+def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
+    """Raise a YAML error (with its line) if `text` nests collections deeper than `limit`;
     the parser's events are read without building anything."""
-    if len(text) <= MAX_DEPTH:
+    if len(text) <= limit:
         return  # each level takes at least one character
     depth = 0
     try:
         for event in yaml.parse(text, Loader=_BaseLoader):
             if isinstance(event, _OPENS):
                 depth += 1
-                if depth > MAX_DEPTH:
-                    _too_deep(event.start_mark)
+                if depth > limit:
+                    _too_deep(event.start_mark, limit)
             elif isinstance(event, _CLOSES):
                 depth -= 1
     except yaml.MarkedYAMLError as exc:
         if exc.problem == _LIBYAML_TOO_DEEP:
-            _too_deep(exc.problem_mark)
+            _too_deep(exc.problem_mark, limit)
         raise
 
 
@@ -107,28 +107,28 @@ _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 """What the libyaml bundled with newer PyYAML wheels says at its own nesting limit (also 1000)."""
 
 
-def _too_deep(at: Any) -> NoReturn:
+def _too_deep(at: Any, limit: int) -> NoReturn:
     mark = yaml.error.Mark("<text>", at.index, at.line, at.column, None, 0) if at is not None else None
-    raise yaml.MarkedYAMLError(problem=f"collections nested more than {MAX_DEPTH} levels deep", problem_mark=mark)
+    raise yaml.MarkedYAMLError(problem=f"collections nested more than {limit} levels deep", problem_mark=mark)
 
 
-def loads(text: str) -> Any:
-    """Parse YAML 1.2 text into Python data."""
-    check_depth(text)
+def loads(text: str, max_depth: int = MAX_DEPTH) -> Any:
+    """Parse YAML 1.2 text into Python data (collections nested deeper than `max_depth` refused)."""
+    check_depth(text, max_depth)
     return yaml.load(text, Loader=Yaml12Loader)
 
 
-def load_with_sources(text: str, file: str, sources: SourceMap) -> Any:
+def load_with_sources(text: str, file: str, sources: SourceMap, max_depth: int = MAX_DEPTH) -> Any:
     """Parse `text` and register the line of every mapping key and list item in `sources`
     (straight from the parser's events when the text allows, see `yaml_events`)."""
-    done, data = yaml_events.load(text, file, sources, Yaml12Loader.yaml_implicit_resolvers, MAX_DEPTH)
-    return data if done else load_composed(text, file, sources)
+    done, data = yaml_events.load(text, file, sources, Yaml12Loader.yaml_implicit_resolvers, max_depth)
+    return data if done else load_composed(text, file, sources, max_depth)
 
 
-def load_composed(text: str, file: str, sources: SourceMap) -> Any:
+def load_composed(text: str, file: str, sources: SourceMap, max_depth: int = MAX_DEPTH) -> Any:
     """`load_with_sources` through the full reader (a node tree, then construction): for what the
     quick path leaves, and its errors."""
-    check_depth(text)
+    check_depth(text, max_depth)
     loader = Yaml12Loader(text)
     try:
         node = loader.get_single_node()
