@@ -12,9 +12,13 @@ _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*?)\s*
 
 def parse_env_file(path: Path) -> dict[str, str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(f"--env-file: file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--env-file: not UTF-8 text ({exc.reason} at byte {exc.start})", file=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"--env-file: cannot read: {exc.strerror}", file=str(path)) from None
     values: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
