@@ -531,6 +531,15 @@ def test_provider_prompt_filters_by_label_group_and_wildcard(tmp_path: Path) -> 
     assert [p for p in pairs if p[0] == "z"] == [("z", "wildcard", "support:short"), ("z", "wildcard", "support:long"), ("z", "wildcard", "sales")]
 
 
+def test_a_test_with_none_of_a_tests_keys_exits_2_as_promptfoo_refuses_it(tmp_path: Path) -> None:
+    for tests, where, has in (("  - description: only a description\n", "tests[0]", "description"), ("  - {}\n", "tests[0]", "none")):
+        result, _ = eval_config(tmp_path, "prompts: ['hi']\nproviders: [echo]\ntests:\n" + tests)
+        assert result.code == 2 and f"promptfooconfig.yaml:4 {where}: a test needs one of assert, vars, options, metadata, provider, providerOutput, threshold; this one has {has}" in result.err
+    scenario = "prompts: ['hi {{x}}']\nproviders: [echo]\nscenarios:\n  - config: [{vars: {x: 1}}]\n    tests:\n      - description: only\n"
+    result, _ = eval_config(tmp_path, scenario)
+    assert result.code == 2 and "scenarios[0].tests[0]: a test needs one of" in result.err
+
+
 def test_a_filter_that_matches_nothing_is_a_config_error(tmp_path: Path) -> None:
     result, _ = eval_config(
         tmp_path,
@@ -539,7 +548,7 @@ def test_a_filter_that_matches_nothing_is_a_config_error(tmp_path: Path) -> None
         providers: [echo]
         tests:
           - vars: {}
-          - prompts: [typo]
+          - {prompts: [typo], vars: {}}
         """,
     )
     assert result.code == 2

@@ -102,7 +102,7 @@ tests:
   - vars: {question: Fourth}
 scenarios:
   - config: [{vars: {question: S1}}, {vars: {question: S2}}]
-    tests: [{description: first}, {description: second}]
+    tests: [{description: first, metadata: {}}, {description: second, metadata: {}}]
 """
 
 

@@ -111,7 +111,7 @@ def test_default_test_merge_rules(tmp_path: Path) -> None:
             provider: echo
             options: {disableDefaultAsserts: true}
             assert: [{type: contains, value: x}]
-          - {}
+          - {metadata: {}}
         """,
     )
     first, second, third = (plan.rows[0].test, plan.rows[2].test, plan.rows[4].test)

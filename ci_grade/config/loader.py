@@ -303,6 +303,9 @@ class _Loader(RefReader):
                 out.extend(self.test_files(str(ref), base, item, "path", f"{path}[{i}].path"))
             else:
                 if isinstance(item, dict):
+                    if not any(k in item for k in TEST_KEYS):  # as promptfoo refuses it
+                        keys = ", ".join(map(str, item)) or "none"
+                        raise self.error(f"a test needs one of {', '.join(TEST_KEYS)}; this one has {keys}", raw, i, f"{path}[{i}]")
                     self.test_vars_file(item, base, f"{path}[{i}]")
                 out.append(item)
         return out
