@@ -161,10 +161,11 @@ def read_csv_tests(text: str, file: str, vocabulary: AssertionVocabulary) -> lis
     try:
         if reader.fieldnames is None:
             raise ConfigError("the CSV file is empty: it needs a header row and one row per test", file=file, line=1)
-        previous = reader.line_num
         for row in reader:
-            rows.append((test_from_row(row, vocabulary, file, previous + 1), previous + 1))
-            previous = reader.line_num
+            line = reader.line_num - sum(value.count("\n") for value in row.values() if isinstance(value, str))  # where the row starts
+            if None in row.values():  # as promptfoo's reader refuses it (Invalid Record Length)
+                raise ConfigError("row has fewer cells than the header has columns", file=file, line=line)
+            rows.append((test_from_row(row, vocabulary, file, line), line))
     except csv.Error as exc:
         raise ConfigError(f"invalid CSV: {exc}", file=file, line=reader.line_num) from exc
     if not rows:
