@@ -125,6 +125,16 @@ def test_rate_limit_is_retried_honouring_retry_after(server: CountingServer) -> 
     assert policy.delay(1, retry_after_seconds({"Retry-After": "3600"})) == 0.5
 
 
+@pytest.mark.parametrize("retry_after", ["nan", "abc", "-nan", "Mon, 99 Foo 2026"])
+def test_an_unreadable_retry_after_falls_back_to_the_usual_backoff(server: CountingServer, retry_after: str) -> None:
+    # `nan` once made asyncio.sleep(nan) wait forever (the row hung to its deadline); `abc` raised
+    server.fail(503, times=2, path="/v1/chat/completions", retry_after=retry_after)
+    response = call("openai:chat:gpt-4o-mini", "q")
+    assert response.output == "echo: q" and len(server.requests_to("/v1/chat/completions")) == 3
+    assert retry_after_seconds({"Retry-After": retry_after}) is None
+    assert retry_after_seconds({"retry-after-ms": "nan", "Retry-After": "1.5"}) == 1.5
+
+
 def test_retries_give_up_with_the_reason(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI_GRADE_MAX_RETRIES", "2")
     server.fail(503, times=10, path="/v1/chat/completions")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import os
 import random
 import time
@@ -87,23 +88,32 @@ class RetryPolicy:
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
+    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date); None
+    when neither is there or readable as a time (`nan`, `abc`): the usual backoff applies."""
     if not headers:
         return None
     lowered = {k.lower(): v for k, v in headers.items()}
-    if "retry-after-ms" in lowered:
-        try:
-            return float(lowered["retry-after-ms"]) / 1000
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if not value:
-        return None
+    millis = _seconds(lowered.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = (lowered.get("retry-after") or "").strip()
+    seconds = _seconds(value)
+    if seconds is not None or not value:
+        return seconds
     try:
-        return float(value)
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
+
+
+def _seconds(text: str | None) -> float | None:
+    """A number of seconds (or milliseconds) as written, if it is one; never NaN."""
+    try:
+        value = float(text) if text is not None else math.nan
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        return None
+    return None if math.isnan(value) else value
 
 
 async def with_retries(
