@@ -74,6 +74,25 @@ def test_timeout_kills_the_process(tmp_path: Path) -> None:
         os.kill(int(pid_file.read_text()), 0)
 
 
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")  # killed, not yet reaped by init
+
+
+def test_timeout_stops_what_the_command_started(tmp_path: Path) -> None:
+    # A wrapper script whose background job holds the output open: the timeout is still a bound.
+    pid_file, finished = tmp_path / "pid", tmp_path / "finished"
+    write(tmp_path / "wrapper.sh", f"#!/bin/sh\n(sleep 5; echo done > {finished}) &\necho $! > {pid_file}\nsleep 5\n")
+    (tmp_path / "wrapper.sh").chmod(0o755)
+    response = call({"id": "exec: ./wrapper.sh", "config": {"timeout": 0.5}}, "q", base_dir=tmp_path)
+    assert response.error == "command timed out after 0.5s: ./wrapper.sh"
+    assert not finished.exists(), "the background job was stopped with the command, not waited for"
+    assert _gone(int(pid_file.read_text()))
+
+
 def test_missing_program_and_bad_command(tmp_path: Path) -> None:
     missing = call("exec: ./does-not-exist.sh", "q", base_dir=tmp_path)
     assert missing.error == "cannot run './does-not-exist.sh': No such file or directory"

@@ -11,9 +11,12 @@ stderr, or running longer than `config.timeout` seconds (default 60) is an error
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import re
 import shlex
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -55,19 +58,18 @@ class ExecProvider(Provider):
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # its own process group: a timeout stops what it started too
             )
         except OSError as exc:
             return ProviderResponse(error=f"cannot run {argv[0]!r}: {exc.strerror or exc}")
         try:
             stdout, stderr = await asyncio.wait_for(process.communicate(), self.timeout)
         except TimeoutError:
-            process.kill()
-            await process.wait()
+            await _stop(process)
             return ProviderResponse(error=f"command timed out after {self.timeout:g}s: {self.command}")
         finally:
             if process.returncode is None:
-                process.kill()
-                await process.wait()
+                await _stop(process)
         output = _clean(stdout)
         errors = _clean(stderr)
         if process.returncode != 0:
@@ -76,6 +78,14 @@ class ExecProvider(Provider):
         if not output and errors:
             return ProviderResponse(error=f"command wrote only to stderr: {excerpt(errors)}")
         return ProviderResponse(output=output, token_usage=TokenUsage(), cost=0.0)
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """Kill the command and every process it started (a shell script's background jobs would
+    otherwise hold its output open, and the wait for it, past the timeout)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    await process.wait()
 
 
 def _clean(data: bytes) -> str:
