@@ -49,8 +49,7 @@ class Escaper:
         """`value` as one line of inert Markdown text of at most `limit` visible characters."""
         text = value if isinstance(value, str) else "" if value is None else str(value)
         text = well_formed(self.redactor.text(text))
-        text = _INVISIBLE.sub("", text)
-        text = _SPACE.sub(" ", text).strip()
+        text = self.redactor.text(_SPACE.sub(" ", _INVISIBLE.sub("", text)).strip())  # again: dropping invisibles can join a secret
         text = clip(text, limit)
         text = html.escape(text, quote=False)
         text = _PUNCTUATION.sub(r"\\\1", text)

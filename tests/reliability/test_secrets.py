@@ -232,3 +232,22 @@ def test_credentials_in_provider_config_are_learned() -> None:
     redactor.collect(config, {"SUB": "sub-value-9", "VENDOR_CRED": "vendor-cred-7"})
     text = "cust0m-auth dXNlcjpwYXNz sid=abcdef12 sub-value-9 vendor-cred-7 | application/json big-model-v2 prompts[0] 4096"
     assert redactor.text(text) == "*** *** *** *** *** | application/json big-model-v2 prompts[0] 4096"
+
+
+def test_a_secret_split_by_invisible_characters_stays_masked_in_reports(tmp_path: Path) -> None:
+    # The Markdown report drops zero-width and control characters; that must not join a secret
+    # that a model's output (here: the echo of a variable) wrote with one inside it.
+    secret = "sk-planted-SPLIT-0123456789"
+    write(tmp_path / "promptfooconfig.yaml", f"""
+        prompts: ['{{{{q}}}}']
+        providers: [echo]
+        tests:
+          - vars: {{q: "token {secret[:10]}\\u200b{secret[10:]} end"}}
+            assert: [{{type: equals, value: nope}}]
+          - vars: {{q: "token {secret[:10]}\\0{secret[10:]} end"}}
+            assert: [{{type: equals, value: nope}}]
+        """)
+    result = run_cli_process("eval", "--no-progress", "--baseline", "missing.json", "-o", "r.md", "-o", "r.json", "-o", "r.xml", cwd=tmp_path, env={"SERVICE_TOKEN": secret})
+    assert result.code == 1, result.err
+    texts = {"stdout": result.out, "stderr": result.err, **written(tmp_path, "promptfooconfig.yaml")}
+    assert set(texts) >= {"r.md", "r.json", "r.xml"} and leaks(texts, {"split secret": secret}) == []
