@@ -8,6 +8,7 @@ import pytest
 
 from ci_grade.grading.model_graded.comparison import aggregate_row
 from ci_grade.results.models import AssertionResult
+from tests.conftest import write
 from tests.model_graded_helpers import all_text, fenced_blocks, grader_calls, run_eval, status
 from tests.servers.llm_server import LLMServer
 
@@ -155,6 +156,25 @@ def test_grader_failure_is_an_error_for_every_output(tmp_path: Path, openai_env:
     result = run_eval(tmp_path, TWO_PROMPTS)
     for component in select_results(result):
         assert status(component) == "error" and "500" in component["reason"]
+
+
+def test_an_output_that_could_not_be_produced_leaves_no_winner_among_the_rest(tmp_path: Path, openai_env: LLMServer) -> None:
+    # The third output errored: not being chosen among two still means not the best of three,
+    # but being chosen among two is no evidence of being the best of three.
+    write(tmp_path / "flaky.py", "def call_api(prompt, options, context):\n    if 'C' in prompt:\n        return {'error': 'the service fell over'}\n    return {'output': prompt}\n")
+    openai_env.on_chat("choose the clearest", {"reason": "B reads best", "best": 1})
+    result = run_eval(tmp_path, """
+prompts: ['A {{t}}', 'B {{t}}', 'C {{t}}']
+providers: ['file://flaky.py']
+tests:
+  - vars: {t: tea}
+    assert: [{type: select-best, value: choose the clearest}]
+""")
+    a, b, c = select_results(result)
+    assert (a["pass"], status(a)) == (False, "fail")
+    assert status(b) == "error" and b["reason"].startswith("chosen among 2 of 3 outputs: the others could not be produced")
+    assert status(c) == "error"
+    assert [row["success"] for row in result.rows] == [False, False, False] and result.rows[1]["failureReason"] == 2
 
 
 MAX_SCORE = """

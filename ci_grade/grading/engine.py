@@ -367,6 +367,10 @@ async def grade_comparison(
     for (i, inp, _output), grade_ in zip(valid, grades, strict=True):
         fields = {**base, "metric": _render_metric(assertion.metric, inp.vars)}
         results[i] = _apply_weight(_from_grade({k: v for k, v in fields.items() if k != "value"}, fields["value"], grade_))
+        if len(valid) < len(members) and results[i].status == "pass":
+            # not chosen among some is not chosen among all; chosen among some may not be the best of all
+            results[i].status, results[i].score = "error", 0.0
+            results[i].reason = f"chosen among {len(valid)} of {len(members)} outputs: the others could not be produced, so it may not be the best ({results[i].reason})"
     return results
 
 
