@@ -8,6 +8,7 @@ be written there instead of an error, so a full disk never changes a verdict.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -46,9 +47,11 @@ class EncodedConfig:
             self._file = tempfile.TemporaryFile(prefix="ci-grade-config-")  # noqa: SIM115 (open for the object's life)
             for part in parts():
                 self._file.write(part.encode("utf-8", "surrogatepass"))
+            self._file.flush()  # a full disk shows here, not when the text is read back
         except OSError:  # no temporary folder, a full disk
             if self._file is not None:
-                self._file.close()
+                with contextlib.suppress(OSError):  # closing flushes what the disk would not take
+                    self._file.close()
             self._file = None
             self._text = "".join(parts())
 

@@ -139,3 +139,35 @@ def test_the_action_input_caps_outputs(tmp_path: Path, gh: GitHubServer) -> None
     rows = json.loads((ws / "evals" / "ci-grade-results" / "results.json").read_text())["results"]["results"]
     outputs = {row["description"]: row["response"]["output"] for row in rows}
     assert outputs == {"long answer": "x" * 50 + "… [output cut: 5,950 more characters]", "short answer": "hello"}
+
+
+class _FullDisk(io.RawIOBase):
+    """A temporary file on a full disk: writes fail once the buffer is flushed (no wire to a full disk exists here)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def write(self, data: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    def readinto(self, buffer: object) -> int:
+        return 0
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return 0
+
+
+def test_a_full_temporary_folder_keeps_the_config_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The config's text waits in a temporary file; a disk that fills only shows when the buffer
+    # is flushed, and that must happen while the fallback can still take over.
+    from ci_grade.report import outputs
+
+    monkeypatch.setattr(outputs.tempfile, "TemporaryFile", lambda **_: io.BufferedRandom(_FullDisk(), buffer_size=1 << 20))
+    encoded = outputs.EncodedConfig(lambda: ['{"prompts": ', '["hi"]}'])
+    assert encoded.data() == {"prompts": ["hi"]}
