@@ -51,6 +51,13 @@ def saved(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def test_an_unwritable_save_baseline_exits_3_before_the_run(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("a file, not a folder")
+    result = eval_(tmp_path, GOOD, "-o", "out.json", "--save-baseline", "afile/baseline.json")
+    assert result.code == 3 and "cannot write afile/baseline.json" in result.err
+    assert not (tmp_path / "out.json").exists(), "refused before anything ran"
+
+
 def test_save_baseline_from_eval(saved: Path) -> None:
     data = json.loads((saved / ".ci-grade" / "baseline.json").read_text())
     assert data["version"] == 1 and data["info"]["config_hash"]

@@ -71,7 +71,7 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
 
     from ci_grade import redact
     from ci_grade.commands.shared import gate_policy, judge, read_baseline
-    from ci_grade.errors import ExitCode
+    from ci_grade.errors import ExitCode, InfrastructureError
     from ci_grade.evaluate import evaluate
     from ci_grade.gate.baseline import baseline_from_run
     from ci_grade.gate.store import save_baseline
@@ -81,6 +81,8 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
 
     policy = gate_policy(args)
     baseline = read_baseline(args.baseline, Path.cwd())
+    if args.save_baseline:
+        outputs.check_writable(args.save_baseline)
     with _log_group("ci-grade: evaluate"):
         outcome = evaluate(options)
     for warning in outcome.run.warnings:
@@ -99,8 +101,11 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     if args.save_baseline and options.stop.requested:
         problems.append(f"the run was stopped: no baseline saved to {args.save_baseline}")
     elif args.save_baseline:
-        save_baseline(baseline_from_run(outcome.run), Path(args.save_baseline))
-        written.append(Path(args.save_baseline))
+        try:
+            save_baseline(baseline_from_run(outcome.run), Path(args.save_baseline))
+            written.append(Path(args.save_baseline))
+        except InfrastructureError as exc:  # the disk filled during the run
+            problems.append(str(exc))
     print(console.summary(outcome.run))
     print(terminal_summary(comparison))
     for path in written:

@@ -105,16 +105,21 @@ def check_outputs(paths: list[str]) -> None:
     for path in paths:
         output_kind(path)
     for path in paths:
-        target = Path(path)
-        if target.is_dir():
-            raise InfrastructureError(f"cannot write {path}: it is a folder")
-        folder = target.parent
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        if not folder.is_dir():
-            raise InfrastructureError(f"cannot write {path}: {folder} is not a folder")
-        if not os.access(folder, os.W_OK):
-            raise InfrastructureError(f"cannot write {path}: {folder} is not writable")
+        check_writable(path)
+
+
+def check_writable(path: str) -> None:
+    """Exit 3 now if `path` could not be written: a folder, under a file, or in a read-only folder."""
+    target = Path(path)
+    if target.is_dir():
+        raise InfrastructureError(f"cannot write {path}: it is a folder")
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InfrastructureError(f"cannot write {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK):
+        raise InfrastructureError(f"cannot write {path}: {folder} is not writable")
 
 
 def capped(run: EvalRun, limit: int) -> EvalRun:
