@@ -14,6 +14,8 @@ masked. Known secret values are learned from:
   `Authorization`, `X-Custom-Auth`, `*key*`, `*token*`, `*secret*`, `*pass*`, `*auth*`, cookies),
   the word after `Bearer`/`Basic`/`token`, and the variables such values read (`{{ env.X }}`,
   `apiKeyEnvar: X`);
+- URLs anywhere in the config: the password of `user:password@host` and credential-named query
+  parameters (`?api_key=...`, `&token=...`);
 - secret action inputs (`github-token`).
 
 A value shorter than 6 characters is never treated as a secret (it would mask ordinary words
@@ -34,6 +36,7 @@ import functools
 import json
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -47,6 +50,7 @@ _ENV_REFERENCE = re.compile(r"""env\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*['"]
 _SCHEME = re.compile(r"^(?:bearer|basic|token|bot|apikey)\s+(\S+)$", re.I)
 _COMMON = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|(?i:true|false|yes|no|on|off|null|none)|[a-z]+(?: [a-z]+)*")
 _MIN_SECRET_LENGTH = 6
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 
 
 @functools.lru_cache(maxsize=4096)  # the same few keys come up again and again
@@ -70,6 +74,21 @@ def is_auth_key(name: str) -> bool:
 def _names_a_variable(name: str) -> bool:
     """Whether a key's value is the name of an environment variable (`apiKeyEnvar`)."""
     return bool(_NAMES_A_VARIABLE.search(name))
+
+
+def url_credentials(text: str) -> list[str]:
+    """Credentials written into a URL: the password of `user:password@host`, and the values of
+    query parameters with credential names (`?api_key=...`, `&token=...`, `&sig=...`)."""
+    found: list[str] = []
+    for url in _URL.findall(text):
+        try:
+            parts = urllib.parse.urlsplit(url)
+            password = parts.password
+        except ValueError:
+            continue
+        found.extend([password] if password else [])
+        found.extend(value for name, value in urllib.parse.parse_qsl(parts.query) if is_auth_key(name) or name.lower() in ("sig", "code"))
+    return found
 
 
 def _env_block_secrets(values: Mapping[str, Any]) -> list[str]:
@@ -109,6 +128,7 @@ class Redactor:
         are the action's inputs, named after the input (`INPUT_CLUSTER_KEY`), not after what they
         hold: secret inputs are learned by name (`github.inputs.SECRET_INPUTS`)."""
         self.add(v for k, v in env.items() if v and not k.upper().startswith("INPUT_") and is_secret_env_name(k))
+        self.add(secret for v in env.values() if "://" in v for secret in url_credentials(v))  # HTTPS_PROXY=http://user:pass@...
 
     def learn_values(self, values: Mapping[str, str]) -> None:
         """Learn every value of an `env:` block or env file, whatever its name, but common ones."""
@@ -132,7 +152,8 @@ class Redactor:
     def collect(self, data: Any, env: Mapping[str, str] | None = None) -> None:
         """Learn secrets written in a config: values of secret-named fields anywhere (`apiKey`), of
         auth-like keys under any `config` or `headers`, every value of a provider's own `env:`
-        block but common ones, and the `env` variables those values read."""
+        block but common ones, credentials written into URLs, and the `env` variables those
+        values read."""
         found: list[str] = []
 
         def credential(value: str, env: Mapping[str, str]) -> None:
@@ -144,7 +165,9 @@ class Redactor:
                 found.extend([scheme.group(1)] if scheme else [])
 
         def walk(node: Any, in_config: bool, env: Mapping[str, str]) -> None:
-            if isinstance(node, dict):
+            if isinstance(node, str) and "://" in node:
+                found.extend(url_credentials(node))
+            elif isinstance(node, dict):
                 own = node.get("env")
                 if isinstance(own, dict) and node is not data:  # a provider's own `env:` (the config's is learned apart)
                     values = {str(k): str(v) for k, v in own.items() if isinstance(v, str | int | float) and not isinstance(v, bool)}

@@ -4,6 +4,8 @@ template tags read, secret-looking environment names, and uncommon values of an 
 
 from __future__ import annotations
 
+import json
+
 from ci_grade.redact import Redactor, is_auth_key, is_secret_name
 
 
@@ -42,3 +44,17 @@ def test_action_inputs_are_not_secrets_for_their_names() -> None:
     redactor = Redactor([])
     redactor.learn_env({"INPUT_CLUSTER_KEY": "document", "INPUT_MIN_PASS_RATE": "0.5000", "INPUT_CLUSTER-KEY": "document"})
     assert redactor.text("clustered by document at 0.5000") == "clustered by document at 0.5000"
+
+
+def test_credentials_written_into_urls_are_learned() -> None:
+    redactor = Redactor([])
+    config = {"providers": [
+        {"id": "openai:chat:gpt-4.1-mini", "config": {"apiBaseUrl": "http://admin:Hunter2-Passw0rd@127.0.0.1:9/v1"}},
+        {"id": "https://api.example/x?api_key=Query-Secret-77&token=Tok-Secret-88&model=gpt-4o-mini-2024"},
+    ], "tests": [{"vars": {"links": ["see https://reader:Listed-Secret-5@docs.example/a"]}}]}
+    redactor.collect(config, {})
+    redactor.learn_env({"HTTPS_PROXY": "http://proxyuser:Proxy-Secret-9@proxy:3128"})
+    text = redactor.text(json.dumps(config) + " HTTPS_PROXY=http://proxyuser:Proxy-Secret-9@proxy:3128")
+    for secret in ("Hunter2-Passw0rd", "Query-Secret-77", "Tok-Secret-88", "Listed-Secret-5", "Proxy-Secret-9"):
+        assert secret not in text
+    assert "model=gpt-4o-mini-2024" in text and "admin:***@127.0.0.1" in text  # the rest stays readable
