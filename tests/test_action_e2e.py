@@ -453,7 +453,7 @@ def test_cache_is_on_by_default_and_the_cache_input_turns_it_off(
     assert second.code == 0
     assert len(openai_env.requests_to("/v1/chat/completions")) == 1, "served from the default cache"
     junit = (workspace / second.outputs["junit-path"]).read_text(encoding="utf-8")
-    assert 'file="evals/model.yaml" line="4"' in junit and 'time="0.000"' in junit, "the config line from the workspace root; cached: no latency"
+    assert "defined at: evals/model.yaml:4" in junit and 'time="0.000"' in junit, "the config line from the workspace root; cached: no latency"
     assert list((isolated_cache / "ci-grade").rglob("*.json"))
     assert run_action(workspace, gh, config="model.yaml", baseline="", cache="off", cache_dir=".cache/replies").code == 0
     assert len(openai_env.requests_to("/v1/chat/completions")) == 2
