@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ci_grade import __version__, preflight, redact
+from ci_grade import __version__, preflight, redact, settings
 from ci_grade.config.env_templates import provider_env, render_spec
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
@@ -104,6 +104,7 @@ def learn_secrets(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str
 
 def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[str]]:
     """Load and validate everything that can be checked before running (exit 2 material)."""
+    settings.check()
     loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd, overrides=options.overrides)
     env = build_env(options, loaded)
     learn_secrets(options, loaded, env)
@@ -139,18 +140,6 @@ def _delay(options: EvalOptions, loaded: LoadedConfig) -> int:
             message = f"a delay of {value:,} ms is longer than a row's time limit of {limit:,} ms (evaluateOptions.timeoutMs): every row would time out"
             raise ConfigError.at(message, place, what) if place else UsageError(f"{what}: {message}")
     return next((value for _, value, _ in places[:3] if value is not None), 0)
-
-
-def _positive(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{name} must be a whole number, got {value!r}") from None
-    if number < 1:
-        raise UsageError(f"{name} must be at least 1, got {number}")
-    return number
 
 
 def evaluate(options: EvalOptions) -> EvalOutcome:
@@ -198,7 +187,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
             only_test_ids=options.only_test_ids,
             test_repeats=options.test_repeats,
             shard=previous.shard(options.shard) if previous else options.shard,
-            max_rows=_positive(env.get("CI_GRADE_MAX_ROWS"), "CI_GRADE_MAX_ROWS") or DEFAULT_MAX_ROWS,
+            max_rows=int(settings.number("CI_GRADE_MAX_ROWS", DEFAULT_MAX_ROWS)),
             release=True,
         ),
     )

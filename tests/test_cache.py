@@ -81,6 +81,28 @@ def test_expired_entries_are_refetched(tmp_path: Path, openai_env: LLMServer, mo
     assert len(openai_env.requests_to("/v1/chat/completions")) == 4
 
 
+def test_entries_another_version_wrote_with_other_fields_are_misses(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("France", "Paris").on_chat("Spain", "Madrid")
+    write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    assert _eval(tmp_path) == 0
+    entries = sorted((tmp_path / "cache").rglob("*.json"))
+    assert len(entries) == 2
+    entries[0].write_text(json.dumps({"output": 5, "error": "x", "token_usage": "no", "cost": "free", "latency_ms": None}))
+    assert _eval(tmp_path) == 0, "a miss, not an ERROR row"
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 3
+    assert [row["response"]["output"] for row in _rows(tmp_path)] == ["Paris", "Madrid"]
+    assert not list((tmp_path / "cache").rglob(".tmp-*"))
+
+
+@pytest.mark.parametrize(("name", "value"), [("CI_GRADE_CACHE_TTL", "abc"), ("CI_GRADE_MAX_RETRIES", "many"), ("CI_GRADE_CALL_TIMEOUT_SECONDS", "0"), ("CI_GRADE_JS_TIMEOUT_MS", "nan")])
+def test_a_bad_tuning_variable_exits_2_before_any_call(tmp_path: Path, openai_env: LLMServer, monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    write(tmp_path / "promptfooconfig.yaml", CONFIG)
+    monkeypatch.setenv(name, value)
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and name in result.err and repr(value) in result.err, result.err
+    assert openai_env.requests == [] and not (tmp_path / "out.json").exists()
+
+
 def test_settings_are_part_of_the_key_and_credentials_are_not(tmp_path: Path, openai_env: LLMServer) -> None:
     """`max_tokens` only looks secret: changing it misses the cache; a rotated key still hits."""
     openai_env.on_chat("France", "Paris").on_chat("Spain", "Madrid")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ci_grade.config import nunjucks
 from ci_grade.config.models import ProviderSpec, env_strings

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ci_grade import settings
 from ci_grade.errors import GitHubError
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def connect(api_url: str, token: str) -> Github:
     logging.getLogger("github").setLevel(logging.WARNING)  # its INFO lines duplicate our warnings
     retry = _retry_class()(
         total=3,
-        backoff_factor=float(os.environ.get("CI_GRADE_RETRY_BASE_SECONDS", "0.5")),
+        backoff_factor=settings.number("CI_GRADE_RETRY_BASE_SECONDS", 0.5),
         allowed_methods=frozenset({"GET", "PATCH", "DELETE"}),  # and POST after a rate limit: `is_retry`
         status_forcelist=[*range(500, 600), 429],  # PyGithub adds 403 and reads its body
         secondary_rate_wait=SECONDARY_WAIT_SECONDS,

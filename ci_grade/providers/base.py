@@ -182,8 +182,8 @@ class Provider:
         context = context or CallContext()
         prompt = well_formed(prompt)
         key = self._cache_key({"kind": "text", "prompt": prompt, "schema": context.response_schema})
-        if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
-            return _from_cache(ProviderResponse.model_validate(hit))
+        if key is not None and self.cache is not None and (hit := self.cache.get(key, ProviderResponse)) is not None:
+            return _from_cache(hit)
         started = time.perf_counter()
         async with self._slot():
             try:
@@ -204,8 +204,7 @@ class Provider:
     async def embed(self, text: str) -> EmbeddingResponse:
         text = well_formed(text)
         key = self._cache_key({"kind": "embedding", "text": text})
-        if key is not None and self.cache is not None and (hit := self.cache.get(key)) is not None:
-            cached = EmbeddingResponse.model_validate(hit)
+        if key is not None and self.cache is not None and (cached := self.cache.get(key, EmbeddingResponse)) is not None:
             cached.token_usage = TokenUsage(cached=cached.token_usage.total, total=cached.token_usage.total)
             cached.cost = 0.0
             return cached

@@ -11,18 +11,22 @@ and `--repeat` above 1 (repeats exist to sample the model again).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
 import os
 import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ci_grade import redact
+from pydantic import BaseModel
+
+from ci_grade import redact, settings
 from ci_grade.redact import is_auth_key, is_secret_name
 from ci_grade.safe_text import json_dumps
+
+M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_TTL_SECONDS = 14 * 24 * 3600
 _PROMPTFOO_TRUE = ("1", "true", "yes", "yup", "yeppers")  # promptfoo's getEnvBool
@@ -57,7 +61,7 @@ class ResponseCache:
 
     def __init__(self, folder: Path, ttl_seconds: float | None = None):
         self.folder = folder
-        self.ttl = float(os.environ.get("CI_GRADE_CACHE_TTL", ttl_seconds or DEFAULT_TTL_SECONDS))
+        self.ttl = settings.number("CI_GRADE_CACHE_TTL", ttl_seconds or DEFAULT_TTL_SECONDS)
 
     @staticmethod
     def key(identity: dict[str, Any], request: Any) -> str:
@@ -67,15 +71,16 @@ class ResponseCache:
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str, model: type[M]) -> M | None:
+        """The stored reply as `model`; None (a miss) when absent, expired or unreadable, e.g.
+        written by another version with other fields."""
         path = self._path(key)
         try:
             if time.time() - path.stat().st_mtime > self.ttl:
                 return None
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            return model.model_validate_json(path.read_bytes())
+        except (OSError, ValueError):  # a pydantic ValidationError is a ValueError
             return None
-        return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         """Store atomically, secrets masked; a full disk or read-only folder only costs the cache, never the run."""
@@ -84,8 +89,12 @@ class ResponseCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        except OSError:
+            return
+        try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(json_dumps(value, default=str))
             os.replace(tmp, path)
         except OSError:
-            return
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

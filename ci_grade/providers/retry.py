@@ -24,13 +24,13 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import math
-import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ci_grade import settings
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.limiter import Limiter
 
@@ -51,7 +51,7 @@ def call_timeout(config: Mapping[str, Any]) -> float:
     configured = config.get("timeout")
     if configured is not None:
         return float(configured)
-    return float(os.environ.get("CI_GRADE_CALL_TIMEOUT_SECONDS") or DEFAULT_CALL_TIMEOUT_SECONDS)
+    return settings.number("CI_GRADE_CALL_TIMEOUT_SECONDS", DEFAULT_CALL_TIMEOUT_SECONDS)
 
 
 class Liveness:
@@ -75,9 +75,9 @@ class RetryPolicy:
     @classmethod
     def from_env(cls) -> RetryPolicy:
         return cls(
-            attempts=max(1, int(os.environ.get("CI_GRADE_MAX_RETRIES", "3")) + 1),
-            base_delay=float(os.environ.get("CI_GRADE_RETRY_BASE_SECONDS", "0.5")),
-            max_delay=float(os.environ.get("CI_GRADE_RETRY_MAX_SECONDS", "30")),
+            attempts=int(settings.number("CI_GRADE_MAX_RETRIES", 3)) + 1,
+            base_delay=settings.number("CI_GRADE_RETRY_BASE_SECONDS", 0.5),
+            max_delay=settings.number("CI_GRADE_RETRY_MAX_SECONDS", 30),
         )
 
     def delay(self, attempt: int, retry_after: float | None) -> float:

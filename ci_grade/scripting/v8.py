@@ -28,12 +28,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ci_grade import settings
 from ci_grade.errors import ScriptError
 
 T = TypeVar("T")
 Outcome = tuple[tuple[bool, Any], None] | tuple[None, ScriptError]
-DEFAULT_TIMEOUT_MS = int(os.environ.get("CI_GRADE_JS_TIMEOUT_MS", "5000"))
-DEFAULT_MAX_MEMORY = int(os.environ.get("CI_GRADE_JS_MAX_MEMORY_MB", "256")) * 1024 * 1024
+DEFAULT_TIMEOUT_MS = int(settings.number("CI_GRADE_JS_TIMEOUT_MS", 5000))
+DEFAULT_MAX_MEMORY = int(settings.number("CI_GRADE_JS_MAX_MEMORY_MB", 256)) * 1024 * 1024
 MAX_BATCH = 64
 COLLECT_EVERY = 4096
 """Calls between full collections of the isolate's heap: V8 sizes its heap by its own limit (well
