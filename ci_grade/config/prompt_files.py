@@ -113,6 +113,8 @@ class PromptReader(SourceReader):
             label = None  # as promptfoo: a glob's files are labelled by their paths, never by one shared label
         for path in paths:
             texts = self.prompt_texts(path)
+            if not texts and not files.is_glob(ref_path):  # a glob's empty files add nothing, as in promptfoo
+                raise self.error(f"{files.display_path(path)} holds no prompt (it is empty)", holder, index, f"prompts[{index}]")
             rel = os.path.relpath(path, base).replace(os.sep, "/")
             shown = files.display_path(path)
             for j, (text, line) in enumerate(texts):
