@@ -472,6 +472,17 @@ tests:
     assert second.index("GUIDANCE-FROM-CONFIG") < second.index("EXAMPLE-FROM-TEST-OPTIONS")
 
 
+def test_no_examples_no_examples_heading(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("is polite", verdict(True, 1.0))
+    run_eval(tmp_path, ECHO + """
+tests:
+  - vars: {out: "Thanks!"}
+    assert: [{type: llm-rubric, value: is polite}]
+""")
+    (body,) = grader_calls(openai_env)
+    assert "examples" not in all_text(body).lower()  # an empty list is truthy in nunjucks: the heading stood alone
+
+
 def test_token_usage_and_cost_per_assertion_test_and_run(tmp_path: Path, openai_env: LLMServer) -> None:
     openai_env.on_chat("rubric A", verdict(True, 1.0), usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
     openai_env.on_chat("rubric B", verdict(True, 1.0), usage={"prompt_tokens": 200, "completion_tokens": 20, "total_tokens": 220})
