@@ -481,6 +481,7 @@ tests:
 """)
     (body,) = grader_calls(openai_env)
     assert "examples" not in all_text(body).lower()  # an empty list is truthy in nunjucks: the heading stood alone
+    assert (body["temperature"], body["max_tokens"]) == (0, 1024)  # promptfoo's defaults: graders do not sample
 
 
 def test_token_usage_and_cost_per_assertion_test_and_run(tmp_path: Path, openai_env: LLMServer) -> None:

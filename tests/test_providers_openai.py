@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +50,35 @@ def test_plain_prompt_options_on_the_wire_usage_and_cost(server: CountingServer)
     assert body["response_format"] == {"type": "json_object"}
     assert body["tools"] == tools
     assert "unknown_key" not in body
+
+
+@pytest.mark.parametrize(
+    ("model", "config", "env", "expected"),
+    [
+        # promptfoo 0.123.1's defaults (getOpenAiBody): temperature 0 and 1024 tokens unless set
+        ("gpt-4.1-mini", {}, {}, {"temperature": 0, "max_tokens": 1024}),
+        ("gpt-4.1-mini", {}, {"OPENAI_TEMPERATURE": "0.7", "OPENAI_MAX_TOKENS": "200", "OPENAI_TOP_P": "0.5"}, {"temperature": 0.7, "max_tokens": 200, "top_p": 0.5}),
+        ("gpt-4.1-mini", {"temperature": 0.3, "max_tokens": 50}, {"OPENAI_TEMPERATURE": "0.7"}, {"temperature": 0.3, "max_tokens": 50}),
+        ("gpt-4.1-mini", {"omitDefaults": True}, {}, {}),
+        ("gpt-4.1-mini", {"omitDefaults": True}, {"OPENAI_TEMPERATURE": "1"}, {"temperature": 1.0}),
+        # reasoning models take neither, even when configured; max_completion_tokens when given
+        ("o3-mini", {"temperature": 0.5, "max_tokens": 10}, {}, {}),
+        ("gpt-5", {}, {"OPENAI_MAX_COMPLETION_TOKENS": "4000"}, {"max_completion_tokens": 4000}),
+        ("my-deployment", {"isReasoningModel": True, "max_completion_tokens": 99}, {}, {"max_completion_tokens": 99}),
+    ],
+)
+def test_sampling_defaults_follow_promptfoo(server: CountingServer, model: str, config: dict, env: dict, expected: dict) -> None:
+    call({"id": f"openai:chat:{model}", "config": config}, "hi", env={**os.environ, **env})
+    body = only_chat(server)
+    sampling = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "presence_penalty", "frequency_penalty")
+    assert {k: body[k] for k in sampling if k in body} == expected
+
+
+@pytest.mark.parametrize(("model", "expected"), [("gpt-4.1", {"temperature": 0, "max_output_tokens": 1024}), ("o4-mini", {})])
+def test_responses_api_sampling_defaults(server: CountingServer, model: str, expected: dict) -> None:
+    call({"id": f"openai:responses:{model}", "config": {}}, "hi")
+    (request,) = server.requests_to("/v1/responses")
+    assert {k: request.json[k] for k in ("temperature", "max_output_tokens") if k in request.json} == expected
 
 
 def test_chat_message_prompt_and_shorthand_id(server: CountingServer) -> None:

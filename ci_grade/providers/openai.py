@@ -30,6 +30,7 @@ from ci_grade.providers.base import (
     parse_chat_messages,
 )
 from ci_grade.providers.http1 import client_options
+from ci_grade.providers.openai_defaults import chat_defaults, responses_defaults
 from ci_grade.providers.openai_replies import (
     completion_body,
     error_message,
@@ -209,8 +210,9 @@ class OpenAIChatProvider(OpenAIProvider):
 
     def chat_body(self, prompt: str, context: CallContext | None = None) -> dict[str, Any]:
         config = self.spec.config
-        body: dict[str, Any] = {"model": self._model, "messages": parse_chat_messages(prompt)}
-        body.update({k: config[k] for k in CHAT_OPTIONS if config.get(k) is not None})
+        added, dropped = chat_defaults(self._model or "", config, self.env)
+        body: dict[str, Any] = {"model": self._model, "messages": parse_chat_messages(prompt), **added}
+        body.update({k: config[k] for k in CHAT_OPTIONS if config.get(k) is not None and k not in dropped})
         if context is not None and context.response_schema is not None and "response_format" not in body:
             body["response_format"] = {"type": "json_object"}
         passthrough = config.get("passthrough")
@@ -279,6 +281,8 @@ class OpenAIResponsesProvider(OpenAIProvider):
         max_tokens = config.get("max_output_tokens", config.get("max_tokens"))
         if max_tokens is not None:
             body["max_output_tokens"] = max_tokens
+        added, dropped = responses_defaults(self._model or "", config, self.env)
+        body = {**added, **{k: v for k, v in body.items() if k not in dropped}}
         response_format = config.get("response_format")
         if isinstance(response_format, dict):
             fmt = dict(response_format)
