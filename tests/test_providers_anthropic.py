@@ -60,8 +60,24 @@ def test_shorthand_id_plain_prompt_and_max_tokens(server: CountingServer) -> Non
     (request,) = server.requests_to("/v1/messages")
     assert request.json["model"] == "claude-3-5-haiku-latest"
     assert request.json["max_tokens"] == 50
-    assert "temperature" not in request.json and "system" not in request.json
+    assert request.json["temperature"] == 0 and "system" not in request.json  # promptfoo's default temperature
     assert response.cost is None  # promptfoo prices no `-latest` alias, and this server replies with the alias
+
+
+@pytest.mark.parametrize(
+    ("model", "config", "temperature"),
+    [
+        ("claude-sonnet-4-5-20250929", {}, 0.0),
+        ("claude-sonnet-4-5-20250929", {"top_p": 0.9}, None),
+        ("claude-sonnet-4-5-20250929", {"thinking": {"type": "enabled", "budget_tokens": 2048}}, None),
+        ("claude-opus-5", {"temperature": 0.4}, None),  # Claude 5 and later refuse sampling parameters
+    ],
+)
+def test_temperature_defaults_as_promptfoo_sends_them(server: CountingServer, model: str, config: dict, temperature: float | None) -> None:
+    anthropic_server.install(server)
+    call({"id": f"anthropic:messages:{model}", "config": config}, "hi")
+    (request,) = server.requests_to("/v1/messages")
+    assert request.json.get("temperature") == temperature
 
 
 def test_forced_tool_returns_the_tool_input_object(server: CountingServer) -> None:

@@ -10,6 +10,7 @@ asking for structured output read.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -85,9 +86,8 @@ class AnthropicMessagesProvider(HttpApiProvider):
         }
         if system:
             body["system"] = _system_field(system)
-        temperature = config.get("temperature", self.env_value("ANTHROPIC_TEMPERATURE"))
-        if temperature is not None:
-            body["temperature"] = float(temperature)
+        if not _omits_temperature(self._model or "", config):  # promptfoo's default: 0
+            body["temperature"] = float(config.get("temperature", self.env_value("ANTHROPIC_TEMPERATURE") or 0))
         body.update({k: config[k] for k in PASSTHROUGH if config.get(k) is not None})
         if config.get("tools"):
             body["tools"] = [_anthropic_tool(t) for t in config["tools"]]
@@ -150,6 +150,17 @@ class AnthropicMessagesProvider(HttpApiProvider):
         priced = self._model if price_per_token(self._model, "anthropic") else reply_model
         cost = estimate_cost(priced, self.spec.config, tokens.prompt, output, family="anthropic", cached_tokens=read, cache_write_tokens=written)
         return tokens, cost
+
+
+_CLAUDE_5_OR_LATER = re.compile(r"(^|[^a-z0-9])claude-[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*){0,4}-(?:[5-9]|[1-9][0-9])(?![a-z0-9])", re.I)
+
+
+def _omits_temperature(model: str, config: dict[str, Any]) -> bool:
+    """Where promptfoo sends no temperature: with `top_p`, with thinking on, and to Claude 5 and
+    later, which refuse sampling parameters."""
+    thinking = config.get("thinking")
+    thinking_on = isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+    return config.get("top_p") is not None or thinking_on or bool(_CLAUDE_5_OR_LATER.search(model))
 
 
 def _system_field(parts: list[Any]) -> Any:
