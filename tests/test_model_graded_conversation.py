@@ -153,7 +153,7 @@ def test_failed_summary_keeps_the_verdict_and_says_why(tmp_path: Path, openai_en
 @pytest.mark.parametrize(
     ("conversation", "extra", "message"),
     [
-        ("      _conversation: []\n", "", "non-empty list"),
+        ("      _conversation: 'turns'\n", "", "must be a list of {input, output} turns"),
         ("      _conversation: [{input: hi}]\n", "", "_conversation[0] must be a mapping with 'input' and 'output'"),
         (WEDDING, "        config: {windowSize: 0}\n", "windowSize must be a whole number"),
     ],
@@ -211,3 +211,26 @@ def test_a_custom_prompt_sees_the_configs_env(tmp_path: Path, openai_env: LLMSer
     result = run_eval(tmp_path, "env: {EVENT_KIND: weddings}\n" + text)
     assert result.component()["pass"] is True, result.component()["reason"]
     assert all("Judge for weddings:" in all_text(b) for b in grader_calls(openai_env))
+
+
+def test_a_multi_turn_test_judges_each_reply_with_the_turns_before_it(tmp_path: Path, openai_env: LLMServer) -> None:
+    # promptfoo 0.123.1: its `_conversation` is the live history, so each turn's windows end with
+    # the reply under test; the first turn, with no history, is judged as prompt -> output.
+    openai_env.on_chat(lambda request: is_window(request) and "TURN_TWO" in all_text(request), {"verdict": "no", "reason": "Off topic."})
+    openai_env.on_chat(is_window, {"verdict": "yes", "reason": "On topic."})
+    openai_env.on_chat("Relevance score", {"reason": "summary"})
+    result = run_eval(tmp_path, """
+prompts: ['{% for turn in _conversation %}User: {{ turn.input }} Assistant: {{ turn.output }} {% endfor %}User: {{ q }}']
+providers: [echo]
+tests:
+  - vars: {q: TURN_ONE}
+    assert: [{type: conversation-relevance}]
+  - vars: {q: TURN_TWO}
+    assert: [{type: conversation-relevance, threshold: 0.9}]
+  - vars: {q: TURN_THREE}
+    assert: [{type: conversation-relevance, config: {windowSize: 1}}]
+""")
+    first, second, third = (row["gradingResult"]["componentResults"][0] for row in result.rows)
+    assert (first["pass"], first["score"]) == (True, 1.0)
+    assert (second["pass"], second["score"]) == (False, 0.5)  # turn one relevant, turn two (under test) not
+    assert (third["pass"], third["score"]) == (False, pytest.approx(1 / 3))  # windows of one; turn three repeats turn two

@@ -101,9 +101,22 @@ class Conversations:
         the outputs stored by earlier rows."""
         key = self._keys.get(row.index)
         stored = self._stored.get(row.repeat_index, {})
-        if key is None or not self._visible or row.test.options.disableConversationVar:
+        if key is None or not self._reads_history(row, key):
             return {**row.vars, **stored} if stored else row.vars
         return {**row.vars, VARIABLE: [dict(turn) for turn in self._turns.get(key, [])], **stored}
+
+    def graded_variables(self, row: PlannedRow) -> dict[str, Any]:
+        """The variables the row's assertions see once its turn is recorded. As in promptfoo, whose
+        `_conversation` is the live history: a conversation with earlier turns now holds this one
+        too (`conversation-relevance` judges the reply under test); on a first turn it stays empty."""
+        key = self._keys.get(row.index)
+        earlier = row.vars.get(VARIABLE)
+        if key is None or not earlier or not self._reads_history(row, key):
+            return row.vars
+        return {**row.vars, VARIABLE: [*earlier, dict(self._turns[key][-1])]}
+
+    def _reads_history(self, row: PlannedRow, key: Key | None) -> bool:
+        return key is not None and self._visible and not row.test.options.disableConversationVar
 
     def record(self, row: PlannedRow, prompt: str, response: ProviderResponse) -> None:
         """Add the row's turn (its rendered prompt and the provider's reply) to its conversation."""

@@ -195,7 +195,7 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
             context = {"vars": planned.vars, "prompt": {"label": planned.prompt.label, "raw": prompt}, "metadata": response.metadata}
             response.output = await apply_transform(planned.provider.transform, response.output, context, run.base_dir)
             result.output = response.output
-        grading_input = engine.GradingInput(test, planned.vars, prompt, planned.prompt.label, response, planned.provider)
+        grading_input = engine.GradingInput(test, conversations.graded_variables(planned), prompt, planned.prompt.label, response, planned.provider)
         graded = await engine.grade(grading_input, run)
     except TransformError as exc:
         return _fail_row(planned, result, f"provider transform failed: {exc}")

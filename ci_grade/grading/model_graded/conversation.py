@@ -1,7 +1,7 @@
 """`conversation-relevance`: is every assistant turn relevant, judged over sliding windows.
 
-Messages are `vars._conversation` (a list of `{input, output}` turns), else the one turn
-prompt -> output. For each turn i one grader call judges the window of turns
+Messages are `vars._conversation` (a list of `{input, output}` turns: in a multi-turn test, the
+turns so far and the reply under test), else the one turn prompt -> output. For each turn i one grader call judges the window of turns
 `max(0, i - windowSize + 1) .. i` (`config.windowSize`, default 5): is the last reply relevant?
 The score is the share of relevant windows; PASS when it reaches `threshold` (default 0.5); `not-`
 flips the verdict and reports `1 - score`. When some windows were irrelevant, one more call
@@ -27,10 +27,10 @@ DEFAULT_WINDOW = 5
 def turns(ctx: AssertionContext) -> list[dict[str, Any]]:
     """The conversation to judge: `vars._conversation`, else the single prompt/output turn."""
     conversation = ctx.vars.get("_conversation")
-    if conversation is None:
+    if conversation is None or conversation == []:  # a conversation's first turn: this one, as in promptfoo
         return [{"input": ctx.prompt, "output": ctx.output}]
-    if not isinstance(conversation, list) or not conversation:
-        raise GraderError("conversation-relevance: vars._conversation must be a non-empty list of {input, output} turns")
+    if not isinstance(conversation, list):
+        raise GraderError("conversation-relevance: vars._conversation must be a list of {input, output} turns")
     for i, turn in enumerate(conversation):
         if not isinstance(turn, dict) or "input" not in turn or "output" not in turn:
             raise GraderError(f"conversation-relevance: vars._conversation[{i}] must be a mapping with 'input' and 'output'")
