@@ -43,6 +43,21 @@ tests:
     assert first(rows[0]).passed, first(rows[0]).reason
 
 
+def test_prompt_label_is_the_rendered_prompt_for_an_assertion_transform_and_the_label_for_a_tests(tmp_path: Path) -> None:
+    # promptfoo 0.123.1: runAssertion passes `prompt: {label: <rendered prompt>}`; the test's
+    # own options.transform gets the prompt itself, whose label is the label
+    rows = evaluate(tmp_path, """
+prompts: [{raw: 'Say {{case}}', label: greeting}]
+providers: [echo]
+tests:
+  - vars: {case: hi}
+    options: {transform: "output + '|' + context.prompt.label"}
+    assert:
+      - {type: equals, value: "Say hi|greeting|Say hi", transform: "output + '|' + context.prompt.label"}
+""")
+    assert first(rows[0]).passed, first(rows[0]).reason
+
+
 TWO_PROMPTS = """
 prompts:
   - 'Write a tweet about {{topic}}'

@@ -108,7 +108,8 @@ def test_processing_order_transform_response_then_transforms_then_context_transf
 
 
 def test_a_list_result_is_chunks_and_the_context_argument_has_vars_and_prompt_label(tmp_path: Path, openai_env: LLMServer) -> None:
-    openai_env.on_chat("chunk-b", "chunk-b from label-x")
+    # promptfoo 0.123.1 passes `prompt: {label: <the rendered prompt>}` to contextTransform
+    openai_env.on_chat("chunk-b", "chunk-b from q?")
     config = {
         "prompts": [{"raw": "{{query}}", "label": "label-x"}],
         "providers": ["echo"],
@@ -121,7 +122,7 @@ def test_a_list_result_is_chunks_and_the_context_argument_has_vars_and_prompt_la
     }
     (row,) = evaluate(tmp_path, config)
     (result,) = components(row)
-    assert result.raw["metadata"]["contextUnits"] == ["chunk-a", "chunk-b from label-x"]
+    assert result.raw["metadata"]["contextUnits"] == ["chunk-a", "chunk-b from q?"]
     assert (result.status, result.score) == ("pass", 0.5)
 
 

@@ -59,11 +59,12 @@ class TestGrade:
     named_score_weights: dict[str, float] = field(default_factory=dict)
 
 
-def script_context(inp: GradingInput) -> dict[str, Any]:
-    """The `context` argument promptfoo passes to transforms."""
+def script_context(inp: GradingInput, *, assertion: bool = False) -> dict[str, Any]:
+    """The `context` argument promptfoo passes to transforms. An assertion's transform gets the
+    rendered prompt as `prompt.label` too, as promptfoo passes it (`{label: prompt}`)."""
     return {
         "vars": inp.vars,
-        "prompt": {"label": inp.prompt_label, "raw": inp.prompt},
+        "prompt": {"label": inp.prompt if assertion else inp.prompt_label, "raw": inp.prompt},
         "metadata": inp.response.metadata,
         "test": {"description": inp.test.description, "vars": inp.vars, "metadata": inp.test.metadata or {}},
     }
@@ -223,7 +224,7 @@ def _apply_weight(result: AssertionResult) -> AssertionResult:
 async def build_context(assertion: Assertion, inp: GradingInput, output: Any, run: RunContext, spec: registry.AssertionType | None = None) -> AssertionContext:
     """Apply the assertion's transform and render its value."""
     if assertion.transform:
-        output = await apply_transform(assertion.transform, output, script_context(inp), run.base_dir)
+        output = await apply_transform(assertion.transform, output, script_context(inp, assertion=True), run.base_dir)
     value = await render_assertion_value(assertion, inp, output, run)
     return AssertionContext(
         assertion=assertion,

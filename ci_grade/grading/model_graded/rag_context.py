@@ -54,8 +54,9 @@ def _label(code: str) -> str:
 
 
 async def transformed_context(ctx: AssertionContext, code: str) -> Any:
-    """Run `contextTransform` on the provider output (before test and assertion transforms)."""
-    context = {"vars": ctx.vars, "prompt": {"label": ctx.prompt_label}, "metadata": ctx.response.metadata or {}}
+    """Run `contextTransform` on the provider output (before test and assertion transforms); its
+    `context.prompt.label` is the rendered prompt, as promptfoo passes it."""
+    context = {"vars": ctx.vars, "prompt": {"label": ctx.prompt}, "metadata": ctx.response.metadata or {}}
     try:
         returned, value = await run_script(code, [ctx.provider_output, context], ctx.run.base_dir, ("output", "context"), "get_context")
     except TransformError as exc:
