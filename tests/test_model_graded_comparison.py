@@ -88,6 +88,7 @@ def test_ambiguous_or_invalid_index_is_an_error_for_every_output(tmp_path: Path,
     for component in select_results(result):
         assert status(component) == "error" and message in component["reason"], component["reason"]
     assert [row["failureReason"] for row in result.rows] == [2, 2]
+    assert [(row["score"], row["gradingResult"]["score"]) for row in result.rows] == [(0, 0), (0, 0)]  # an ERROR row scores 0
     assert result.stats["tokenUsage"]["assertions"]["numRequests"] == 1
 
 

@@ -389,7 +389,7 @@ def merge_comparison(row: TestResult, result: AssertionResult) -> None:
     if row.status == "error" or result.weight == 0:
         return
     if result.status == "error":
-        row.status = "error"
+        row.status, row.score = "error", 0.0  # as every ERROR row scores
         row.error = row.reason = f"{result.type} could not be graded: {result.reason}"
     elif result.status == "fail":
         row.status = "fail"
