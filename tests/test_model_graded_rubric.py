@@ -509,6 +509,7 @@ tests:
     assert a["metadata"]["ciGrade"]["cost"] == pytest.approx(100 * 2e-6 + 10 * 8e-6)
     assert first["gradingResult"]["tokensUsed"]["total"] == 330
     assert first["metadata"]["ciGrade"]["gradingCost"] == pytest.approx(300 * 2e-6 + 30 * 8e-6)
+    assert first["cost"] == 0 and result.data["results"]["prompts"][0]["metrics"]["cost"] == 0  # the provider's cost, as promptfoo records it (echo: none)
     assert second["gradingResult"]["tokensUsed"]["total"] == 110
     assert result.stats["tokenUsage"]["assertions"]["total"] == 440
     assert result.stats["tokenUsage"]["assertions"]["numRequests"] == 3

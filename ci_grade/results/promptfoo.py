@@ -123,7 +123,7 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
         "score": row.score,
         "latencyMs": round(row.latency_ms, 3),
         "namedScores": row.named_scores,
-        "cost": row.total_cost,
+        "cost": row.cost or 0.0,  # the provider's, as promptfoo records it (grading's is metadata.ciGrade.gradingCost)
         "gradingResult": {
             "pass": row.status == "pass",
             "score": row.score,
@@ -179,7 +179,7 @@ def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
         metrics["assertFailCount"] += len(row.assertions) // 4 - passed
         metrics["totalLatencyMs"] += row.latency_ms
         add_usage(metrics["tokenUsage"], row.usage)
-        metrics["cost"] += row.total_cost
+        metrics["cost"] += row.cost or 0.0
         add_parts(totals.setdefault(key, {}), row.metrics or ())
     for key, entry in prompts.items():
         metrics = entry["metrics"]
