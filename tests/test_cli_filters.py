@@ -16,6 +16,7 @@ from ci_grade.config.command_line import parse_range
 from ci_grade.errors import UsageError
 from ci_grade.plan.filters import seeded_random
 from tests.conftest import run_cli, write
+from tests.servers.llm_server import LLMServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "promptfoo-results"
 
@@ -126,6 +127,32 @@ def call_api(prompt, options, context):
         return {"error": "the service fell over"}
     return {"output": prompt}
 """
+
+
+def test_filter_failing_matches_promptfoos_rows_by_variables_as_written(tmp_path: Path, openai_env: LLMServer) -> None:
+    # promptfoo 0.123.1 records `openai:chat:X` as `openai:X` and file variables as `file://...`,
+    # and matches an earlier row to a test by its variables (the provider only when the test names its own)
+    openai_env.on_chat("cats", "cats purr").on_chat("dogs", "dogs bark")
+    write(tmp_path / "topics" / "dogs.txt", "dogs\n")
+    write(tmp_path / "promptfooconfig.yaml", """
+        prompts: ['Tell me about {{topic}}']
+        providers: [openai:chat:gpt-4.1-mini]
+        tests:
+          - vars: {topic: cats}
+            assert: [{type: contains, value: purr}]
+          - vars: {topic: file://topics/dogs.txt}
+            assert: [{type: contains, value: purr}]
+        """)
+    assert run_cli("eval", "--no-progress", "-o", "first.json", cwd=tmp_path).code == 1
+    data = json.loads((tmp_path / "first.json").read_text())
+    assert [row["vars"]["topic"] for row in data["results"]["results"]] == ["cats", "file://topics/dogs.txt"]  # as promptfoo writes them
+    data.pop("ciGrade")
+    for row in data["results"]["results"]:
+        row.pop("testId")
+        row["provider"]["id"] = "openai:gpt-4.1-mini"
+    (tmp_path / "promptfoo.json").write_text(json.dumps(data))
+    assert run_cli("eval", "--no-progress", "-o", "again.json", "--filter-failing", "promptfoo.json", cwd=tmp_path).code == 1
+    assert [row["prompt"]["raw"] for row in json.loads((tmp_path / "again.json").read_text())["results"]["results"]] == ["Tell me about dogs"]
 
 
 def test_filter_failing_kinds_on_ci_grades_own_results(tmp_path: Path) -> None:

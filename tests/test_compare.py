@@ -171,6 +171,15 @@ def test_renamed_test_matched_by_fingerprint() -> None:
     assert c.verdict == "regressed" and [t.name for t in c.regressions] == ["new name"]
 
 
+def test_promptfoos_name_for_an_openai_chat_provider_matches() -> None:
+    # promptfoo's results call `openai:chat:gpt-4o` `openai:gpt-4o`; its rows carry no ci-grade ids
+    base = [row("greets", 1.0, provider="openai:gpt-4o", test_id="from-promptfoo", fingerprint="promptfoo's")]
+    head = [row("greets", 0.0, provider="openai:chat:gpt-4o", fingerprint="ci-grade's")]
+    c = judge(base, head)
+    assert c.changed("added") == [] and c.changed("removed") == []
+    assert [t.name for t in c.regressions] == ["greets"]
+
+
 def test_ambiguous_fingerprints_are_added_and_removed() -> None:
     base = [row("x1", 1.0, fingerprint="fp"), row("x2", 1.0, fingerprint="fp")]
     head = [row("y1", 1.0, fingerprint="fp")]

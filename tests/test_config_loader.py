@@ -645,6 +645,6 @@ def test_vars_from_files(tmp_path: Path) -> None:
     # As promptfoo renders them: text is trimmed, and .json/.yaml variables are JSON text, not objects,
     # so `j.k` and `y.k` are undefined (this was "plain text\n|[1,2]|yes 10|inline").
     assert outputs(rows) == ["plain text|| |inline", "|| |from vars file"]
-    assert rows[0]["vars"]["j"] == '{"k": [1, 2]}'
-    assert rows[0]["vars"]["y"] == '{"k":"yes","n":10}'
-    assert rows[0]["vars"]["doc"] == "plain text"
+    # The results record the variables as written, as promptfoo 0.123.1 does; the prompt has the contents.
+    assert rows[0]["vars"] == {"doc": "file://data/doc.txt", "j": "file://data/obj.json", "y": "file://data/obj.yaml", "who": "inline"}
+    assert rows[0]["testCase"]["vars"] == rows[0]["vars"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ci_grade.gate.baseline import BaselineTest
+from ci_grade.results.promptfoo import portable_provider
 
 
 def portable_matches(head: dict[str, BaselineTest], base: dict[str, BaselineTest], taken: dict[str, str], *, in_order: bool = False) -> dict[str, str]:
@@ -14,7 +15,7 @@ def portable_matches(head: dict[str, BaselineTest], base: dict[str, BaselineTest
     label, ci-grade by position or file), so a baseline written by promptfoo still matches.
     """
     def portable(test: BaselineTest) -> tuple[str, str, str]:
-        return (" ".join(test.name.split()), " ".join(test.prompt_label.split()), test.provider)
+        return (" ".join(test.name.split()), " ".join(test.prompt_label.split()), portable_provider(test.provider))
 
     def grouped(tests: dict[str, BaselineTest], skip: set[str]) -> dict[tuple[str, str, str], list[str]]:
         seen: dict[tuple[str, str, str], list[str]] = {}

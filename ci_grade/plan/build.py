@@ -75,6 +75,9 @@ class PlannedRow:
     location: Location | None
     script_vars: tuple[str, ...] = ()
     """Variables computed per row by a var loader script (`file://vars.py`); their values are still references."""
+    shown_vars: dict[str, Any] | None = None
+    """The variables as the config writes them (`file://` references, text with its last newline),
+    which results record as promptfoo does; None when they are `vars`."""
     column_index: int = 0
     """promptfoo's `promptIdx`: the row's prompt x provider column (providers in order, each with
     the prompts its `prompts:` allows)."""
@@ -136,6 +139,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                 test, variables = case.test, case.test.vars  # the test's own variables: shared, not copied
             else:
                 test = case.test.model_copy(update={"vars": variables})
+            shown = None if case.test.options.transformVars or variables == identity_vars else identity_vars
             identity = _identity(case.test, identity_vars)
             canonical_vars = _canonical(identity_vars)
             tiebreak = _digest(canonical_vars, _canonical(case.test.model_dump(mode="json", by_alias=True, exclude_none=True)))
@@ -158,6 +162,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
                         vars_key=vars_key,
                         fingerprint=_digest(canonical_vars, prompt.key, provider_key),
                         script_vars=script_vars,
+                        shown_vars=shown,
                         repeats=repeats,
                     )
                 )
@@ -182,7 +187,7 @@ def _keeper(cells: list[_Cell], options: PlanOptions) -> Callable[[_Cell], bool]
     only, earlier = options.only_test_ids, options.earlier
     if only is None and not earlier:
         return None
-    groups = {cell.group for cell in cells if any(rows.keeps(cell.test_id, cell.vars, cell.provider.id) for rows in earlier)}
+    groups = {cell.group for cell in cells if any(rows.keeps(cell.test_id, cell.shown_vars or cell.vars, _own_provider(cell.test)) for rows in earlier)}
     return lambda cell: (only is None or cell.test_id in only) and (not earlier or cell.group in groups)
 
 
@@ -215,11 +220,18 @@ def _rows(cells: list[_Cell], columns: dict[tuple[int, int], int], kept: set[int
                         fingerprint=cell.fingerprint,
                         location=cell.case.location,
                         script_vars=cell.script_vars,
+                        shown_vars=cell.shown_vars,
                         column_index=columns[(cell.provider_index, cell.prompt_index)],
                     )
                 )
         test_index += block[0].repeats * combinations
     return rows
+
+
+def _own_provider(test: TestCase) -> str | None:
+    """The id of the provider a test names for itself, if it names one."""
+    own = test.provider
+    return own if isinstance(own, str) else own.get("id") if isinstance(own, dict) else None
 
 
 def _own_repeat(case: Case, options: PlanOptions) -> int | None:
@@ -266,6 +278,7 @@ class _Cell:
     vars_key: str
     fingerprint: str
     script_vars: tuple[str, ...] = ()
+    shown_vars: dict[str, Any] | None = None
     repeats: int = 1
     test_id: str = ""
 

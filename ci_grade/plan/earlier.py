@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ci_grade.results.promptfoo import portable_provider
+
 STATUSES = {"failing": frozenset({"fail", "error"}), "failing-only": frozenset({"fail"}), "errors-only": frozenset({"error"})}
 """What each flag (`--filter-KIND`) keeps, by row status."""
 
@@ -29,6 +31,7 @@ class EarlierRows:
     ids: frozenset[str]
     keys: frozenset[tuple[str, str]]
     """(variables, provider id) of each kept row, for files whose ids are not ci-grade's."""
+    vars_keys: frozenset[str] = frozenset()
 
     @classmethod
     def read(cls, kind: str, path: str) -> EarlierRows:
@@ -42,11 +45,18 @@ class EarlierRows:
             kind,
             path,
             frozenset(row.test_id for row in rows) if by_id else frozenset(),
-            frozenset() if by_id else frozenset((vars_key(row.vars), row.provider.id) for row in rows),
+            frozenset() if by_id else frozenset((vars_key(row.vars), portable_provider(row.provider.id)) for row in rows),
+            frozenset() if by_id else frozenset(vars_key(row.vars) for row in rows),
         )
 
-    def keeps(self, test_id: str, variables: Mapping[str, Any], provider_id: str) -> bool:
-        return test_id in self.ids or (bool(self.keys) and (vars_key(variables), provider_id) in self.keys)
+    def keeps(self, test_id: str, variables: Mapping[str, Any], own_provider: str | None) -> bool:
+        """Whether the earlier file kept this test: by its stable id, or, as promptfoo matches
+        (`resultIsForTestCase`), by its variables, and by provider only where the test names its own."""
+        if test_id in self.ids:
+            return True
+        if own_provider is None:
+            return vars_key(variables) in self.vars_keys
+        return (vars_key(variables), portable_provider(own_provider)) in self.keys
 
     def explain(self) -> str:
         """Why this filter may have kept nothing."""

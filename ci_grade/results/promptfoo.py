@@ -336,6 +336,11 @@ def _assertions_from(components: list[Any]) -> list[AssertionResult]:
     return roots
 
 
+def portable_provider(provider_id: str) -> str:
+    """A provider id as promptfoo's results name it: `openai:chat:gpt-4o` is `openai:gpt-4o`."""
+    return "openai:" + provider_id.removeprefix("openai:chat:") if provider_id.startswith("openai:chat:") else provider_id
+
+
 def _derived_id(description: str | None, variables: dict[str, Any], prompt_label: str, provider: str) -> str:
     """An id for a row of promptfoo's file, which records none: tests sharing a description
     (array variables, scenarios) stay apart by their variables; repeats of one test share it."""

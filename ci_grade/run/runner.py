@@ -249,14 +249,30 @@ def _base_result(planned: PlannedRow, prompt: str) -> TestResult:
         provider_index=planned.provider_index,
         column_index=planned.column_index,
         repeat_index=planned.repeat_index,
-        vars=planned.vars,
+        vars=_shown_vars(planned),
         prompt=PromptInfo(raw=prompt, label=planned.prompt.label, key=planned.prompt.key, template=planned.prompt.raw),
         provider=ProviderInfo(id=planned.provider.id, label=planned.provider.label),
         status="error",
         metadata=test.metadata or {},
         location=SourceRef(file=loc.file, line=loc.line) if loc else None,
-        test_case=test.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True),
+        test_case=_test_case(planned),
     )
+
+
+def _shown_vars(planned: PlannedRow) -> dict[str, Any]:
+    """The variables results record: as the config writes them (promptfoo's `vars`), with those
+    added at run time (`_conversation`, stored outputs, var loaders) as they were."""
+    shown = planned.shown_vars
+    if shown is None:
+        return planned.vars
+    return {key: shown.get(key, value) for key, value in planned.vars.items()}
+
+
+def _test_case(planned: PlannedRow) -> dict[str, Any]:
+    dumped = planned.test.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+    if planned.shown_vars is not None and "vars" in dumped:
+        dumped["vars"] = planned.shown_vars
+    return dumped
 
 
 def _error_row(planned: PlannedRow, prompt: str, message: str) -> _Row:
