@@ -225,3 +225,43 @@ def test_eval_provider_error_is_an_error_row_and_other_tests_run(server: Countin
     assert rows[1]["failureReason"] == 2
     assert rows[1]["error"] == 'HTTP 400 Bad Request: {"detail": "input rejected"}'
     assert rows[1]["vars"] == {"q": "crash"}
+
+
+def test_a_field_that_renders_to_json_is_sent_as_json(server: CountingServer) -> None:
+    # promptfoo's processJsonBody: `messages: "{{prompt}}"` with a chat prompt sends the messages array
+    server.route("POST", "/chat", lambda rec: Response(200, json={"ok": True}))
+    chat = '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say Bob"}]'
+    call({"id": server.url + "/chat", "config": {"body": {"model": "m", "messages": "{{prompt}}", "note": "[not json", "n": "{{ 3 }}"}}}, chat)
+    (request,) = server.requests_to("/chat")
+    assert request.json == {"model": "m", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say Bob"}], "note": "[not json", "n": "3"}
+
+
+def test_query_params_join_the_urls_own_query(server: CountingServer) -> None:
+    server.route("POST", "/k", lambda rec: Response(200, json={"path": rec.path}))
+    response = call({"id": server.url + "/k?api-version=2024&key=abc", "config": {"queryParams": {"extra": "{{prompt}}"}}}, "1")
+    assert response.output == {"path": "/k?api-version=2024&key=abc&extra=1"}
+
+
+@pytest.mark.parametrize(
+    ("validate", "status", "error"),
+    [
+        ("(s) => s === 201", 200, "HTTP call failed with status 200 OK"),
+        ("status < 500", 404, None),
+        ("function (status) { return status === 404; }", 404, None),
+    ],
+)
+def test_validate_status_decides_which_statuses_are_replies(server: CountingServer, validate: str, status: int, error: str | None) -> None:
+    server.route("POST", "/v", lambda rec: Response(status, json={"reply": f"from {status}"}))
+    response = call({"id": server.url + "/v", "config": {"validateStatus": validate}}, "hi")
+    if error:
+        assert response.error is not None and response.error.startswith(error)
+    else:
+        assert response.error is None and response.output == {"reply": f"from {status}"}
+
+
+def test_token_usage_in_the_reply_is_kept(server: CountingServer) -> None:
+    usage = {"prompt": 10, "completion": 20, "total": 30}
+    server.route("POST", "/u", lambda rec: Response(200, json={"output": "hi", "tokenUsage": usage}))
+    for transform in (None, "json.output"):
+        response = call({"id": server.url + "/u", "config": {"transformResponse": transform} if transform else {}}, "x")
+        assert (response.token_usage.prompt, response.token_usage.completion, response.token_usage.total) == (10, 20, 30)

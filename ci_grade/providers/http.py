@@ -27,7 +27,7 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, ScriptError, TemplateError
 from ci_grade.providers.base import CallContext, ProviderResponse
 from ci_grade.providers.http_api import HttpApiProvider, excerpt
-from ci_grade.providers.response_dict import response_from_dict
+from ci_grade.providers.response_dict import response_from_dict, token_usage
 from ci_grade.providers.retry import RetryPolicy
 from ci_grade.results.usage import TokenUsage
 from ci_grade.scripting import js, python
@@ -86,17 +86,25 @@ class HttpProvider(HttpApiProvider):
             content = None if method in _NO_BODY_METHODS else _render_body(config.get("body"), variables, headers)
         except TemplateError as exc:
             return ProviderResponse(error=f"provider {self.id}: {exc}")
+        import httpx
+
+        validate = config.get("validateStatus")
         try:
-            response = await self.send(method, url, read=lambda reply: reply, params=params, headers=headers, content=content)
-        except ProviderError as exc:
+            target = httpx.URL(url).copy_merge_params(params) if params else url  # queryParams join the URL's own query
+            response = await self.send(method, str(target), read=lambda reply: reply, headers=headers, content=content, **({"ok_status": range(100, 600)} if validate else {}))
+            if validate and not await self.status_ok(str(validate), response.status_code):
+                return ProviderResponse(error=f"HTTP call failed with status {response.status_code} {response.reason_phrase}: {excerpt(response.text, 200)}")
+        except (ProviderError, ScriptError) as exc:
             return ProviderResponse(error=str(exc))
+        except httpx.InvalidURL as exc:
+            return ProviderResponse(error=f"provider {self.id}: invalid URL: {exc}")
         text = response.text
         try:
             data = json.loads(text) if text.strip() else None
         except ValueError:
             data = None
-        if not self._transform:
-            return ProviderResponse(output=data if data is not None else text, token_usage=TokenUsage(num_requests=1))
+        if not self._transform:  # as promptfoo: the reply's data, and the tokenUsage it carries
+            return ProviderResponse(output=data if data is not None else text, token_usage=_body_usage(data))
         transform_context = {
             "status": response.status_code,
             "headers": dict(response.headers),
@@ -105,6 +113,13 @@ class HttpProvider(HttpApiProvider):
             "prompt": {"raw": context.prompt_raw, "label": context.prompt_label},
         }
         return await self.transformed(data, text, transform_context)
+
+    async def status_ok(self, code: str, status: int) -> bool:
+        """promptfoo's `validateStatus`: an expression of `status`, a function, or a file's function."""
+        code = code.strip()
+        if not code.startswith("file://") and not _FUNCTION_EXPRESSION.match(code):
+            code = f"(status) => ({code})"
+        return bool(await self.run_transform(code, [status]))
 
     async def transformed(self, data: Any, text: str, context: dict[str, Any]) -> ProviderResponse:
         try:
@@ -116,8 +131,11 @@ class HttpProvider(HttpApiProvider):
         if value is None:
             return ProviderResponse(error="transformResponse returned nothing (check the expression against the reply)")
         if isinstance(value, dict) and ("output" in value or "error" in value):
-            return response_from_dict(value, "transformResponse")
-        return ProviderResponse(output=value, token_usage=TokenUsage(num_requests=1))
+            response = response_from_dict(value, "transformResponse")
+            if "tokenUsage" not in value and "token_usage" not in value:
+                response.token_usage = _body_usage(data)
+            return response
+        return ProviderResponse(output=value, token_usage=_body_usage(data))
 
     async def run_transform(self, code: str, args: list[Any]) -> Any:
         """Inline JavaScript (expression, body or function) or a JS/Python file function."""
@@ -137,6 +155,28 @@ class HttpProvider(HttpApiProvider):
         return value
 
 
+def _body_usage(data: Any) -> TokenUsage:
+    """The `tokenUsage` a reply's JSON carries (promptfoo keeps it), else one request."""
+    usage = data.get("tokenUsage") if isinstance(data, dict) else None
+    return token_usage(usage) if isinstance(usage, dict) else TokenUsage(num_requests=1)
+
+
+def _json_strings(value: Any) -> Any:
+    """promptfoo's `processJsonBody`: a string field that renders to a JSON object or array (a chat
+    prompt in `messages: "{{prompt}}"`) is sent as that JSON, not as text."""
+    if isinstance(value, dict):
+        return {key: _json_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_strings(item) for item in value]
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if isinstance(parsed, dict | list) else value
+    return value
+
+
 def _render_body(body: Any, variables: dict[str, Any], headers: dict[str, str]) -> bytes | None:
     """The request body as bytes, setting a Content-Type header when none is given."""
     if body is None:
@@ -154,7 +194,7 @@ def _render_body(body: Any, variables: dict[str, Any], headers: dict[str, str]) 
         body = parsed
     if content_type is None:
         headers["Content-Type"] = "application/json"
-    return json.dumps(nunjucks.render_value(body, variables), ensure_ascii=False).encode()
+    return json.dumps(_json_strings(nunjucks.render_value(body, variables)), ensure_ascii=False).encode()
 
 
 def _expression_body(code: str) -> str:
