@@ -81,6 +81,16 @@ def test_responses_api_sampling_defaults(server: CountingServer, model: str, exp
     assert {k: request.json[k] for k in ("temperature", "max_output_tokens") if k in request.json} == expected
 
 
+def test_config_headers_are_sent(server: CountingServer) -> None:
+    call({"id": "openai:chat:gpt-4.1-mini", "config": {"headers": {"x-custom": "c1", "X-Gateway-Team": "evals"}}}, "hi")
+    call({"id": "openai:responses:gpt-4.1", "config": {"headers": {"x-custom": "r"}}}, "hi")
+    (chat,) = server.requests_to("/v1/chat/completions")
+    (responses,) = server.requests_to("/v1/responses")
+    headers = {k.lower(): v for k, v in chat.headers.items()}
+    assert (headers["x-custom"], headers["x-gateway-team"]) == ("c1", "evals")
+    assert {k.lower(): v for k, v in responses.headers.items()}["x-custom"] == "r"
+
+
 def test_chat_message_prompt_and_shorthand_id(server: CountingServer) -> None:
     messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi"}]
     response = call("openai:gpt-4.1-mini", json.dumps(messages))
@@ -99,7 +109,7 @@ def test_tool_calls_are_the_output(server: CountingServer) -> None:
 
 def test_responses_api(server: CountingServer) -> None:
     server.on_chat(None, "from responses")
-    spec = {"id": "openai:responses:gpt-4.1", "config": {"max_tokens": 30, "temperature": 0.5, "instructions": "be kind"}}
+    spec = {"id": "openai:responses:gpt-4.1", "config": {"max_tokens": 30, "temperature": 0.5, "instructions": "be kind", "seed": 7, "passthrough": {"user": "u1"}}}
     response = call(spec, "hello")
     assert response.output == "from responses"
     assert response.token_usage.total > 0 and response.cost is not None and response.cost > 0
@@ -107,6 +117,7 @@ def test_responses_api(server: CountingServer) -> None:
     assert request.json["model"] == "gpt-4.1"
     assert request.json["max_output_tokens"] == 30 and request.json["temperature"] == 0.5 and request.json["instructions"] == "be kind"
     assert request.json["input"] == [{"role": "user", "content": "hello"}]
+    assert "seed" not in request.json and request.json["user"] == "u1"  # as promptfoo: no seed in the Responses API, passthrough as given
 
 
 def test_embeddings(server: CountingServer) -> None:

@@ -75,6 +75,7 @@ class AzureClientMixin:
                 max_retries=0,
                 timeout=self._timeout,
                 http_client=sdk_http_client(self.spec.config),
+                default_headers=self.extra_headers(),
             )
         return self._client
 

@@ -153,8 +153,14 @@ class OpenAIProvider(Provider):
                 max_retries=0,
                 timeout=self._timeout,
                 http_client=sdk_http_client(self.spec.config),
+                default_headers=self.extra_headers(),
             )
         return self._client
+
+    def extra_headers(self) -> dict[str, str] | None:
+        """`config.headers`, sent with every request as promptfoo sends them."""
+        headers = self.spec.config.get("headers")
+        return {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) and headers else None
 
     async def request(self, method: Any, read: Callable[[Any], T], **body: Any) -> T:
         """Call an SDK method with ci-grade's retry policy and read its reply with `read` (which
@@ -275,7 +281,7 @@ class OpenAIResponsesProvider(OpenAIProvider):
         config = self.spec.config
         messages = parse_chat_messages(prompt)
         body: dict[str, Any] = {"model": self._model, "input": messages}
-        for key in ("temperature", "top_p", "tools", "tool_choice", "instructions", "seed", "reasoning", "metadata", "store"):
+        for key in ("temperature", "top_p", "tools", "tool_choice", "instructions", "reasoning", "metadata", "store"):  # no `seed`: the Responses API takes none (promptfoo sends none)
             if config.get(key) is not None:
                 body[key] = config[key]
         max_tokens = config.get("max_output_tokens", config.get("max_tokens"))
@@ -291,8 +297,9 @@ class OpenAIResponsesProvider(OpenAIProvider):
             body["text"] = {"format": fmt}
         elif context.response_schema is not None:
             body["text"] = {"format": {"type": "json_object"}}
-        if "seed" in body:
-            body.setdefault("extra_body", {})["seed"] = body.pop("seed")
+        passthrough = config.get("passthrough")
+        if isinstance(passthrough, dict):  # as promptfoo: sent as given, over everything else
+            body.setdefault("extra_body", {}).update(passthrough)
         try:
             result = await self.request(self.client().responses.create, with_output, **body)
         except ProviderError as exc:
