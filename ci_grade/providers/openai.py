@@ -210,13 +210,17 @@ class OpenAIChatProvider(OpenAIProvider):
     """`openai:chat:<model>` and `openai:<model>`: the Chat Completions API."""
 
     default_model = "gpt-4.1-mini"
+    _defaults: tuple[dict[str, Any], tuple[str, ...]] | None = None
+    """promptfoo's sampling defaults for this provider (`openai_defaults.chat_defaults`), once worked out."""
 
     def describe(self) -> str:
         return f"openai:chat:{self._model}"
 
     def chat_body(self, prompt: str, context: CallContext | None = None) -> dict[str, Any]:
         config = self.spec.config
-        added, dropped = chat_defaults(self._model or "", config, self.env)
+        if self._defaults is None:  # the config and the environment do not change during a run
+            self._defaults = chat_defaults(self._model or "", config, self.env)
+        added, dropped = self._defaults
         body: dict[str, Any] = {"model": self._model, "messages": parse_chat_messages(prompt), **added}
         body.update({k: config[k] for k in CHAT_OPTIONS if config.get(k) is not None and k not in dropped})
         if context is not None and context.response_schema is not None and "response_format" not in body:
