@@ -104,12 +104,12 @@ def test_response_schema_from_a_grader_becomes_a_forced_tool(server: CountingSer
     assert request.json["tool_choice"] == {"type": "tool", "name": "verdict"}
 
 
-def test_openai_style_tools_are_converted_and_unforced_calls_are_a_list(server: CountingServer) -> None:
+def test_openai_style_tools_are_converted_and_unforced_calls_are_json_text(server: CountingServer) -> None:
     block = {"type": "tool_use", "id": "tu_9", "name": "get_weather", "input": {"city": "Oslo"}}
     anthropic_server.install(server, lambda req: [block])
     tools = [{"type": "function", "function": {"name": "get_weather", "description": "weather", "parameters": {"type": "object"}}}]
     response = call({"id": "anthropic:messages:claude-sonnet-4-5", "config": {"tools": tools, "tool_choice": "auto"}}, "weather?")
-    assert response.output == [block]
+    assert response.output == '{"type":"tool_use","id":"tu_9","name":"get_weather","input":{"city":"Oslo"}}'  # promptfoo's JSON.stringify
     (request,) = server.requests_to("/v1/messages")
     assert request.json["tools"] == [{"name": "get_weather", "description": "weather", "input_schema": {"type": "object"}}]
     assert request.json["tool_choice"] == {"type": "auto"}
@@ -119,7 +119,14 @@ def test_text_and_tool_calls_together_are_joined(server: CountingServer) -> None
     block = {"type": "tool_use", "id": "tu_2", "name": "lookup", "input": {"q": "x"}}
     anthropic_server.install(server, lambda req: [{"type": "text", "text": "Let me look."}, block])
     response = call("anthropic:messages:claude-sonnet-4-5", "q")
-    assert response.output == "Let me look.\n\n" + json.dumps(block)
+    assert response.output == "Let me look.\n\n" + json.dumps(block, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(("config", "expected"), [({}, "Thinking: hmm\nSignature: sig\n\nRedacted Thinking: xyz\n\nhi"), ({"showThinking": False}, "hi")])
+def test_thinking_is_shown_as_promptfoo_shows_it(server: CountingServer, config: dict, expected: str) -> None:
+    blocks = [{"type": "thinking", "thinking": "hmm", "signature": "sig"}, {"type": "redacted_thinking", "data": "xyz"}, {"type": "text", "text": "hi"}]
+    anthropic_server.install(server, lambda req: blocks)
+    assert call({"id": "anthropic:messages:claude-sonnet-4-5", "config": config}, "q").output == expected
 
 
 def test_cache_tokens_count_as_prompt_and_are_priced_as_cache(server: CountingServer) -> None:

@@ -170,3 +170,9 @@ def test_eval_provider_error_is_an_error_row_and_other_tests_run(server: Countin
     assert rows[0]["failureReason"] == 2 and rows[0]["success"] is False
     assert rows[0]["error"] == "API error 500: CUDA out of memory (gave up after 4 attempts)"
     assert rows[1]["success"] is True and rows[1]["response"]["output"] == "fine answer"
+
+
+@pytest.mark.parametrize(("config", "expected"), [({}, "Thinking: let me think\n\nhi"), ({"showThinking": False}, "hi")])
+def test_thinking_leads_the_output_as_promptfoo_shows_it(server: CountingServer, config: dict, expected: str) -> None:
+    ollama_server.install(server, lambda req: {"message": {"role": "assistant", "content": "hi", "thinking": "let me think"}})
+    assert call({"id": "ollama:chat:qwen3", "config": config}, "q").output == expected

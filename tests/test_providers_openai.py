@@ -91,6 +91,12 @@ def test_config_headers_are_sent(server: CountingServer) -> None:
     assert {k.lower(): v for k, v in responses.headers.items()}["x-custom"] == "r"
 
 
+@pytest.mark.parametrize(("config", "expected"), [({}, "Thinking: I think\n\nhi"), ({"showThinking": False}, "hi")])
+def test_reasoning_content_leads_the_output_as_promptfoo_shows_it(server: CountingServer, config: dict, expected: str) -> None:
+    server.on_chat(None, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi", "reasoning_content": "I think"}, "finish_reason": "stop"}]})
+    assert call({"id": "openai:chat:deepseek-reasoner", "config": config}, "q").output == expected
+
+
 def test_chat_message_prompt_and_shorthand_id(server: CountingServer) -> None:
     messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi"}]
     response = call("openai:gpt-4.1-mini", json.dumps(messages))
@@ -118,6 +124,12 @@ def test_responses_api(server: CountingServer) -> None:
     assert request.json["max_output_tokens"] == 30 and request.json["temperature"] == 0.5 and request.json["instructions"] == "be kind"
     assert request.json["input"] == [{"role": "user", "content": "hello"}]
     assert "seed" not in request.json and request.json["user"] == "u1"  # as promptfoo: no seed in the Responses API, passthrough as given
+
+
+def test_responses_api_json_schema_output_is_data(server: CountingServer) -> None:
+    server.on_chat(None, '{"a": "hi"}')
+    schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    assert call({"id": "openai:responses:gpt-4.1", "config": {"response_format": schema}}, "q").output == {"a": "hi"}
 
 
 def test_embeddings(server: CountingServer) -> None:

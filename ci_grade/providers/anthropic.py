@@ -117,19 +117,13 @@ class AnthropicMessagesProvider(HttpApiProvider):
         if data.get("type") == "error":
             return ProviderResponse(error=f"API error: {error_detail(data)}")
         blocks = [b for b in data["content"] if isinstance(b, dict)]
-        texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
         calls = [b for b in blocks if b.get("type") == "tool_use"]
+        texts = [b for b in blocks if b.get("type") == "text"]
         output: Any
-        if texts and calls:
-            output = "\n\n".join([*texts, *(json.dumps(c) for c in calls)])
-        elif texts:
-            output = "\n\n".join(texts)
-        elif len(calls) == 1 and forced:
-            output = calls[0].get("input")
-        elif calls:
-            output = calls
+        if len(calls) == 1 and forced and not texts:
+            output = calls[0].get("input")  # a forced call (a grader's structured verdict): its arguments
         else:
-            output = ""
+            output = _output_text(blocks, bool(self.spec.config.get("showThinking", True)))
         usage, cost = self.usage_and_cost(data.get("usage") or {}, str(data.get("model") or ""))
         stop = data.get("stop_reason")
         return ProviderResponse(
@@ -150,6 +144,27 @@ class AnthropicMessagesProvider(HttpApiProvider):
         priced = self._model if price_per_token(self._model, "anthropic") else reply_model
         cost = estimate_cost(priced, self.spec.config, tokens.prompt, output, family="anthropic", cached_tokens=read, cache_write_tokens=written)
         return tokens, cost
+
+
+def _output_text(blocks: list[dict[str, Any]], show_thinking: bool) -> str:
+    """promptfoo's `outputFromMessage`: the text blocks; with tool calls or thinking, every block in
+    order, a call as its JSON and thinking as `Thinking: ...` unless `showThinking: false`."""
+    if not any(b.get("type") in ("tool_use", "thinking", "redacted_thinking") for b in blocks):
+        return "\n\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    parts = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "thinking":
+            if show_thinking and str(block.get("thinking", "")).strip():
+                parts.append(f"Thinking: {block.get('thinking')}\nSignature: {block.get('signature')}")
+        elif kind == "redacted_thinking":
+            if show_thinking:
+                parts.append(f"Redacted Thinking: {block.get('data')}")
+        else:
+            parts.append(json.dumps(block, ensure_ascii=False, separators=(",", ":")))
+    return "\n\n".join(part for part in parts if part)
 
 
 _CLAUDE_5_OR_LATER = re.compile(r"(^|[^a-z0-9])claude-[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*){0,4}-(?:[5-9]|[1-9][0-9])(?![a-z0-9])", re.I)

@@ -95,8 +95,8 @@ class AzureChatProvider(AzureClientMixin, OpenAIChatProvider):
     def describe(self) -> str:
         return f"{self.family}:chat:{self._model}"
 
-    def to_response(self, completion: dict[str, Any]) -> ProviderResponse:
-        response = super().to_response(completion)
+    def to_response(self, completion: dict[str, Any], *, show_thinking: bool = False) -> ProviderResponse:
+        response = super().to_response(completion, show_thinking=show_thinking)
         reply_model = completion.get("model")
         if response.cost is None and reply_model:
             usage = response.token_usage

@@ -92,6 +92,10 @@ class OllamaProvider(HttpApiProvider):
         if data.get("error"):
             return ProviderResponse(error=f"API error: {data['error']}")
         output = output_of(data)
+        message = data.get("message") if isinstance(data.get("message"), dict) else data
+        thinking = message.get("thinking")
+        if isinstance(thinking, str) and thinking and isinstance(output, str) and "format" not in body and self.spec.config.get("showThinking", True):
+            output = f"Thinking: {thinking}\n\n{output}" if output else f"Thinking: {thinking}"  # as promptfoo shows it (never into a verdict)
         usage = TokenUsage.of(data.get("prompt_eval_count"), data.get("eval_count"))
         reason = data.get("done_reason")
         finish = "length" if reason == "length" else ("tool_calls" if isinstance(output, list) else "stop")

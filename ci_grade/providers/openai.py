@@ -240,10 +240,12 @@ class OpenAIChatProvider(OpenAIProvider):
             completion = await self.request(self.client().post, completion_body, path="/chat/completions", cast_to=bytes, body=self.chat_body(prompt, context))
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
-        return self.to_response(completion)
+        show_thinking = context.response_schema is None and bool(self.spec.config.get("showThinking", True))  # never into a grader's verdict
+        return self.to_response(completion, show_thinking=show_thinking)
 
-    def to_response(self, completion: dict[str, Any]) -> ProviderResponse:
-        """A Chat Completions JSON body (with choices, see `completion_body`) -> ProviderResponse."""
+    def to_response(self, completion: dict[str, Any], *, show_thinking: bool = False) -> ProviderResponse:
+        """A Chat Completions JSON body (with choices, see `completion_body`) -> ProviderResponse;
+        `show_thinking`: reasoning text leads the output (`Thinking: ...`), as promptfoo shows it."""
         choice = completion["choices"][0]
         message = choice.get("message") or {}
         usage = usage_of(completion.get("usage"))
@@ -266,6 +268,10 @@ class OpenAIChatProvider(OpenAIProvider):
                 output = json.loads(output)
             except ValueError:
                 pass
+        for key in ("reasoning", "reasoning_content"):
+            thought = message.get(key)
+            if show_thinking and isinstance(thought, str) and thought and isinstance(output, str):
+                output = f"Thinking: {thought}\n\n{output}"
         if finish == "content_filter":
             return ProviderResponse(output=output, is_refusal=True, **{**common, "finish_reason": "content_filter"})
         return ProviderResponse(output=output, **common)
@@ -337,6 +343,11 @@ class OpenAIResponsesProvider(OpenAIProvider):
             return ProviderResponse(output=refusal, is_refusal=True, token_usage=usage, cost=self.cost(usage))
         if not output and calls:
             output = calls
+        if isinstance(output, str) and isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+            try:  # as promptfoo reads a json_schema reply: as its data
+                output = json.loads(output)
+            except ValueError:
+                pass
         status = getattr(result, "status", None)
         finish = "length" if status == "incomplete" else ("tool_calls" if calls else "stop")
         return ProviderResponse(output=output, token_usage=usage, cost=self.cost(usage), finish_reason=finish, metadata=metadata)
