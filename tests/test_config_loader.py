@@ -581,11 +581,11 @@ def test_provider_forms(tmp_path: Path) -> None:
     )
     assert result.code == 0, result.err
     assert [(r["provider"]["id"], r["provider"]["label"], r["response"]["output"]) for r in rows] == [
-        ("echo", None, "say hi"),
+        ("echo", "", "say hi"),  # no label: "" as promptfoo writes it
         ("echo", "shouty", "SAY HI"),
         ("echo", "mapped", "say hi"),
         ("echo", "from-file", "say hi"),
-        ("echo", None, "say hi"),
+        ("echo", "", "say hi"),
     ]
     assert rows[4]["testId"] == rows[0]["testId"] + "-2"
     assert len({r["testId"] for r in rows}) == 5

@@ -80,7 +80,7 @@ def test_json_has_promptfoos_shape(evaluated: tuple[Path, Any]) -> None:
         assert (row["failureReason"] == 0) == row["success"]
     first = rows[0]
     assert first["prompt"] == {"raw": "Q alpha", "label": "Q {{q}}", "template": "Q {{q}}"}
-    assert first["provider"] == {"id": "openai:gpt-4o-mini", "label": None}
+    assert first["provider"] == {"id": "openai:gpt-4o-mini", "label": ""}  # promptfoo's "" for no label
     assert first["response"]["output"] == "alpha answer"
     assert first["testCase"]["description"] == "alpha passes"
     assert first["namedScores"] == {"recall": 1.0}

@@ -106,7 +106,7 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
         "description": row.description,
         "promptId": prompt_id(row.prompt.label),
         "prompt": {"raw": row.prompt.raw, "label": row.prompt.label, "template": row.prompt.template},
-        "provider": {"id": row.provider.id, "label": row.provider.label},
+        "provider": {"id": row.provider.id, "label": row.provider.label or ""},  # promptfoo writes "" for none
         "vars": row.vars,
         "testCase": row.test_case,
         "response": {
@@ -273,7 +273,7 @@ def row_from_promptfoo(item: dict[str, Any]) -> TestResult:
         repeat_index=int(item.get("repeatIndex") or 0),
         vars=variables,
         prompt=PromptInfo(raw=str(prompt.get("raw") or ""), label=label, key=str(ours.get("promptKey") or item.get("promptId") or label), template=str(prompt.get("template") or "")),
-        provider=ProviderInfo(id=str(provider.get("id") or ""), label=provider.get("label")),
+        provider=ProviderInfo(id=str(provider.get("id") or ""), label=provider.get("label") or None),
         output=response.get("output"),
         status=status,
         score=float(item.get("score") or 0.0),
