@@ -63,14 +63,17 @@ def test_json_string_body_is_rendered_safely(server: CountingServer) -> None:
     assert server.requests_to("/generate")[0].json == {"input": prompt, "n": 1}
 
 
-def test_text_body_defaults_to_text_plain_and_text_reply_is_the_output(server: CountingServer) -> None:
+def test_text_body_is_form_encoded_and_trimmed_as_promptfoo_sends_it_and_text_reply_is_the_output(server: CountingServer) -> None:
     server.route("POST", "/echo", lambda rec: Response(200, body=b"plain: " + rec.body, headers={"Content-Type": "text/plain"}))
-    response = call({"id": "http", "config": {"url": server.url + "/echo", "body": "Q={{prompt}}"}}, "why?")
+    response = call({"id": "http", "config": {"url": server.url + "/echo", "body": " Q={{prompt}}\n"}}, "why?")
     assert response.output == "plain: Q=why?"
-    assert server.requests_to("/echo")[0].headers["Content-Type"] == "text/plain"
-    form = {"id": "http", "config": {"url": server.url + "/echo", "body": "q={{prompt}}", "headers": {"content-type": "application/x-www-form-urlencoded"}}}
-    assert call(form, "a").output == "plain: q=a"
-    assert server.requests_to("/echo")[1].headers["content-type"] == "application/x-www-form-urlencoded"
+    assert server.requests_to("/echo")[0].headers["Content-Type"] == "application/x-www-form-urlencoded"
+    plain = {"id": "http", "config": {"url": server.url + "/echo", "body": "q={{prompt}}", "headers": {"content-type": "text/plain"}}}
+    assert call(plain, "a").output == "plain: q=a"
+    assert server.requests_to("/echo")[1].headers["content-type"] == "text/plain"
+    # an object body with a Content-Type that is not JSON is refused, as promptfoo refuses it
+    refused = call({"id": "http", "config": {"url": server.url + "/echo", "body": {"q": "{{prompt}}"}, "headers": {"Content-Type": "text/plain"}}}, "a")
+    assert refused.error is not None and "the body is an object or array" in refused.error and len(server.requests_to("/echo")) == 2
 
 
 def test_url_as_id_and_get_with_query_params(server: CountingServer) -> None:

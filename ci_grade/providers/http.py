@@ -187,13 +187,15 @@ def _render_body(body: Any, variables: dict[str, Any], headers: dict[str, str]) 
             parsed = json.loads(body)
         except ValueError:
             parsed = None
-        if not isinstance(parsed, dict | list):
+        if not isinstance(parsed, dict | list):  # as promptfoo sends text: form-encoded unless told, trimmed
             if content_type is None:
-                headers["Content-Type"] = "text/plain"
-            return nunjucks.render(body, variables).encode()
+                headers["Content-Type"] = "application/x-www-form-urlencoded"
+            return nunjucks.render(body, variables).strip().encode()
         body = parsed
     if content_type is None:
         headers["Content-Type"] = "application/json"
+    elif "json" not in headers[content_type].lower():
+        raise TemplateError(f"Content-Type is {headers[content_type]}, but the body is an object or array: give the body as text, or send JSON")
     return json.dumps(_json_strings(nunjucks.render_value(body, variables)), ensure_ascii=False).encode()
 
 
