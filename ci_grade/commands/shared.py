@@ -75,7 +75,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-metric-drop", type=_drop, default=0.02, metavar="X", help="practical margin: a significant drop of the mean score, pass rate or a metric must exceed it to regress (default 0.02)")
     group.add_argument("--alpha", type=_alpha, default=0.05, metavar="A", help="significance level of the one-sided tests (default 0.05; Holm-corrected)")
     group.add_argument("--cluster-key", metavar="KEY", help="metadata key grouping tests that are not independent (e.g. the source document): clustered standard errors")
-    group.add_argument("--min-pass-rate", type=_fraction, metavar="X", help="pass rate (0-1 or N%%) needed instead of every test passing")
+    group.add_argument("--min-pass-rate", type=_fraction, metavar="X", help="pass rate (0-1 or N%%) failing tests are tolerated down to (instead of failing the gate as --fail-on says)")
     group.add_argument("--max-errors", type=_count, metavar="N", help="errored rows tolerated (default 0)")
     group.add_argument("--title", default="ci-grade", help="heading of the Markdown report (default ci-grade)")
 
@@ -146,7 +146,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grader", metavar="PROVIDER", help="default grader for model-graded assertions (replaces defaultTest.options.provider)")
     parser.add_argument("-j", "--max-concurrency", type=int, metavar="N", help="tests (and calls per provider) run at once, a hard cap (default: evaluateOptions.maxConcurrency, else adapts to each provider's rate limit)")
     parser.add_argument("--repeat", type=int, metavar="N", help="run every test N times (scores become means with a spread); a test's own options.repeat wins for it, as in promptfoo")
-    parser.add_argument("--delay", type=_count, metavar="MS", help="wait MS milliseconds before each test; any delay runs tests one at a time")
+    parser.add_argument("--delay", type=_count, metavar="MS", help="wait MS milliseconds after each call a provider answers (not cached replies; a provider's own delay wins); any delay runs tests one at a time")
     parser.add_argument("--description", metavar="TEXT", help="the run's description in reports (default: the config's)")
     parser.add_argument("--filter-pattern", metavar="REGEX", help="only tests whose description matches")
     parser.add_argument("-n", "--filter-first-n", type=int, metavar="N", help="only the first N tests")
