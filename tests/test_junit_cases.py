@@ -79,3 +79,21 @@ def test_file_paths_are_relative_to_the_given_root(tmp_path: Path) -> None:
     assert (case.get("file"), case.get("line")) == (None, None)  # not in the JUnit 10 schema
     out = case.find("system-out")
     assert out is not None and "defined at: evals/tests.yaml:3" in (out.text or "")
+
+
+def test_metric_properties_are_counted_per_assertion_as_the_report_counts_them(tmp_path: Path) -> None:
+    import json
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    from tests.conftest import REPO, run_cli
+
+    shutil.copytree(REPO / "examples" / "quickstart", tmp_path / "q")
+    assert run_cli("eval", "--no-progress", "-o", "r.json", "-o", "r.junit.xml", cwd=tmp_path / "q").code == 1
+    prompt = json.loads((tmp_path / "q" / "r.json").read_text())["results"]["prompts"][0]["metrics"]
+    expected = {name: prompt["namedScores"][name] / prompt["namedScoreWeights"][name] for name in prompt["namedScores"]}
+    assert expected, "the example has named metrics"
+    suite = ET.fromstring((tmp_path / "q" / "r.junit.xml").read_text()).find("testsuite")
+    assert suite is not None
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert {name: float(properties[f"metric:{name}"]) for name in expected} == {name: round(value, 4) for name, value in expected.items()}

@@ -20,6 +20,7 @@ from ci_grade import redact
 from ci_grade.gate.models import GateNote
 from ci_grade.report.source_paths import SourcePaths
 from ci_grade.results.models import EvalRun, TestResult
+from ci_grade.results.named_metrics import run_totals
 
 _MAX_TEXT = 4000
 _MAX_NAME = 200
@@ -121,12 +122,8 @@ def _properties(rows: list[TestResult], names: list[str]) -> dict[str, str]:
         "mean_score": f"{sum(scores) / len(scores):.4f}" if scores else "n/a",
         "pass_rate": f"{sum(r.status == 'pass' for r in rows) / len(rows):.4f}",
     }
-    metric_values: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        for metric, value in row.named_scores.items():
-            metric_values[metric].append(value)
-    for metric, values in sorted(metric_values.items()):
-        properties[f"metric:{metric}"] = f"{sum(values) / len(values):.4f}"
+    for metric, total in sorted(run_totals(rows).items()):  # per assertion, as the report and the gate count it
+        properties[f"metric:{metric}"] = f"{total.value:.4f}"
     for row, name in zip(rows, names, strict=True):
         properties[f"score:{name}"] = f"{row.score:.4f}"
     return properties
