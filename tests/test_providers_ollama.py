@@ -60,7 +60,8 @@ def test_length_stop_and_tool_calls(server: CountingServer) -> None:
     ollama_server.install(server, lambda req: {"message": {"role": "assistant", "content": "", "tool_calls": calls}} if req.get("tools") else {"response": "cut", "done_reason": "length"})
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
     response = call({"id": "ollama:chat:qwen3", "config": {"tools": tools}}, "weather?")
-    assert response.output == calls and response.finish_reason == "tool_calls"
+    # as promptfoo reads them: arguments as JSON text, and Ollama's own finish reason ("stop")
+    assert response.output == [{"function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'}}] and response.finish_reason == "stop"
     assert server.requests_to("/api/chat")[0].json["tools"] == tools
     response = call("ollama:completion:qwen3", "go")
     assert response.output == "cut" and response.finish_reason == "length"
@@ -176,3 +177,9 @@ def test_eval_provider_error_is_an_error_row_and_other_tests_run(server: Countin
 def test_thinking_leads_the_output_as_promptfoo_shows_it(server: CountingServer, config: dict, expected: str) -> None:
     ollama_server.install(server, lambda req: {"message": {"role": "assistant", "content": "hi", "thinking": "let me think"}})
     assert call({"id": "ollama:chat:qwen3", "config": config}, "q").output == expected
+
+
+def test_text_beside_tool_calls_is_kept_with_them(server: CountingServer) -> None:
+    calls = [{"function": {"name": "lookup", "arguments": '{"q": "x"}'}}]
+    ollama_server.install(server, lambda req: {"message": {"role": "assistant", "content": "Let me look.", "tool_calls": calls}})
+    assert call("ollama:chat:qwen3", "q").output == {"content": "Let me look.", "tool_calls": calls}

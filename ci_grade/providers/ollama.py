@@ -9,6 +9,7 @@ num_predict, top_k, ...) go into the request's `options`. Local models cost noth
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -98,7 +99,7 @@ class OllamaProvider(HttpApiProvider):
             output = f"Thinking: {thinking}\n\n{output}" if output else f"Thinking: {thinking}"  # as promptfoo shows it (never into a verdict)
         usage = TokenUsage.of(data.get("prompt_eval_count"), data.get("eval_count"))
         reason = data.get("done_reason")
-        finish = "length" if reason == "length" else ("tool_calls" if isinstance(output, list) else "stop")
+        finish = "length" if reason == "length" else "stop"  # as promptfoo: Ollama says nothing of tool calls
         return ProviderResponse(output=output, token_usage=usage, cost=0.0, finish_reason=finish)
 
 
@@ -115,12 +116,15 @@ class OllamaChatProvider(OllamaProvider):
         return await self.generate("/api/chat", body, self.output_of)
 
     def output_of(self, data: dict[str, Any]) -> Any:
+        """As promptfoo reads a chat reply: its text, or its tool calls (arguments as JSON text),
+        with the text beside them when there is any."""
         message = data.get("message")
         if not isinstance(message, dict):
             return None
         content = message.get("content")
-        if not content and message.get("tool_calls"):
-            return message["tool_calls"]
+        calls = [_tool_call(call) for call in message.get("tool_calls") or [] if isinstance(call, dict)]
+        if calls:
+            return {"content": content, "tool_calls": calls} if isinstance(content, str) and content.strip() else calls
         return content
 
 
@@ -188,3 +192,11 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
     if kind in ("chat", "completion", "embedding", "embeddings") or not rest:
         raise UnknownProviderError(f"{spec.id}: name a model, e.g. ollama:{kind or 'chat'}:llama3.1")
     return OllamaCompletionProvider(spec, env, rest, max_concurrency)
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    raw = call.get("function")
+    function: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    arguments = function.get("arguments")
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    return {"function": {"name": function.get("name"), "arguments": text}}
