@@ -97,6 +97,21 @@ def test_reasoning_content_leads_the_output_as_promptfoo_shows_it(server: Counti
     assert call({"id": "openai:chat:deepseek-reasoner", "config": config}, "q").output == expected
 
 
+def test_the_endpoint_is_chosen_in_promptfoos_order() -> None:
+    from ci_grade.providers.openai import OpenAIChatProvider
+    from ci_grade.providers.registry import as_spec
+
+    def url(config: dict, env: dict) -> str:
+        return OpenAIChatProvider(as_spec({"id": "openai:chat:m", "config": config}), env, "m").base_url()
+
+    env = {"OPENAI_BASE_URL": "http://a/v1", "OPENAI_API_BASE_URL": "http://b/v1"}
+    assert url({}, env) == "http://b/v1"
+    assert url({}, {**env, "OPENAI_API_HOST": "c.example"}) == "https://c.example/v1"
+    assert url({"apiBaseUrl": "http://d/v1"}, {**env, "OPENAI_API_HOST": "c.example"}) == "http://d/v1"
+    assert url({"apiBaseUrl": "http://d/v1", "apiHost": "e.example"}, env) == "https://e.example/v1"
+    assert url({}, {}) == "https://api.openai.com/v1"
+
+
 def test_chat_message_prompt_and_shorthand_id(server: CountingServer) -> None:
     messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi"}]
     response = call("openai:gpt-4.1-mini", json.dumps(messages))

@@ -120,16 +120,17 @@ class OpenAIProvider(Provider):
         return self._model
 
     def base_url(self) -> str:
+        """promptfoo's order: `apiHost`, `apiBaseUrl`, then `OPENAI_API_HOST`, `OPENAI_API_BASE_URL`,
+        `OPENAI_BASE_URL`, then OpenAI's own."""
         config = self.spec.config
-        if config.get("apiBaseUrl"):
-            return str(config["apiBaseUrl"])
         if config.get("apiHost"):
             return f"https://{config['apiHost']}/v1"
-        explicit = self.env_value("OPENAI_BASE_URL", "OPENAI_API_BASE_URL")
-        if explicit:
-            return explicit
+        if config.get("apiBaseUrl"):
+            return str(config["apiBaseUrl"])
         host = self.env_value("OPENAI_API_HOST")
-        return f"https://{host}/v1" if host else DEFAULT_BASE_URL
+        if host:
+            return f"https://{host}/v1"
+        return self.env_value("OPENAI_API_BASE_URL", "OPENAI_BASE_URL") or DEFAULT_BASE_URL
 
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "model": self._model, "base_url": self.base_url()}
