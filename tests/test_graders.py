@@ -271,6 +271,17 @@ def test_openai_key_wins_over_other_credentials() -> None:
     assert GraderResolver(ProviderPool(anthropic), anthropic).default_id("embedding") is None
 
 
+def test_a_missing_embedding_or_moderation_grader_names_what_can_serve_it() -> None:
+    anthropic = {"ANTHROPIC_API_KEY": "a"}  # Anthropic has no embeddings: its key cannot help
+    resolver = GraderResolver(ProviderPool(anthropic), anthropic)
+    with pytest.raises(GraderError) as embedding:
+        resolver.default("embedding", "similar")
+    assert "ANTHROPIC_API_KEY" not in embedding.value.reason and "AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME" in embedding.value.reason
+    with pytest.raises(GraderError) as moderation:
+        resolver.default("moderation", "moderation")
+    assert "OLLAMA_BASE_URL" not in moderation.value.reason and "give a moderation provider" in moderation.value.reason
+
+
 @pytest.mark.parametrize(
     ("spec", "searching"),
     [

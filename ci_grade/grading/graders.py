@@ -35,6 +35,13 @@ _HOW_TO = (
     "set OPENAI_API_KEY (or ANTHROPIC_API_KEY, the Azure OpenAI variables, or OLLAMA_BASE_URL), "
     "pass --grader, or set defaultTest.options.provider"
 )
+_HOW_TO_KIND = {  # what can serve the kinds only some vendors serve
+    "embedding": (
+        "set OPENAI_API_KEY (or, for Azure OpenAI, AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME with its variables; or "
+        "OLLAMA_BASE_URL), or give an embedding provider: options.provider: {text: ..., embedding: ...}"
+    ),
+    "moderation": "set OPENAI_API_KEY (or the Azure OpenAI variables), or give a moderation provider: options.provider: {text: ..., moderation: ...}",
+}
 
 
 def is_kind_map(ref: Any) -> bool:
@@ -121,7 +128,7 @@ class GraderResolver:
             return self._create(sibling, check)
         raise GraderError(
             f"grader {spec.id} cannot serve {kind} calls needed by {check}; "
-            f"give a {kind} provider, e.g. options.provider: {{text: ..., {kind}: ...}}"
+            f"give {'an' if kind[0] in 'aeiou' else 'a'} {kind} provider, e.g. options.provider: {{text: ..., {kind}: ...}}"
         )
 
     def _create(self, spec: ProviderSpec, check: str) -> Provider:
@@ -135,7 +142,7 @@ class GraderResolver:
         if provider_id is None:
             if kind == "classification":
                 raise GraderError(f"{check} needs a classification provider (e.g. huggingface:text-classification:<model>) in provider or options.provider")
-            raise GraderError(f"no {kind} grader available for {check}: {_HOW_TO}")
+            raise GraderError(f"no {kind} grader available for {check}: {_HOW_TO_KIND.get(kind, _HOW_TO)}")
         return self._create(ProviderSpec(id=provider_id), check)
 
     def default_id(self, kind: Capability) -> str | None:
