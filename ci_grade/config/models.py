@@ -98,6 +98,12 @@ class TestCase(_Model):
     def _none_options(cls, v: Any) -> Any:
         return {} if v is None else v
 
+    @property
+    def own_provider_id(self) -> str | None:
+        """The id of the provider the test names for itself (`provider:`), if it names one."""
+        own = self.provider
+        return own if isinstance(own, str) else own.get("id") if isinstance(own, dict) else None
+
     @field_validator("providers", "prompts", mode="before")
     @classmethod
     def _one_name(cls, v: Any) -> Any:

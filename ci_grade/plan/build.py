@@ -187,7 +187,7 @@ def _keeper(cells: list[_Cell], options: PlanOptions) -> Callable[[_Cell], bool]
     only, earlier = options.only_test_ids, options.earlier
     if only is None and not earlier:
         return None
-    groups = {cell.group for cell in cells if any(rows.keeps(cell.test_id, cell.shown_vars or cell.vars, _own_provider(cell.test)) for rows in earlier)}
+    groups = {cell.group for cell in cells if any(rows.keeps(cell.test_id, cell.shown_vars or cell.vars, cell.test.own_provider_id) for rows in earlier)}
     return lambda cell: (only is None or cell.test_id in only) and (not earlier or cell.group in groups)
 
 
@@ -226,12 +226,6 @@ def _rows(cells: list[_Cell], columns: dict[tuple[int, int], int], kept: set[int
                 )
         test_index += block[0].repeats * combinations
     return rows
-
-
-def _own_provider(test: TestCase) -> str | None:
-    """The id of the provider a test names for itself, if it names one."""
-    own = test.provider
-    return own if isinstance(own, str) else own.get("id") if isinstance(own, dict) else None
 
 
 def _own_repeat(case: Case, options: PlanOptions) -> int | None:

@@ -236,8 +236,7 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_m
 def _base_result(planned: PlannedRow, prompt: str) -> TestResult:
     test = planned.test
     loc = planned.location
-    override = test.provider
-    provider_id = override if isinstance(override, str) else override.get("id") if isinstance(override, dict) else planned.provider.id
+    provider_id = test.own_provider_id or planned.provider.id
     return TestResult(
         fixed_output=test.providerOutput is not None or provider_id == "echo",
         reproducible_grading=registry.reproducible(test.assert_ or []),
