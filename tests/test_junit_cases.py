@@ -76,7 +76,7 @@ def test_file_paths_are_relative_to_the_given_root(tmp_path: Path) -> None:
     located = row("located", 1.0)
     located.location = SourceRef(file=str(tmp_path / "evals" / "tests.yaml"), line=3)
     case = _case(render_junit(run_of(located), paths=SourcePaths(tmp_path / "evals", env={})), "located")
-    assert (case.get("file"), case.get("line")) == (None, None)  # not in the JUnit 10 schema
+    assert (case.get("file"), case.get("line")) == ("evals/tests.yaml", "3")  # from the repository root
     out = case.find("system-out")
     assert out is not None and "defined at: evals/tests.yaml:3" in (out.text or "")
 

@@ -1,5 +1,5 @@
-"""JUnit for the reporters users run: valid against the JUnit 10 schema as it is, the file and line
-of each test from the repository root (in the case's output), times, classnames without prompt
+"""JUnit for the reporters users run: valid against the JUnit 10 schema plus the testcase `file` and
+`line` attributes, the file and line of each test from the repository root (attributes and the case's output), times, classnames without prompt
 text, and the parsing rules of mikepenz/action-junit-report, dorny/test-reporter and xunit-viewer
 applied to what ci-grade writes."""
 
@@ -19,7 +19,7 @@ from tests.conftest import run_cli, write
 from tests.results_factory import row, run_of
 from tests.servers.llm_server import LLMServer
 
-JUNIT_XSD = Path(__file__).resolve().parent / "fixtures" / "junit-10.xsd"
+JUNIT_XSD = Path(__file__).resolve().parent / "fixtures" / "junit-10-file-line.xsd"
 
 CONFIG = """
 description: support bot
@@ -125,7 +125,7 @@ def test_a_test_without_a_line_names_the_config(tmp_path: Path) -> None:
 def test_times_classnames_and_the_schema(repo: Path) -> None:
     assert run_cli("eval", "-c", "evals/promptfooconfig.yaml", "-o", "r.junit.xml", "-o", "r.json", "--no-progress", cwd=repo).code == 1
     text = (repo / "r.junit.xml").read_text(encoding="utf-8")
-    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(text)  # the schema as strict consumers have it: no extensions
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(text)  # JUnit 10 plus exactly the optional testcase file and line
 
     root, cases = _cases(repo / "r.junit.xml")
     assert {c.get("classname") for c in cases.values()} == {"evals/tests_yaml.bot_v2", "evals/promptfooconfig_yaml.bot_v2"}
@@ -158,11 +158,14 @@ def test_reporters_read_it_as_intended(repo: Path) -> None:
     root, cases = _cases(repo / "r.junit.xml")
     suite = root.find("testsuite")
     assert suite is not None
-    # mikepenz: without file and line attributes (the schema has none), the failing test is placed
-    # by its classname's last part, which names the provider, never a line of prompt text.
+    # mikepenz (and GitLab, dorny): the failing test is placed by its file and line attributes, from
+    # the repository root, at the line that defines it.
     failing = [c for c in cases.values() if c.find("failure") is not None]
     assert [c.get("name") for c in failing] == ["shipping time"]
-    assert _mikepenz_position(failing[0], suite) == ("bot_v2", 1)
+    file, line = _mikepenz_position(failing[0], suite)
+    assert (file, line) == _where(failing[0]) == ("evals/tests.yaml", 6)
+    assert (repo / file).read_text(encoding="utf-8").splitlines()[line - 1] == "- description: shipping time"
+    assert all((c.get("file"), int(c.get("line") or 0)) == _where(c) for c in cases.values())
     # Classnames (what it splits into a file name when there is no file attribute) hold no prompt text.
     assert len(cases) == 3 and all("helpful" not in (c.get("classname") or "") for c in cases.values())
     # dorny/test-reporter: suite and case times parse as numbers; classnames group the cases.

@@ -75,7 +75,7 @@ def test_each_config_merged_on_its_own_into_one_report(repo: Path) -> None:
     assert f"| {SECTIONS[0]} | ✅ **Passed** | 100.0% (4/4) | 1.00 | – |" in report
     assert f"### {SECTIONS[0]}: support bot" in report and f"### {SECTIONS[1]}: triage" in report
     junit = (repo / "out" / "all.junit.xml").read_text()
-    xmlschema.XMLSchema(str(FIXTURES / "junit-10.xsd")).validate(junit)
+    xmlschema.XMLSchema(str(FIXTURES / "junit-10-file-line.xsd")).validate(junit)
     suites = [s.get("name") for s in ET.fromstring(junit).iter("testsuite")]
     assert suites == [f"{SECTIONS[0]}: [echo] Reply: {{{{q}}}}", f"{SECTIONS[1]}: [echo] Label: {{{{ticket}}}}"]
 

@@ -22,7 +22,7 @@ from ci_grade.results.promptfoo import from_promptfoo
 from tests.conftest import run_cli, write
 from tests.servers.llm_server import LLMServer
 
-JUNIT_XSD = Path(__file__).resolve().parent / "fixtures" / "junit-10.xsd"
+JUNIT_XSD = Path(__file__).resolve().parent / "fixtures" / "junit-10-file-line.xsd"
 LITERAL_KEY = "sk-literal-config-secret-42"
 
 CONFIG = f"""

@@ -5,8 +5,10 @@ errors carry their cause, scores are properties of each suite, and the output is
 system-out, which also names the file and line that define the test (relative to the repository
 root). Each testcase's `time` is its provider latency; its classname is the defining file and the
 provider (dots replaced), never prompt text, because reporters split classnames on dots to guess
-a file. The document validates against the Jenkins JUnit 10 schema as it is: no `file` or `line`
-attributes, which strict consumers refuse (ci-grade's action annotates the lines itself).
+a file. Suites and cases are built by junit-xml; times keep millisecond precision. Testcases carry
+the `file` and `line` attributes pytest's xunit1 family writes (GitLab, action-junit-report and
+test-reporter read them); the document validates against the Jenkins JUnit 10 schema extended by
+exactly those two optional attributes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+
+from junit_xml import TestCase as JUnitCase
+from junit_xml import TestSuite as JUnitSuite
 
 from ci_grade import redact
 from ci_grade.gate.models import GateNote
@@ -91,21 +96,15 @@ def render_junit_sections(
 
 def _suite(name: str, rows: list[TestResult], regressions: Mapping[str, GateNote], paths: SourcePaths, fallback: str | None) -> ET.Element:
     names = _unique_names(rows)
-    statuses = [_status(row, regressions.get(row.test_id)) for row in rows]
-    suite = ET.Element("testsuite", {
-        "name": name,
-        "tests": str(len(rows)),
-        "failures": str(statuses.count("failure")),
-        "errors": str(statuses.count("error")),
-        "skipped": "0",
-        "time": _seconds(sum(row.latency_ms for row in rows)),
-    })
-    properties = ET.SubElement(suite, "properties")
-    for key, value in _properties(rows, names).items():
-        ET.SubElement(properties, "property", {"name": _xml_text(redact.text(key)), "value": value})
-    for row, case_label in zip(rows, names, strict=True):
-        file = paths.of(row.location.file) if row.location else fallback
-        suite.append(_case(row, case_label, file, regressions.get(row.test_id)))
+    cases = [
+        _case(row, case_label, paths.of(row.location.file) if row.location else fallback, regressions.get(row.test_id))
+        for row, case_label in zip(rows, names, strict=True)
+    ]
+    properties = {_xml_text(redact.text(key)): value for key, value in _properties(rows, names).items()}
+    suite: ET.Element = JUnitSuite(name, cases, properties=properties).build_xml_doc()
+    suite.set("time", _seconds(sum(row.latency_ms for row in rows)))
+    for element, row in zip(suite.iter("testcase"), rows, strict=True):
+        element.set("time", _seconds(row.latency_ms))  # junit-xml leaves out zero times and writes microseconds
     return suite
 
 
@@ -135,13 +134,14 @@ def _status(row: TestResult, note: GateNote | None) -> str:
     return "failure" if row.status == "fail" or (note is not None and note.gating) else "pass"
 
 
-def _case(row: TestResult, name: str, file: str | None, regression: GateNote | None) -> ET.Element:
-    """A testcase; its failure or error comes before system-out (some viewers read the first child as the status)."""
-    case = ET.Element("testcase", {"name": name, "classname": class_name(file, row), "time": _seconds(row.latency_ms)})
+def _case(row: TestResult, name: str, file: str | None, regression: GateNote | None) -> JUnitCase:
+    """A testcase with `file` and `line` where the test is defined; its failure or error comes
+    before system-out (some viewers read the first child as the status)."""
+    line = row.location.line if row.location and file else None
+    case = JUnitCase(name, classname=class_name(file, row), stdout=_xml_text(redact.text(_details(row, file))), file=file, line=line)
     status = _status(row, regression)
     if status == "error":
-        error = ET.SubElement(case, "error", {"type": "error", "message": _clip(row.error or row.reason, 500)})
-        error.text = _clip(row.error or row.reason)
+        case.add_error_info(message=_clip(row.error or row.reason, 500), output=_clip(row.error or row.reason), error_type="error")
     elif status == "failure":
         lines = [f"Score: {row.score:.3f}"]
         if regression:
@@ -151,9 +151,7 @@ def _case(row: TestResult, name: str, file: str | None, regression: GateNote | N
         prefix = f"{regression.kind.upper()}: {regression.text}; " if regression else ""
         message = prefix + (row.reason if row.status == "fail" else f"score {row.score:.3f}")
         kind = regression.kind.replace(" ", "-") if regression else "assertion"
-        failure = ET.SubElement(case, "failure", {"type": kind, "message": _clip(message, 500)})
-        failure.text = _clip("\n".join(lines))
-    ET.SubElement(case, "system-out").text = _xml_text(redact.text(_details(row, file)))
+        case.add_failure_info(message=_clip(message, 500), output=_clip("\n".join(lines)), failure_type=kind)
     return case
 
 
