@@ -55,21 +55,18 @@ class VertexAuth:
             try:
                 import google.auth
                 from google.auth import exceptions
-                from google.oauth2 import service_account
             except ImportError:
                 raise ProviderError(MISSING_AUTH) from None
-            info = self._inline_credentials()
             try:
+                info = self._inline_credentials()
+                path = self.config.get("keyFilename") or _first(self.env, "GOOGLE_APPLICATION_CREDENTIALS")
+                if info is None and path:
+                    info = _json_object(self._path(str(path)).read_text(encoding="utf-8"), "the credentials file")
                 if info is not None:
-                    self._credentials = service_account.Credentials.from_service_account_info(info, scopes=SCOPES)  # type: ignore[no-untyped-call]
-                    self._project = info.get("project_id")
+                    self._credentials, self._project = _from_info(info), info.get("project_id")
                 else:
-                    path = self.config.get("keyFilename") or _first(self.env, "GOOGLE_APPLICATION_CREDENTIALS")
-                    if path:
-                        self._credentials, self._project = google.auth.load_credentials_from_file(str(self._path(str(path))), scopes=SCOPES)  # type: ignore[no-untyped-call]
-                    else:
-                        self._credentials, self._project = google.auth.default(scopes=SCOPES)
-            except (exceptions.GoogleAuthError, OSError) as exc:
+                    self._credentials, self._project = google.auth.default(scopes=SCOPES)
+            except (exceptions.GoogleAuthError, OSError, ValueError) as exc:
                 raise ProviderError(f"Google credentials could not be loaded: {exc}") from None
         return self._credentials
 
@@ -105,17 +102,40 @@ class VertexAuth:
         text = str(value)
         if text.startswith("file://"):
             text = self._path(text.removeprefix("file://")).read_text(encoding="utf-8")
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProviderError(f"config.credentials is not valid service-account JSON: {exc.msg}") from None
-        if not isinstance(data, dict):
-            raise ProviderError("config.credentials must be a service-account JSON object")
-        return data
+        return _json_object(text, "config.credentials")
 
     def _path(self, path: str) -> Path:
         resolved = Path(path).expanduser()
         return resolved if resolved.is_absolute() or self.base_dir is None else self.base_dir / resolved
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} is not a JSON object")
+    return data
+
+
+def _from_info(info: dict[str, Any]) -> Any:
+    """Credentials of the kind the JSON declares: a service-account key, a workload identity
+    federation config (what `google-github-actions/auth` writes for it) or a user's credentials."""
+    kind = info.get("type")
+    if kind == "service_account":
+        from google.oauth2 import service_account
+
+        return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)  # type: ignore[no-untyped-call]
+    if kind == "external_account":
+        from google.auth import identity_pool
+
+        return identity_pool.Credentials.from_info(info, scopes=SCOPES)  # type: ignore[no-untyped-call]
+    if kind == "authorized_user":
+        from google.oauth2 import credentials
+
+        return credentials.Credentials.from_authorized_user_info(info, scopes=SCOPES)  # type: ignore[no-untyped-call]
+    raise ValueError(f"credentials of type {kind!r} are not supported (service_account, external_account, authorized_user)")
 
 
 def _first(env: Mapping[str, str], *names: str) -> str | None:
