@@ -16,7 +16,10 @@ masked. Known secret values are learned from:
   `apiKeyEnvar: X`);
 - URLs anywhere in the config: the password of `user:password@host` and credential-named query
   parameters (`?api_key=...`, `&token=...`);
-- secret action inputs (`github-token`).
+- secret action inputs (`github-token`);
+- Google credential files (GOOGLE_APPLICATION_CREDENTIALS, a provider's `credentials` or
+  `keyFilename`): the service account's private key, and the refresh token or client secret of
+  user credentials.
 
 A value shorter than 6 characters is never treated as a secret (it would mask ordinary words
 everywhere). A common value (a number; true/false/yes/no/on/off/null/none; plain lowercase words
@@ -97,6 +100,30 @@ def _env_block_secrets(values: Mapping[str, Any]) -> list[str]:
     return [v for k, v in values.items() if isinstance(v, str) and (is_secret_env_name(k) or not is_common_value(v))]
 
 
+_GOOGLE_CREDENTIAL_FIELDS = ("private_key", "refresh_token", "client_secret")
+
+
+def google_credentials_secrets(source: str | None) -> list[str]:
+    """The secrets in Google credentials given as JSON text or as a file's path (`file://` or
+    not): a service account's private key, a user's refresh token and client secret."""
+    if not source:
+        return []
+    text = source.strip()
+    if not text.startswith("{"):
+        try:
+            with open(text.removeprefix("file://"), encoding="utf-8") as handle:
+                text = handle.read(1_000_000)
+        except (OSError, ValueError):
+            return []
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(data, dict):
+        return []
+    return [str(data[name]) for name in _GOOGLE_CREDENTIAL_FIELDS if isinstance(data.get(name), str)]
+
+
 def is_common_value(value: str) -> bool:
     """A number, a yes/no word or plain lowercase words: not a secret unless its name says so."""
     return bool(_COMMON.fullmatch(value.strip()))
@@ -129,6 +156,7 @@ class Redactor:
         hold: secret inputs are learned by name (`github.inputs.SECRET_INPUTS`)."""
         self.add(v for k, v in env.items() if v and not k.upper().startswith("INPUT_") and is_secret_env_name(k))
         self.add(secret for v in env.values() if "://" in v for secret in url_credentials(v))  # HTTPS_PROXY=http://user:pass@...
+        self.add(google_credentials_secrets(env.get("GOOGLE_APPLICATION_CREDENTIALS")))
 
     def learn_values(self, values: Mapping[str, str]) -> None:
         """Learn every value of an `env:` block or env file, whatever its name, but common ones."""
@@ -175,6 +203,8 @@ class Redactor:
                     env = {**env, **values}
                 for key, value in node.items():
                     name = str(key)
+                    if isinstance(value, str) and name in ("credentials", "keyFilename"):
+                        found.extend(google_credentials_secrets(value))
                     if isinstance(value, str) and _names_a_variable(name):
                         found.append(env.get(value, "") if _AUTH_KEY.search(name) else "")  # apiKeyEnvar: NAME
                     elif isinstance(value, str) and (is_secret_name(name) or (in_config and is_auth_key(name))):

@@ -24,6 +24,7 @@ DEFAULT_OPENAI_TEXT = "openai:chat:gpt-4.1"
 DEFAULT_OPENAI_EMBEDDING = "openai:embedding:text-embedding-3-large"
 DEFAULT_OPENAI_MODERATION = "openai:moderation:omni-moderation-latest"
 DEFAULT_ANTHROPIC_TEXT = "anthropic:messages:claude-sonnet-4-5"
+DEFAULT_GEMINI_TEXT = "google:gemini-2.5-pro"
 DEFAULT_OLLAMA_TEXT = "ollama:chat:llama3.1"
 DEFAULT_OLLAMA_EMBEDDING = "ollama:embedding:nomic-embed-text"
 DEFAULT_OPENAI_SEARCH = ProviderSpec(id="openai:responses:gpt-4.1", config={"tools": [{"type": "web_search_preview"}]})
@@ -162,6 +163,8 @@ class GraderResolver:
             return f"azureopenai:embedding:{embedding}" if kind == "embedding" and embedding else None
         if env.get("ANTHROPIC_API_KEY"):
             return DEFAULT_ANTHROPIC_TEXT if kind == "text" else None
+        if env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY") or env.get("PALM_API_KEY"):
+            return DEFAULT_GEMINI_TEXT if kind == "text" else None
         if env.get("OLLAMA_BASE_URL"):
             if kind == "text":
                 return f"ollama:chat:{env.get('CI_GRADE_OLLAMA_GRADER_MODEL') or DEFAULT_OLLAMA_TEXT.split(':', 2)[2]}"

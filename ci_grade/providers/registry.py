@@ -26,6 +26,8 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("ollama:", "ci_grade.providers.ollama", "create"),
     ("huggingface:", "ci_grade.providers.huggingface", "create"),
     ("hf:", "ci_grade.providers.huggingface", "create"),
+    ("google:", "ci_grade.providers.google.ai_studio", "create"),
+    ("vertex:", "ci_grade.providers.google.vertex", "create"),
     ("http://", "ci_grade.providers.http", "HttpProvider"),
     ("https://", "ci_grade.providers.http", "HttpProvider"),
     ("http", "ci_grade.providers.http", "HttpProvider"),

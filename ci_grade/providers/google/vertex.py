@@ -1,0 +1,129 @@
+"""`vertex:<model>`: Gemini, Claude and embeddings on Vertex AI with Application Default Credentials.
+
+`vertex:<gemini model>` (and `vertex:chat:<model>`) goes through `google-genai` in Vertex mode;
+`vertex:embedding:<model>` embeds through it too; `vertex:<claude model>` sends Anthropic's
+Messages body (`anthropic_version: vertex-2023-10-16`, no model) to `:rawPredict` with a bearer
+token google-auth obtained. Project, region, endpoint and credentials: see `auth`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import ProviderError, UnknownProviderError
+from ci_grade.providers.anthropic import AnthropicMessagesProvider, _is_forced, _missing_content
+from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, Provider, ProviderResponse
+from ci_grade.providers.google.auth import VertexAuth
+from ci_grade.providers.google.gemini import GeminiProvider
+from ci_grade.results.usage import TokenUsage
+
+CLAUDE_VERSION = "vertex-2023-10-16"
+CLAUDE_MAX_TOKENS = 512  # promptfoo's default for Claude on Vertex
+
+
+class VertexGeminiProvider(GeminiProvider):
+    """Gemini (and embedding models) on Vertex AI through `google-genai`."""
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None, embedding: bool = False):
+        super().__init__(spec, env, model, max_concurrency)
+        self.embedding_model = embedding
+        self._auth: VertexAuth | None = None
+
+    @property
+    def auth(self) -> VertexAuth:
+        if self._auth is None:
+            self._auth = VertexAuth(self.spec.config, self.env, self.base_dir)
+        return self._auth
+
+    def describe(self) -> str:
+        return f"vertex:embedding:{self._model}" if self.embedding_model else f"vertex:{self._model}"
+
+    def supports(self, kind: Capability) -> bool:
+        return kind == "embedding" or (kind == "text" and not self.embedding_model)
+
+    def base_url(self) -> str:
+        return self.auth.base_url()
+
+    def api_version(self) -> str:
+        return self.auth.api_version()
+
+    def client_kwargs(self) -> dict[str, Any]:
+        return {"vertexai": True, "project": self.auth.project(), "location": self.auth.region(), "credentials": self.auth.credentials()}
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        try:
+            self.client()
+        except ProviderError as exc:
+            return ProviderResponse(error=str(exc))
+        return await super()._call(prompt, context)
+
+    async def _embed(self, text: str) -> EmbeddingResponse:
+        try:
+            self.client()
+        except ProviderError as exc:
+            return EmbeddingResponse(error=str(exc))
+        return await super()._embed(text)
+
+
+class VertexClaudeProvider(AnthropicMessagesProvider):
+    """Claude on Vertex AI: the Messages API at `publishers/anthropic/models/<model>:rawPredict`."""
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
+        super().__init__(spec, env, model, max_concurrency)
+        self._auth: VertexAuth | None = None
+
+    @property
+    def auth(self) -> VertexAuth:
+        if self._auth is None:
+            self._auth = VertexAuth(self.spec.config, self.env, self.base_dir)
+        return self._auth
+
+    def describe(self) -> str:
+        return f"vertex:{self._model}"
+
+    def url(self) -> str:
+        auth = self.auth
+        return f"{auth.base_url()}/v1/projects/{auth.project()}/locations/{auth.region()}/publishers/anthropic/models/{self._model}:rawPredict"
+
+    def headers(self, key: str) -> dict[str, str]:
+        headers = {str(k): str(v) for k, v in (self.spec.config.get("headers") or {}).items()}
+        return {**headers, "Authorization": f"Bearer {key}"}
+
+    def body(self, prompt: str, context: CallContext) -> dict[str, Any]:
+        config = self.spec.config
+        body = super().body(prompt, context)
+        body.pop("model", None)
+        body["max_tokens"] = int(config.get("max_tokens") or config.get("maxOutputTokens") or CLAUDE_MAX_TOKENS)
+        return {"anthropic_version": str(config.get("anthropicVersion") or config.get("anthropic_version") or CLAUDE_VERSION), **body}
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        try:
+            url = self.url()
+            token = await self.auth.token()
+            body = self.body(prompt, context)
+            data = await self.post_json(url, body, self.headers(token), check=_missing_content)
+        except ProviderError as exc:
+            return ProviderResponse(error=str(exc))
+        return self.to_response(data, forced=_is_forced(body.get("tool_choice")))
+
+    def usage_and_cost(self, usage: dict[str, Any], reply_model: str) -> tuple[TokenUsage, float | None]:
+        """Priced as Anthropic's model: Vertex's `claude-x@20250929` is `claude-x-20250929`."""
+        return super().usage_and_cost(usage, (reply_model or self._model).replace("@", "-"))
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
+    """`vertex:<model>`, `vertex:chat:<model>`, `vertex:embedding:<model>`: Claude models by name."""
+    rest = spec.id.split(":", 1)[1] if ":" in spec.id else ""
+    kind, _, model = rest.partition(":")
+    if kind in ("embedding", "embeddings") and model:
+        return VertexGeminiProvider(spec, env, model, max_concurrency, embedding=True)
+    name = model if kind == "chat" and model else rest
+    if not name or kind in ("embedding", "embeddings"):
+        raise UnknownProviderError(f"{spec.id}: name a model, e.g. vertex:gemini-2.5-flash or vertex:embedding:text-embedding-004")
+    if "claude" in name:
+        return VertexClaudeProvider(spec, env, name, max_concurrency)
+    if "gemini" in name or "embedding" in name or "gecko" in name:
+        return VertexGeminiProvider(spec, env, name, max_concurrency, embedding="gemini" not in name)
+    raise UnknownProviderError(f"{spec.id}: ci-grade serves Gemini, Claude and embedding models on Vertex AI, not {name!r}")
