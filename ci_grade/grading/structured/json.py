@@ -10,7 +10,6 @@ from typing import Any
 import yaml
 
 from ci_grade.config import yaml12
-from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
@@ -18,6 +17,7 @@ from ci_grade.grading.structured import first_line
 from ci_grade.grading.structured.json_schema import schema_errors, schema_validator
 from ci_grade.js_values import JS_WHITESPACE
 from ci_grade.safe_text import from_utf16_units, utf16_units
+from ci_grade.templating.nunjucks import js_string
 
 
 def parse_json(text: str) -> tuple[bool, Any]:
