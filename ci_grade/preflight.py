@@ -14,7 +14,7 @@ import functools
 import re
 from typing import Any
 
-from ci_grade.config import command_line, files, nunjucks
+from ci_grade.config import command_line, files
 from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
 from ci_grade.config.errors import describe, suggest
 from ci_grade.config.loader import LoadedConfig
@@ -25,6 +25,7 @@ from ci_grade.grading import registry
 from ci_grade.grading.graders import is_kind_map
 from ci_grade.providers import unavailable
 from ci_grade.providers.registry import is_known as provider_is_known
+from ci_grade.templating import nunjucks
 
 
 def check(loaded: LoadedConfig) -> list[str]:
