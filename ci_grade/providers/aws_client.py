@@ -108,6 +108,7 @@ class AwsProvider(Provider):
             "read_timeout": self._timeout,
             "max_pool_connections": self.limiter.ceiling,
             "user_agent_extra": "ci-grade",
+            "signature_version": "v4",  # set, so that botocore does not prefer a bearer token these credentials outrank
         }
         keys: dict[str, Any] = {}
         if config.get("accessKeyId") and config.get("secretAccessKey"):
