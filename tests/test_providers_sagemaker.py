@@ -105,5 +105,5 @@ def test_region_from_aws_region_and_an_unknown_endpoint(aws: AwsServer, monkeypa
 
 @pytest.mark.parametrize("provider_id", ["sagemaker:bogus:ep", "sagemaker:ep-without-type"])
 def test_a_model_type_it_does_not_know_is_refused_when_the_provider_is_made(provider_id: str) -> None:
-    with pytest.raises(UnknownProviderError, match="model type|modelType"):
+    with pytest.raises(UnknownProviderError, match=r"model type|modelType"):
         make(provider_id, {})
