@@ -180,7 +180,7 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
     rest = spec.id.removeprefix("bedrock:")
     kind, _, model = rest.partition(":")
     if kind in UNSUPPORTED:
-        raise UnknownProviderError(f"{spec.id}: {UNSUPPORTED[kind]} are not supported by ci-grade; Bedrock chat models run as bedrock:converse:<model> or bedrock:<model>")
+        raise UnknownProviderError(f"{spec.id}: ci-grade does not support {UNSUPPORTED[kind]}; Bedrock chat models run as bedrock:converse:<model> or bedrock:<model>")
     if kind in ("embeddings", "embedding"):
         return BedrockEmbeddingProvider(spec, env, model, max_concurrency)
     name = model if kind in ("converse", "completion") else rest
