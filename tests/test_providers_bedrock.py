@@ -236,3 +236,13 @@ def test_without_the_sdk_the_error_says_how_to_install_it(aws: AwsServer, monkey
     monkeypatch.setattr(builtins, "__import__", no_boto)
     response = call(f"bedrock:converse:{HAIKU}", "hi")
     assert response.error is not None and "pip install 'ci-grade[aws]'" in response.error
+
+
+def test_the_redactor_learns_aws_secrets_from_the_environment_and_config() -> None:
+    from ci_grade.redact import Redactor
+
+    env = {"AWS_SECRET_ACCESS_KEY": "env-secret-key-0123456789", "AWS_SESSION_TOKEN": "env-session-token-0123", "AWS_BEARER_TOKEN_BEDROCK": "env-bearer-token-0123"}
+    redactor = Redactor.from_env(env)
+    redactor.collect({"providers": [{"id": "bedrock:converse:x", "config": {"accessKeyId": "AKIACONFIG0123", "secretAccessKey": "config-secret-0123", "sessionToken": "config-token-0123"}}]})
+    text = " ".join([*env.values(), "AKIACONFIG0123", "config-secret-0123", "config-token-0123"])
+    assert redactor.text(text) == " ".join(["***"] * 6)

@@ -75,21 +75,8 @@ class AwsProvider(Provider):
             return None
         return str(self.spec.config.get("apiKey") or "") or self.env_value(BEARER_VARIABLE)
 
-    def auth_source(self) -> str:
-        """Which credentials the calls use (no secret in it): part of the cache identity."""
-        config = self.spec.config
-        if config.get("accessKeyId") and config.get("secretAccessKey"):
-            return f"keys:{config['accessKeyId']}"
-        if self.bearer_token():
-            return "bearer"
-        if config.get("profile"):
-            return f"profile:{config['profile']}"
-        if self.env_value("AWS_ACCESS_KEY_ID") and self.env_value("AWS_SECRET_ACCESS_KEY"):
-            return f"keys:{self.env_value('AWS_ACCESS_KEY_ID')}"
-        return "default"
-
     def cache_identity(self) -> dict[str, Any]:
-        return {**super().cache_identity(), "region": self.region(), "endpoint": self.endpoint_url(), "auth": self.auth_source()}
+        return {**super().cache_identity(), "region": self.region(), "endpoint": self.endpoint_url()}
 
     def _make_client(self) -> Any:
         """The boto3 client (runs on a worker thread: boto3 reads its model files and config)."""
@@ -144,17 +131,28 @@ class AwsProvider(Provider):
     async def client(self) -> Any:
         async with self._client_lock:
             if self._client is None:
-                self._client = await self._run(self._make_client)
+                try:
+                    self._client = await self._run(self._make_client)
+                except Exception as exc:  # no SDK, an unknown profile, a bad endpoint URL
+                    raise self._failure(exc) from None
         return self._client
 
     async def request(self, operation: str, **params: Any) -> dict[str, Any]:
-        """One SDK operation with ci-grade's retries; a failure for good is a ProviderError."""
+        """One SDK operation with ci-grade's retries (a streamed `body` is returned as bytes); a
+        failure for good is a ProviderError."""
         client = await self.client()
         policy = RetryPolicy.from_env()
 
+        def send() -> dict[str, Any]:
+            reply: dict[str, Any] = getattr(client, operation)(**params)
+            for key in ("body", "Body"):  # a streamed payload is read here too, off the event loop
+                if hasattr(reply.get(key), "read"):
+                    reply[key] = reply[key].read()
+            return reply
+
         async def attempt() -> dict[str, Any]:
             try:
-                reply: dict[str, Any] = await self._run(getattr(client, operation), **params)
+                reply: dict[str, Any] = await self._run(send)
             except Exception as exc:
                 raise self._failure(exc) from None
             self.liveness.answered()
@@ -168,6 +166,8 @@ class AwsProvider(Provider):
 
     def _failure(self, exc: Exception) -> ProviderError:
         """An SDK exception as ci-grade's error: transient (retried) or for good."""
+        if isinstance(exc, ProviderError):
+            return exc
         from botocore import exceptions as aws
 
         if isinstance(exc, aws.ClientError):
@@ -188,10 +188,6 @@ class AwsProvider(Provider):
             return TransientError(f"connection failed: {exc}")
         if isinstance(exc, aws.NoCredentialsError | aws.PartialCredentialsError | aws.NoAuthTokenError):
             return ProviderError(f"no AWS credentials for {self.id}: {exc} (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a web identity, a profile or config.accessKeyId)")
-        if isinstance(exc, aws.BotoCoreError | aws.ParamValidationError):
-            return ProviderError(f"{type(exc).__name__}: {exc}")
-        if isinstance(exc, ProviderError):
-            return exc
         return ProviderError(f"{type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:

@@ -64,6 +64,15 @@ class BedrockProvider(AwsProvider):
         cost = estimate_cost(self._model, self.spec.config, usage.prompt, usage.completion, family="bedrock", cached_tokens=usage.cached, cache_write_tokens=cache_write, region=self.region())
         return usage, cost
 
+    async def invoke(self, params: dict[str, Any]) -> Any:
+        """InvokeModel; the reply body read as JSON."""
+        reply = await self.request("invoke_model", **params)
+        text = bytes(reply["body"]).decode("utf-8", "replace")
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise ProviderError(f"the reply is not JSON: {text[:200]!r}") from None
+
 
 class BedrockConverseProvider(BedrockProvider):
     """`bedrock:converse:<model>`: one Converse call per prompt."""
@@ -132,23 +141,11 @@ class BedrockInvokeProvider(BedrockProvider):
         stop = data.get("stop_reason") or data.get("stopReason")
         return ProviderResponse(output=output, token_usage=usage, cost=cost, finish_reason=str(stop) if stop else None, metadata=metadata)
 
-    async def invoke(self, params: dict[str, Any]) -> Any:
-        """InvokeModel; the reply body read as JSON."""
-        reply = await self.request("invoke_model", **params)
-        text = reply["body"].read().decode("utf-8", "replace")
-        try:
-            return json.loads(text)
-        except ValueError:
-            raise ProviderError(f"the reply is not JSON: {text[:200]!r}") from None
 
-
-class BedrockEmbeddingProvider(BedrockInvokeProvider):
+class BedrockEmbeddingProvider(BedrockProvider):
     """`bedrock:embeddings:<model>`: Titan (`inputText` -> `embedding`) or Cohere (`texts` -> `embeddings`)."""
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"embedding"})
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        BedrockProvider.__init__(self, spec, env, model, max_concurrency)
 
     def describe(self) -> str:
         return f"bedrock:embeddings:{self._model}"

@@ -103,7 +103,7 @@ class SageMakerProvider(AwsProvider):
             ContentType=str(config.get("contentType") or "application/json"),
             Accept=str(config.get("acceptType") or "application/json"),
         )
-        return str(reply["Body"].read().decode("utf-8", "replace"))
+        return bytes(reply["Body"]).decode("utf-8", "replace")
 
     async def script(self, code: str, names: tuple[str, ...], args: list[Any]) -> Any:
         """A `transform` or `responseFormat.path`: inline JavaScript, or a JS/Python file's function."""
