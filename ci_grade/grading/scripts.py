@@ -76,7 +76,7 @@ async def javascript(ctx: AssertionContext) -> Grade:
         else:
             returned, value = await js.arun_inline(js.assertion_body(code), ("output", "context"), args)
     except ScriptAborted as exc:
-        raise GraderError(f"JavaScript error: {exc}") from None
+        raise GraderError(str(exc)) from None
     except ScriptError as exc:
         return Grade(False, 0.0, f"Custom function threw error: {exc}\n{code.rstrip()}")
     try:
@@ -102,7 +102,7 @@ async def python_assert(ctx: AssertionContext) -> Grade:
         else:
             value = await calls.call_inline(code, ("output", "context"), args, base_dir=ctx.run.base_dir)
     except ScriptAborted as exc:
-        raise GraderError(f"Python code did not finish: {exc}") from None
+        raise GraderError(str(exc)) from None
     except ScriptError as exc:
         running = "Error running Python script" if code.startswith("file://") else "Python code execution failed"
         return Grade(False, 0.0, f"{running}: {exc}")

@@ -94,8 +94,9 @@ def describe(exc: BaseException, path: Path | None = None) -> str:
     return f"{text} ({path.name}:{frame.lineno} in {frame.name})"
 
 
-def file_syntax_error(path: Path) -> str | None:
-    """Why the Python file at `path` does not compile (`SyntaxError: ... (x.py:3)`), or None."""
+def file_syntax_error(path: Path, shown: str | None = None) -> str | None:
+    """Why the Python file at `path` does not compile (`SyntaxError: ... (x.py:3)`, the file
+    named as `shown`), or None."""
     try:
         source = path.read_bytes()
     except OSError as exc:
@@ -103,7 +104,7 @@ def file_syntax_error(path: Path) -> str | None:
     try:
         compile(source, str(path), "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
-        return _syntax_text(exc, path.name)
+        return _syntax_text(exc, shown or path.name)
     return None
 
 

@@ -72,8 +72,8 @@ class WorkerProcess:
             try:
                 message = self._read_some()
             except ScriptAborted as exc:
-                answer.set_exception(exc)
                 loop.remove_reader(self._fd)
+                answer.set_exception(exc)
                 return
             if message is not None:
                 answer.set_result(message)
@@ -83,8 +83,7 @@ class WorkerProcess:
         try:
             return await answer
         finally:
-            if not answer.done():
-                loop.remove_reader(self._fd)
+            loop.remove_reader(self._fd)  # also when the wait was cancelled (the answer with it)
 
     def receive(self, timeout: float) -> dict[str, Any]:
         """The answer to the request sent, waiting at most `timeout` seconds (TimeoutError)."""
