@@ -155,9 +155,8 @@ def _check_inline_code(kind: str, code: str, loc: Location | None, where: str) -
 def _check_python_provider(provider_id: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
     """A Python file provider (`file://x.py[:fn]`, `python:x.py`) that is missing or does not compile."""
     reference = provider_id.removeprefix("python:") if provider_id.startswith("python:") else provider_id
-    if (provider_id.startswith("python:") or provider_id.startswith("file://")) and "{{" not in reference:
-        if files.split_function(reference)[0].endswith(".py"):
-            _check_python_file(reference if reference.startswith("file://") else f"file://{reference}", loaded, loc, where)
+    if provider_id.startswith(("python:", "file://")) and "{{" not in reference and files.split_function(reference)[0].endswith(".py"):
+        _check_python_file(reference if reference.startswith("file://") else f"file://{reference}", loaded, loc, where)
 
 
 def _check_python_file(reference: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
