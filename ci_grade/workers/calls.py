@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade import settings
-from ci_grade.errors import ScriptError
 from ci_grade.workers.pool import pool
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -42,14 +41,11 @@ def call_file_sync(path: Path, function: str, args: Sequence[Any], *, base_dir: 
 
 
 def _file_request(path: Path, function: str, args: Sequence[Any], base_dir: Path | None) -> dict[str, Any]:
-    path = path.resolve()
-    if not path.is_file():
-        raise ScriptError(f"file not found: {path}")
-    return {"file": str(path), "function": function, "args": list(args), "path": _folders(base_dir)}
+    return {"file": str(path if path.is_absolute() else Path.cwd() / path), "function": function, "args": list(args), "path": _folders(base_dir)}
 
 
 def _folders(base_dir: Path | None) -> list[str]:
-    return [str(base_dir.resolve())] if base_dir is not None else []
+    return [str(base_dir)] if base_dir is not None else []
 
 
 def _timeout(timeout: float | None) -> float:

@@ -150,6 +150,11 @@ class WorkerPool:
         with self._lock:
             self._all.discard(worker)
 
+    def pids(self) -> list[int]:
+        """The process ids of the workers running now."""
+        with self._lock:
+            return [worker.pid for worker in self._all if worker.alive]
+
     def close(self) -> None:
         """Kill every worker (at exit: idle workers would end on their own, busy ones might not)."""
         with self._lock:

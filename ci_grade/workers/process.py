@@ -49,6 +49,10 @@ class WorkerProcess:
         self.path: set[str] = set()
 
     @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
     def alive(self) -> bool:
         return self._killed is None and self._proc.poll() is None
 

@@ -12,7 +12,6 @@ is awaited on the worker's own event loop.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 import signal
@@ -26,6 +25,7 @@ from ci_grade.scripting import python
 from ci_grade.workers import protocol
 
 _inline: dict[tuple[str, tuple[str, ...]], Callable[..., Any]] = {}
+_event_loop: Any = None
 
 
 def main() -> None:
@@ -39,13 +39,12 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     _limit_memory(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
-    loop = asyncio.new_event_loop()
-    serve(requests, replies, loop)
+    serve(requests, replies)
 
 
-def serve(requests: IO[bytes], replies: IO[bytes], loop: asyncio.AbstractEventLoop) -> None:
+def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     while (request := protocol.read(requests)) is not None:
-        reply = answer(request, loop)
+        reply = answer(request)
         try:
             frame = protocol.encode(reply)
         except (TypeError, ValueError, OverflowError) as exc:
@@ -55,7 +54,7 @@ def serve(requests: IO[bytes], replies: IO[bytes], loop: asyncio.AbstractEventLo
         replies.flush()
 
 
-def answer(request: dict[str, Any], loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
+def answer(request: dict[str, Any]) -> dict[str, Any]:
     """The reply to one request (after an `abort`, ci-grade replaces this worker)."""
     if "env" in request:
         os.environ.clear()
@@ -72,7 +71,7 @@ def answer(request: dict[str, Any], loop: asyncio.AbstractEventLoop) -> dict[str
         stage = f"in {request['function']}()" if file else "running the code"
         value = function(*request["args"])
         if inspect.isawaitable(value):
-            value = loop.run_until_complete(_awaited(value))
+            value = _loop().run_until_complete(_awaited(value))
         return {"value": value}
     except SystemExit as exc:
         return {"abort": f"called sys.exit({exc.code!r}) {stage}"}
@@ -89,6 +88,16 @@ def _compiled(code: str, params: tuple[str, ...]) -> Callable[..., Any]:
     if function is None:
         function = _inline[(code, params)] = python.compile_inline(code, params)
     return function
+
+
+def _loop() -> Any:
+    """The worker's event loop, made on the first coroutine (asyncio is slow to import)."""
+    global _event_loop
+    if _event_loop is None:
+        import asyncio
+
+        _event_loop = asyncio.new_event_loop()
+    return _event_loop
 
 
 async def _awaited(awaitable: Any) -> Any:
