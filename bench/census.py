@@ -50,7 +50,7 @@ KEY_VARS = (
     "GOOGLE_API_KEY", "REPLICATE_API_TOKEN", "COHERE_API_KEY", "VOYAGE_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
 )
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-UNSUPPORTED_ROW = re.compile(r"not supported|cannot run here|not yet supported", re.I)
+UNSUPPORTED_ROW = re.compile(r"not supported|cannot run in ci-grade|not yet supported", re.I)
 
 
 @dataclass

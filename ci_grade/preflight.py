@@ -173,8 +173,8 @@ def _check_known(provider_id: str, loc: Location | None, where: str) -> None:
 
     prefix = provider_id.split(":", 1)[0]
     raise ConfigError.at(
-        f"unknown provider {provider_id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; ci-grade supports {', '.join(SUPPORTED_PREFIXES)} "
-        f"(see {PROVIDERS_DOC})",
+        f"unknown provider {provider_id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; the provider families ci-grade supports "
+        f"are listed in {PROVIDERS_DOC}",
         loc,
         where,
     )
