@@ -207,16 +207,25 @@ def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: b
     raise ConfigError.at(f"expected {shapes}, got {describe(ref)}", loc, where)
 
 
+PROVIDERS_DOC = "docs/providers.md (in the ci-grade repository)"
+
+
 def _check_known(provider_id: str, loc: Location | None, where: str) -> None:
     """An id no provider family takes exits 2 before any model is called (an id that reads the
     environment, `{{ env.X }}`, is known once it is filled in, when the run starts)."""
-    if "{{" in provider_id or provider_is_known(provider_id):
+    from ci_grade.providers.registry import SUPPORTED_PREFIXES, id_problem
+
+    if "{{" in provider_id:
         return
-    from ci_grade.providers.registry import SUPPORTED_PREFIXES
+    if provider_is_known(provider_id):
+        if problem := id_problem(provider_id):
+            raise ConfigError.at(f"{problem}; supported providers are listed in {PROVIDERS_DOC}", loc, where)
+        return
 
     prefix = provider_id.split(":", 1)[0]
     raise ConfigError.at(
-        f"unknown provider {provider_id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; ci-grade supports {', '.join(SUPPORTED_PREFIXES)}",
+        f"unknown provider {provider_id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; the provider families ci-grade supports "
+        f"are listed in {PROVIDERS_DOC}",
         loc,
         where,
     )

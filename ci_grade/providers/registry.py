@@ -15,6 +15,7 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider
 from ci_grade.providers.cache import ResponseCache
+from ci_grade.providers.compatible import PREFIXES as COMPATIBLE_PREFIXES
 
 # (prefix, module, attribute): the first matching prefix wins.
 _FAMILIES: list[tuple[str, str, str]] = [
@@ -24,6 +25,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("azure:", "ci_grade.providers.azure", "create"),
     ("anthropic:", "ci_grade.providers.anthropic", "create"),
     ("ollama:", "ci_grade.providers.ollama", "create"),
+    *sorted(((f"{p}:", "ci_grade.providers.compatible", "create") for p in COMPATIBLE_PREFIXES), key=lambda row: -len(row[0])),
     ("huggingface:", "ci_grade.providers.huggingface", "create"),
     ("hf:", "ci_grade.providers.huggingface", "create"),
     ("google:", "ci_grade.providers.google.ai_studio", "create"),
@@ -55,6 +57,14 @@ def _family(provider_id: str) -> tuple[str, str] | None:
 
 def is_known(provider_id: str) -> bool:
     return _family(provider_id) is not None
+
+
+def id_problem(provider_id: str) -> str | None:
+    """Why a family that takes this id's prefix cannot run it (a kind of call it does not offer,
+    no model), from the family module's `check_id`; None when it can, or the prefix is unknown."""
+    family = _family(provider_id)
+    check = getattr(importlib.import_module(family[0]), "check_id", None) if family is not None else None
+    return check(provider_id) if check is not None else None
 
 
 def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None) -> Provider:

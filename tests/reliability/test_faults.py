@@ -90,7 +90,7 @@ def test_half_the_calls_failing_loses_no_row_and_passes_nothing_falsely(tmp_path
         assert outcome == clean[name] or outcome == ("error", 0.0)  # a verdict, or an error: nothing else
     for row in faulty.rows:
         if row["metadata"]["ciGrade"]["status"] == "error":
-            assert not row["success"] and "grader call to openai:chat:gpt-4.1 failed" in row["gradingResult"]["reason"]
+            assert not row["success"] and "grader call to openai:chat:gpt-5.6-sol failed" in row["gradingResult"]["reason"]
 
 
 def test_a_grader_reply_without_what_it_needs_is_an_error(tmp_path: Path, openai_env: LLMServer) -> None:
