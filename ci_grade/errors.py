@@ -140,6 +140,10 @@ class TransientError(ProviderError):
         self.status = status
 
 
+class EndpointDown(ProviderError):
+    """An endpoint failed to answer too many times in a row: its calls fail at once for the rest of the run."""
+
+
 class UnknownProviderError(ProviderError):
     """No provider family serves this id."""
 

@@ -112,10 +112,19 @@ def test_rate_limits_are_retried(tmp_path: Path, server: LLMServer) -> None:
     assert len(server.requests_to("/v1/embeddings")) == 5
 
 
-def test_an_empty_question_is_an_error(tmp_path: Path, server: LLMServer) -> None:
+def test_an_empty_question_is_asked_again(tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI_GRADE_RETRY_BASE_SECONDS", "0.01")
     server.on_chat(ANSWER, questions(Q_SAME, "   ", Q_SAME))
     (result,) = grade(tmp_path, {"type": "answer-relevance"})
+    assert result.status == "pass" and len(server.requests_to("/v1/chat/completions")) == 4
+
+
+def test_a_question_that_stays_empty_is_an_error(tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI_GRADE_RETRY_BASE_SECONDS", "0.01")
+    server.on_chat(ANSWER, "   ")
+    (result,) = grade(tmp_path, {"type": "answer-relevance"})
     assert result.status == "error" and "empty reply" in result.reason
+    assert len(server.requests_to("/v1/chat/completions")) == 12  # three questions, each asked four times
 
 
 def test_embedding_failure_after_questions_keeps_the_chat_usage(tmp_path: Path, server: LLMServer) -> None:
