@@ -32,7 +32,7 @@ from tests.test_action_e2e import run_action
 
 sdk()  # imported up front: the time limits below measure runs, not a cold import
 
-JUNIT_XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit-10.xsd"
+JUNIT_XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit-10-file-line.xsd"
 CONFIG = """
 prompts: ['{{q}}']
 providers: [openai:chat:target-model]
