@@ -5,7 +5,7 @@
 # user in the container could not write results into it. ci-grade gives the files it writes
 # back to the workspace's owner (ci_grade/github/ownership.py), so later steps can change them.
 
-# Build stage: wheels for ci-grade, its extras for native provider SDKs (google) and their pinned
+# Build stage: wheels for ci-grade, its extras for native provider SDKs (`all`: google, cohere) and their pinned
 # dependencies (docker/constraints.txt).
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 \
@@ -15,7 +15,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
-RUN pip wheel --wheel-dir /wheels '.[google]'
+RUN pip wheel --wheel-dir /wheels '.[all]'
 
 # Runtime stage: only the installed package, git (for git:REF:PATH baselines) and tini (PID 1).
 FROM python:3.11-slim

@@ -25,6 +25,9 @@ from ci_grade.grading import registry
 from ci_grade.grading.graders import is_kind_map
 from ci_grade.providers import unavailable
 from ci_grade.providers.registry import is_known as provider_is_known
+from ci_grade.providers.registry import refusal as provider_refusal
+
+SUPPORTED_LIST = "the providers ci-grade serves are listed in its README, under 'What runs'"
 
 
 def check(loaded: LoadedConfig) -> list[str]:
@@ -157,9 +160,14 @@ def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: b
 
 
 def _check_known(provider_id: str, loc: Location | None, where: str) -> None:
-    """An id no provider family takes exits 2 before any model is called (an id that reads the
-    environment, `{{ env.X }}`, is known once it is filled in, when the run starts)."""
-    if "{{" in provider_id or provider_is_known(provider_id):
+    """An id no provider family takes, or that its family cannot serve (`google:live:...`), exits 2
+    before any model is called (an id that reads the environment, `{{ env.X }}`, is known once it
+    is filled in, when the run starts)."""
+    if "{{" in provider_id:
+        return
+    if provider_is_known(provider_id):
+        if reason := provider_refusal(provider_id):
+            raise ConfigError.at(f"provider {provider_id!r} is not supported: {reason} ({SUPPORTED_LIST})", loc, where)
         return
     from ci_grade.providers.registry import SUPPORTED_PREFIXES
 

@@ -1,6 +1,9 @@
 """Provider ids -> provider classes, and a pool that shares one instance per configuration.
 
 Families are imported on first use so that `ci-grade --version` and echo-only runs stay fast.
+A family module may define `check(provider_id) -> str | None`: the reason it cannot serve an id
+its prefix takes (`google:live:...`), asked before any model is called (`refusal`) and without
+building a client.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("anthropic:", "ci_grade.providers.anthropic", "create"),
     ("ollama:", "ci_grade.providers.ollama", "create"),
     ("huggingface:", "ci_grade.providers.huggingface", "create"),
+    ("cohere:", "ci_grade.providers.cohere", "create"),
+    ("voyage:", "ci_grade.providers.voyage", "create"),
+    ("replicate:", "ci_grade.providers.replicate", "create"),
+    ("watsonx:", "ci_grade.providers.watsonx", "create"),
     ("hf:", "ci_grade.providers.huggingface", "create"),
     ("google:", "ci_grade.providers.google.ai_studio", "create"),
     ("vertex:", "ci_grade.providers.google.vertex", "create"),
@@ -55,6 +62,16 @@ def is_known(provider_id: str) -> bool:
     return _family(provider_id) is not None
 
 
+def refusal(provider_id: str) -> str | None:
+    """Why no family serves `provider_id` (an unknown prefix, or its family's `check`), else None."""
+    family = _family(provider_id)
+    if family is None:
+        return f"unknown provider {provider_id!r}"
+    check = getattr(importlib.import_module(family[0]), "check", None)
+    reason: str | None = check(provider_id) if check is not None else None
+    return reason
+
+
 def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None) -> Provider:
     """Build the provider `spec.id` names (raises UnknownProviderError for unknown ids).
 
@@ -73,6 +90,8 @@ def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency:
             f"unknown provider {spec.id!r}; ci-grade supports: {', '.join(SUPPORTED_PREFIXES)}"
         )
     module_name, attribute = family
+    if reason := refusal(spec.id):
+        raise UnknownProviderError(f"{spec.id}: {reason}")
     factory: Any = getattr(importlib.import_module(module_name), attribute)
     provider: Provider = factory(spec, env, max_concurrency=max_concurrency) if isinstance(factory, type) else factory(spec, env, max_concurrency)
     provider.base_dir = base_dir
