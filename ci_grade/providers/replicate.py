@@ -81,7 +81,7 @@ class ReplicateProvider(HttpApiProvider):
     def request(self, prompt: str) -> tuple[str, dict[str, Any]]:
         """The URL and body that create the prediction."""
         config = self.spec.config
-        affixes = config.get("prompt") if isinstance(config.get("prompt"), dict) else {}
+        affixes: dict[str, Any] = config["prompt"] if isinstance(config.get("prompt"), dict) else {}
         prompt = f"{affixes.get('prefix') or ''}{prompt}{affixes.get('suffix') or ''}"
         messages = parse_chat_messages(prompt)
         system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
