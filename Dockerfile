@@ -5,8 +5,8 @@
 # user in the container could not write results into it. ci-grade gives the files it writes
 # back to the workspace's owner (ci_grade/github/ownership.py), so later steps can change them.
 
-# Build stage: wheels for ci-grade, its extras for native provider SDKs (`all`: google, cohere) and their pinned
-# dependencies (docker/constraints.txt).
+# Build stage: wheels for ci-grade, its provider SDK extras and their pinned dependencies
+# (docker/constraints.txt).
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -15,7 +15,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
-RUN pip wheel --wheel-dir /wheels '.[all]'
+RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google]'
 
 # Runtime stage: only the installed package, git (for git:REF:PATH baselines) and tini (PID 1).
 FROM python:3.11-slim
@@ -32,7 +32,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels
-# Every wheel built: ci-grade, its dependencies and its extras' (the provider SDKs).
+# Every wheel built above: ci-grade with its dependencies and the SDK extras' (boto3, cohere, google-genai).
 RUN pip install --no-index --find-links=/wheels /wheels/*.whl \
     && rm -rf /wheels
 # tini is PID 1: the kernel ignores any signal that a PID 1 has no handler for, and a cancelled

@@ -14,7 +14,7 @@ import functools
 import re
 from typing import Any
 
-from ci_grade.config import command_line, files, nunjucks
+from ci_grade.config import command_line, files
 from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
 from ci_grade.config.errors import describe, suggest
 from ci_grade.config.loader import LoadedConfig
@@ -26,6 +26,7 @@ from ci_grade.grading.graders import is_kind_map
 from ci_grade.providers import unavailable
 from ci_grade.providers.registry import is_known as provider_is_known
 from ci_grade.providers.registry import refusal as provider_refusal
+from ci_grade.templating import nunjucks
 
 SUPPORTED_LIST = "the providers ci-grade serves are listed in its README, under 'What runs'"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_grade.config import nunjucks
 from ci_grade.js_values import js_json, js_number
+from ci_grade.templating import nunjucks
 from tests.assertion_runs import grade_outputs
 
 

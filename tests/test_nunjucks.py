@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from ci_grade.config import nunjucks, yaml12
-from ci_grade.config.nunjucks import render, render_prompt, resolve_references
+from ci_grade.config import yaml12
 from ci_grade.errors import TemplateError
+from ci_grade.templating import nunjucks
+from ci_grade.templating.nunjucks import render, render_prompt, resolve_references
 
 
 def test_undefined_variables_render_empty_even_when_chained() -> None:

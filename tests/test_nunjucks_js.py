@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ci_grade.config import nunjucks
+from ci_grade.templating import nunjucks
 
 VARS = {
     "n": "5", "people": [{"ok": 1}, {"ok": 0}], "x": None, "items": ["a", "b"], "i": 0, "obj": {"a": 1}, "numstr": "5",

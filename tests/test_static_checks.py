@@ -199,7 +199,11 @@ def test_image_pins_every_runtime_dependency_within_its_range() -> None:
         if line.strip() and not line.startswith("#"):
             name, _, version = line.partition("==")
             pins[canonicalize_name(name)] = version.strip()
-    for text in project["project"]["dependencies"] + project["build-system"]["requires"]:
+    built = re.findall(r"pip wheel [^\n]*\.\[([\w,-]+)\]", (REPO / "Dockerfile").read_text())
+    image_extras = [extra for group in built for extra in group.split(",")]
+    assert image_extras, "the image installs the provider SDK extras"
+    extras = [text for extra in image_extras for text in project["project"]["optional-dependencies"][extra]]
+    for text in project["project"]["dependencies"] + project["build-system"]["requires"] + extras:
         requirement = Requirement(text)
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{requirement.name} is not pinned in docker/constraints.txt"

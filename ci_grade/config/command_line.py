@@ -156,7 +156,7 @@ class _Reader:
         return tuple(found)
 
     def variables(self, key: str) -> dict[str, str]:
-        from ci_grade.config.nunjucks import js_string
+        from ci_grade.templating.nunjucks import js_string
 
         value = self.value(key)
         if value is None:

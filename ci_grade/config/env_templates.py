@@ -11,9 +11,9 @@ import re
 from collections.abc import Mapping
 from typing import TypeVar
 
-from ci_grade.config import nunjucks
 from ci_grade.config.models import ProviderSpec, env_strings
 from ci_grade.errors import TemplateError
+from ci_grade.templating import nunjucks
 
 T = TypeVar("T")
 

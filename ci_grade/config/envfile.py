@@ -1,13 +1,19 @@
-"""`.env` files for `--env-file`: KEY=VALUE lines, optional `export`, quotes and comments."""
+"""`.env` files for `--env-file`, read by python-dotenv's parser.
+
+Values read as dotenv reads them: `export`, quotes (a double-quoted value may span lines and has
+escapes), `# comments` after a value. `${VAR}` stays as written, as promptfoo's dotenv leaves it.
+A line dotenv cannot read, or a key without `=`, is an error naming the file and line: dotenv
+would skip it and leave the key silently unset.
+"""
 
 from __future__ import annotations
 
-import re
+import io
 from pathlib import Path
 
-from ci_grade.errors import ConfigError
+from dotenv.parser import parse_stream
 
-_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*?)\s*$")
+from ci_grade.errors import ConfigError
 
 
 def parse_env_file(path: Path) -> dict[str, str]:
@@ -20,18 +26,11 @@ def parse_env_file(path: Path) -> dict[str, str]:
     except OSError as exc:
         raise ConfigError(f"--env-file: cannot read: {exc.strerror}", file=str(path)) from None
     values: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = _LINE.match(line)
-        if not match:
-            raise ConfigError("expected KEY=VALUE", file=str(path), line=number)
-        key, value = match.groups()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            quote, value = value[0], value[1:-1]
-            if quote == '"':
-                value = re.sub(r"\\([nt\"\\])", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), value)
-        else:
-            value = re.sub(r"\s+#.*$", "", value)
-        values[key] = value
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error or (binding.key is not None and binding.value is None):
+            statement = binding.original.string
+            blank_lines = statement[: len(statement) - len(statement.lstrip())].count("\n")  # dotenv counts them in
+            raise ConfigError("expected KEY=VALUE", file=str(path), line=binding.original.line + blank_lines)
+        if binding.key is not None and binding.value is not None:
+            values[binding.key] = binding.value
     return values

@@ -404,7 +404,7 @@ class _Loader(RefReader):
 
 def _use_filters(merged: dict[str, Any], sources: SourceMap) -> list[str]:
     """Load the config's `nunjucksFilters` (JavaScript) and make them the filters every template sees."""
-    from ci_grade.config import nunjucks
+    from ci_grade.templating import nunjucks
 
     spec = merged.get("nunjucksFilters") or {}
     if not isinstance(spec, dict):

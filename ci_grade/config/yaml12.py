@@ -112,6 +112,11 @@ def _too_deep(at: Any, limit: int) -> NoReturn:
     raise yaml.MarkedYAMLError(problem=f"collections nested more than {limit} levels deep", problem_mark=mark)
 
 
+UNREADABLE = (yaml.YAMLError, ValueError, TypeError, IndexError, RecursionError)
+"""How `loads` fails on text that does not read as YAML: PyYAML's errors, and the constructors'
+on a tag that does not fit its value (`!!int "x"`, `!!float ""`, `!!set [1]`)."""
+
+
 def loads(text: str, max_depth: int = MAX_DEPTH) -> Any:
     """Parse YAML 1.2 text into Python data (collections nested deeper than `max_depth` refused)."""
     check_depth(text, max_depth)

@@ -68,6 +68,7 @@ def _retry_class() -> type[Any]:
     imported only when ci-grade talks to GitHub)."""
     from github.GithubException import RateLimitExceededExceedsMaxWait
     from github.GithubRetry import GithubRetry
+    from urllib3.exceptions import InvalidHeader
 
     class BoundedRetry(GithubRetry):
         def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
@@ -80,7 +81,7 @@ def _retry_class() -> type[Any]:
             if asked:
                 try:
                     wait = float(self.parse_retry_after(asked))
-                except Exception:  # an unreadable header: urllib3 decides as usual
+                except (InvalidHeader, ValueError, OverflowError):  # an unreadable header: urllib3 decides as usual
                     wait = 0.0
                 if wait > MAX_WAIT_SECONDS:
                     raise RateLimitExceededExceedsMaxWait(response.status, _reply_json(response), dict(response.headers), wait=wait)

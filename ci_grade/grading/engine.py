@@ -14,9 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ci_grade.config import files, nunjucks
+from ci_grade.config import files
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
-from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError, TemplateError, TransformError
 from ci_grade.grading import registry
 from ci_grade.grading.context import AssertionContext, Grade, Measure, RunContext
@@ -29,6 +28,8 @@ from ci_grade.providers.base import ProviderResponse
 from ci_grade.results.models import AssertionResult, Status, TestResult
 from ci_grade.results.named_metrics import assertion_totals
 from ci_grade.results.usage import TokenUsage
+from ci_grade.templating import nunjucks
+from ci_grade.templating.nunjucks import js_string
 
 ASSERTION_CONCURRENCY = 4
 _SCRIPT_TYPES = {"javascript", "python"}

@@ -24,11 +24,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ci_grade.config import files, nunjucks, yaml12
+from ci_grade.config import files, yaml12
 from ci_grade.errors import GraderError, TemplateError, VerdictError, VerdictProblem
 from ci_grade.grading.scoring import PassRule
 from ci_grade.grading.verdicts import strip_comments
 from ci_grade.js_values import js_json
+from ci_grade.templating import nunjucks
 
 
 class Scoring(BaseModel):

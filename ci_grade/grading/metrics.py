@@ -12,13 +12,13 @@ import math
 from collections import Counter
 from typing import Any
 
-from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.grading.treebank import tokenize
 from ci_grade.js_values import js_fixed
 from ci_grade.safe_text import utf16_units
+from ci_grade.templating.nunjucks import js_string
 
 BLEU_MAX_N = 4
 BLEU_ZERO_PRECISION = 1e-7  # smoothing for an order with no matching n-gram, as promptfoo does

@@ -16,13 +16,13 @@ from typing import Any
 
 from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
-from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError, ScriptError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.grading.structured.json import parse_json
 from ci_grade.results.models import AssertionResult
 from ci_grade.scripting import js, python
+from ci_grade.templating.nunjucks import js_string
 
 
 def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[str, Any]:

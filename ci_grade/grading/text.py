@@ -7,12 +7,12 @@ import math
 from typing import Any
 
 from ci_grade.config import comma_values
-from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import MAPPING, SCALAR, STRING, Kind, ValueSpec, assertion
 from ci_grade.js_values import js_json
 from ci_grade.scripting import js
+from ci_grade.templating.nunjucks import js_string
 
 
 def _text(value: Any) -> str:

@@ -103,7 +103,7 @@ def _parse_object(candidate: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         try:
             value = yaml12.loads(strip_comments(candidate))
-        except Exception:
+        except yaml12.UNREADABLE:
             return None
     return value if isinstance(value, dict) else None
 

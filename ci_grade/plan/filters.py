@@ -16,9 +16,9 @@ from typing import TypeVar
 
 from ci_grade.config.command_line import CommandLineDefaults, parse_range
 from ci_grade.config.models import Prompt, ProviderSpec
-from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import ConfigError, UsageError
 from ci_grade.plan.cases import Case
+from ci_grade.templating.nunjucks import js_string
 
 T = TypeVar("T")
 

@@ -12,10 +12,11 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from ci_grade.config import files, nunjucks, var_files
+from ci_grade.config import files, var_files
 from ci_grade.config.models import TestCase
 from ci_grade.config.sources import Location
 from ci_grade.errors import ConfigError, ScriptError
+from ci_grade.templating import nunjucks
 
 
 def var_choices(test: TestCase, base_dir: Path, location: Location | None, path: str) -> tuple[list[str], list[list[Any]]]:

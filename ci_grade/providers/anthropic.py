@@ -123,7 +123,7 @@ class AnthropicMessagesProvider(HttpApiProvider):
         if len(calls) == 1 and forced and not texts:
             output = calls[0].get("input")  # a forced call (a grader's structured verdict): its arguments
         else:
-            output = _output_text(blocks, bool(self.spec.config.get("showThinking", True)))
+            output = output_text(blocks, bool(self.spec.config.get("showThinking", True)))
         usage, cost = self.usage_and_cost(data.get("usage") or {}, str(data.get("model") or ""))
         stop = data.get("stop_reason")
         return ProviderResponse(
@@ -146,7 +146,7 @@ class AnthropicMessagesProvider(HttpApiProvider):
         return tokens, cost
 
 
-def _output_text(blocks: list[dict[str, Any]], show_thinking: bool) -> str:
+def output_text(blocks: list[dict[str, Any]], show_thinking: bool) -> str:
     """promptfoo's `outputFromMessage`: the text blocks; with tool calls or thinking, every block in
     order, a call as its JSON and thinking as `Thinking: ...` unless `showThinking: false`."""
     if not any(b.get("type") in ("tool_use", "thinking", "redacted_thinking") for b in blocks):
@@ -175,7 +175,12 @@ def _omits_temperature(model: str, config: dict[str, Any]) -> bool:
     later, which refuse sampling parameters."""
     thinking = config.get("thinking")
     thinking_on = isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
-    return config.get("top_p") is not None or thinking_on or bool(_CLAUDE_5_OR_LATER.search(model))
+    return config.get("top_p") is not None or thinking_on or refuses_sampling(model)
+
+
+def refuses_sampling(model: str) -> bool:
+    """Claude 5 and later (any id spelling: `anthropic.claude-opus-5`) refuse sampling parameters."""
+    return bool(_CLAUDE_5_OR_LATER.search(model))
 
 
 def _system_field(parts: list[Any]) -> Any:

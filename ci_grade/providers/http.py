@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ci_grade.config import files, nunjucks
+from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, ScriptError, TemplateError
 from ci_grade.providers.base import CallContext, ProviderResponse
@@ -31,6 +31,7 @@ from ci_grade.providers.response_dict import response_from_dict, token_usage
 from ci_grade.providers.retry import RetryPolicy
 from ci_grade.results.usage import TokenUsage
 from ci_grade.scripting import js, python
+from ci_grade.templating import nunjucks
 
 if TYPE_CHECKING:
     import httpx

@@ -32,13 +32,14 @@ def _index(family: str) -> dict[str, dict[str, Any]]:
     return {**index, **table}
 
 
-def _prices(model: str | None, family: str) -> dict[str, Any] | None:
+def _prices(model: str | None, family: str, region: str | None = None) -> dict[str, Any] | None:
     spec = _families().get(family)
     if not model or spec is None:
         return None
     if spec["match"] == "substring":
         name = model.lower()
-        entry = next((e for key, e in spec["models"].items() if key in name), None)
+        tables = [spec.get("regions", {}).get(region or "", {}), spec["models"]]
+        entry = next((e for table in tables for key, e in table.items() if key in name), None)
     else:
         name = model.rsplit("/", 1)[-1] if spec["match"] == "last-path-segment" else model
         entry = _index(family).get(name)
@@ -63,14 +64,16 @@ def estimate_cost(
     family: str = "openai",
     cached_tokens: int = 0,
     cache_write_tokens: int = 0,
+    region: str | None = None,
 ) -> float | None:
     """Cost of one call, or None when the price is unknown.
 
     `prompt_tokens` counts every prompt token, including the `cached_tokens` read from and the
-    `cache_write_tokens` written to the provider's prompt cache.
+    `cache_write_tokens` written to the provider's prompt cache. A family with prices per region
+    (Bedrock) looks in `region`'s table first.
     """
     spec = _families().get(family, {})
-    entry = _prices(model, family)
+    entry = _prices(model, family, region)
     input_override = config.get("inputCost", config.get("cost"))
     output_override = config.get("outputCost", config.get("cost"))
     if entry is None:

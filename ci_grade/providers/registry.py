@@ -42,6 +42,8 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("exec:", "ci_grade.providers.exec", "ExecProvider"),
     ("file://", "ci_grade.providers.python", "create"),
     ("python:", "ci_grade.providers.python", "create"),
+    ("bedrock:", "ci_grade.providers.bedrock", "create"),
+    ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})

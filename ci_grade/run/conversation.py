@@ -21,9 +21,9 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from ci_grade.config import nunjucks
 from ci_grade.plan.build import PlannedRow
 from ci_grade.providers.base import ProviderResponse
+from ci_grade.templating import nunjucks
 
 VARIABLE = "_conversation"
 _TRUE = ("1", "true", "yes", "on")

@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ci_grade.config import nunjucks, var_files
+from ci_grade.config import var_files
 from ci_grade.plan.build import PlannedRow
 from ci_grade.run import var_loaders
 from ci_grade.run.conversation import Conversations
+from ci_grade.templating import nunjucks
 
 
 async def prepare(row: PlannedRow, template: str, base_dir: Path, conversations: Conversations) -> PlannedRow:

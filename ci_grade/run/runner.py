@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ci_grade.config import nunjucks
 from ci_grade.errors import ScriptError, TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
@@ -41,6 +40,7 @@ from ci_grade.run import collect, row_vars
 from ci_grade.run.conversation import Conversations, template_of
 from ci_grade.run.stop import Stop
 from ci_grade.run.window import RowWindow, window_size
+from ci_grade.templating import nunjucks
 
 Progress = Callable[[TestResult, int, int], None]
 _UNORDERED: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()

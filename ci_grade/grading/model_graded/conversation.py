@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ci_grade.config import nunjucks
 from ci_grade.errors import GraderError, TemplateError, VerdictError, VerdictProblem
 from ci_grade.grading.context import AssertionContext, Measure
 from ci_grade.grading.grader_prompts import fence, load_override, template_vars
 from ci_grade.grading.registry import assertion
 from ci_grade.grading.session import GraderSession
 from ci_grade.grading.verdicts import extract
+from ci_grade.templating import nunjucks
 
 DEFAULT_WINDOW = 5
 

@@ -10,7 +10,6 @@ from typing import Any
 import yaml
 
 from ci_grade.config import yaml12
-from ci_grade.config.nunjucks import js_string
 from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import assertion
@@ -18,6 +17,7 @@ from ci_grade.grading.structured import first_line
 from ci_grade.grading.structured.json_schema import schema_errors, schema_validator
 from ci_grade.js_values import JS_WHITESPACE
 from ci_grade.safe_text import from_utf16_units, utf16_units
+from ci_grade.templating.nunjucks import js_string
 
 
 def parse_json(text: str) -> tuple[bool, Any]:
@@ -107,7 +107,7 @@ def _object(candidate: str) -> dict[str, Any] | None:
             return None  # far deeper than js-yaml reads (unless quoted), and libyaml could run out of stack
         try:
             value = yaml.load(_hash_comments(candidate), Loader=_JsYamlLoader)
-        except Exception:
+        except yaml12.UNREADABLE:  # `_js_key`'s refusal of a collection as a key is a ValueError
             return None
     return value if isinstance(value, dict) and not _too_deep(value) else None
 
@@ -176,7 +176,7 @@ def json_schema_validator(ctx: AssertionContext) -> Any | None:
     if isinstance(schema, str):
         try:
             schema = yaml12.loads(schema)
-        except Exception as exc:
+        except yaml12.UNREADABLE as exc:
             raise GraderError(f"{ctx.type} value is not a JSON schema: it does not parse as YAML or JSON ({first_line(exc)})") from None
     if not isinstance(schema, dict | bool):
         raise GraderError(f"{ctx.type} value must be a JSON schema (a mapping), got {type(schema).__name__}")

@@ -14,8 +14,8 @@ from typing import Any
 
 import jinja2
 
-from ci_grade.config.nunjucks_js import to_string
 from ci_grade.js_values import JS_WHITESPACE
+from ci_grade.templating.javascript import to_string
 
 
 def _index(position: Any, length: int, default: int) -> int:

@@ -1,11 +1,11 @@
-"""What nunjucks does as JavaScript does it, for the jinja2 environment in `nunjucks`.
+"""What nunjucks does as JavaScript does it, for the jinja2 environment in `jinja_overrides`.
 
 promptfoo renders prompts with nunjucks 3, whose operators, truth and conversions are
 JavaScript's: `{{ "5" + 1 }}` is `51` and `{{ "6" * 2 }}` is `12` (CSV values are text), `-7 % 3`
 is `-1`, `1 / 0` is `Infinity`, comparisons and truth are JavaScript's (`"10" > 9`, an empty list
 is true), `in` is nunjucks' (`===` in lists, text in text, keys of objects), `for` walks what
-nunjucks walks, and `{% elseif %}` and `{% verbatim %}` exist (`nunjucks_codegen` calls these
-from compiled templates). nunjucks' filters and tests are in `nunjucks_builtins`.
+nunjucks walks (`jinja_overrides` calls these from compiled templates). nunjucks' filters and
+tests are in `builtin_filters`.
 """
 
 from __future__ import annotations
@@ -16,22 +16,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import jinja2
-from jinja2.ext import Extension
 from markupsafe import Markup
 
 from ci_grade.js_values import JS_WHITESPACE, number_text
 from ci_grade.safe_text import utf16_units
 
 _NUMBER_TEXT = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
-_TAGS = re.compile(r"(\{%-?\s*)(elseif|verbatim|endverbatim)\b")
-_RENAMED = {"elseif": "elif", "verbatim": "raw", "endverbatim": "endraw"}
-
-
-class NunjucksSyntax(Extension):
-    """nunjucks' spellings of jinja's tags: `elseif` (`elif`) and `verbatim` (`raw`)."""
-
-    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
-        return _TAGS.sub(lambda m: m[1] + _RENAMED[m[2]], source) if "{%" in source else source
 
 
 def to_string(value: Any) -> str:

@@ -17,31 +17,19 @@ from typing import Any
 
 import jinja2
 import jinja2.meta
-import jinja2.parser
-from jinja2 import nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from ci_grade.config import nunjucks_builtins, nunjucks_js, nunjucks_methods
-from ci_grade.config.nunjucks_codegen import JsCodeGenerator
-from ci_grade.config.nunjucks_scopes import hoist_loop_sets
 from ci_grade.errors import TemplateError
 from ci_grade.js_values import js_json
-from ci_grade.safe_text import utf16_units
-
-
-class _Undefined(jinja2.ChainableUndefined):
-    """Renders as '' and tolerates attribute access, like nunjucks with throwOnUndefined off."""
-
-    def __str__(self) -> str:
-        return ""
+from ci_grade.templating import builtin_filters, javascript
+from ci_grade.templating.jinja_overrides import NunjucksEnvironment, NunjucksSyntax, Undefined
 
 
 def js_string(value: Any) -> str:
     """Format a value the way JavaScript's String() would, as a template prints it: null and
-    undefined print nothing (`nunjucks_js.to_string` spells them out, as `+` does)."""
+    undefined print nothing (`javascript.to_string` spells them out, as `+` does)."""
     if value is None or isinstance(value, jinja2.Undefined):
         return ""
-    return nunjucks_js.to_string(value)
+    return javascript.to_string(value)
 
 
 def _dump(value: Any, indent: int | str | None = None) -> Any:
@@ -82,108 +70,6 @@ class _EnvView(Mapping[str, str]):
         return len({**os.environ, **self._overrides})
 
 
-class _NunjucksParser(jinja2.parser.Parser):
-    """Jinja's parser, with `~` where nunjucks' compiled code puts it: nunjucks writes `a ~ b` as
-    JavaScript's `a + "" + b` without brackets, so `~`, `+` and `-` chain left to right at one
-    level (`1 ~ 2 + 3` is "123", `3 + 1 ~ 0` is "40"); Jinja binds `~` tighter than `+`."""
-
-    def parse_not(self) -> nodes.Expr:
-        """nunjucks compiles `not x` to JavaScript's `!` put before x's code without brackets, so it
-        negates x's first term: `not 1 == 2` is `(!1) == 2` (false), `not (1 == 2)` is true."""
-        if self.stream.current.test("name:not"):
-            lineno = next(self.stream).lineno
-            return _negate_first(self.parse_not(), lineno)
-        return self.parse_compare()
-
-    def parse_primary(self, with_namespace: bool = False) -> nodes.Expr:
-        grouped = self.stream.current.type == "lparen"
-        node = super().parse_primary(with_namespace)
-        if grouped:
-            node.nunjucks_grouped = True  # type: ignore[attr-defined]  # brackets nunjucks keeps in its code
-        return node
-
-    def parse_math1(self) -> nodes.Expr:
-        lineno = self.stream.current.lineno
-        left = self.parse_math2()
-        while self.stream.current.type in ("add", "sub", "tilde"):
-            kind = self.stream.current.type
-            next(self.stream)
-            right = self.parse_math2()
-            if kind == "tilde":
-                left = nodes.Concat([left, right], lineno=lineno)
-            else:
-                left = (nodes.Add if kind == "add" else nodes.Sub)(left, right, lineno=lineno)
-            lineno = self.stream.current.lineno
-        return left
-
-
-_LEFT_FIRST = (nodes.Add, nodes.Sub, nodes.Mul, nodes.Div, nodes.Mod)
-"""Operators nunjucks writes as JavaScript's own, without brackets: `!` binds to their left side.
-(`**` and `//` become `Math.pow(...)` and `Math.floor(...)`: `!` takes the whole call.)"""
-
-
-def _negate_first(node: nodes.Expr, lineno: int) -> nodes.Expr:
-    """`not` applied where nunjucks' `!` lands: the first term of a comparison, `~` or arithmetic chain."""
-    if getattr(node, "nunjucks_grouped", False):
-        return nodes.Not(node, lineno=lineno)
-    if isinstance(node, nodes.Compare) and not any(op.op in ("in", "notin") for op in node.ops):
-        return nodes.Compare(_negate_first(node.expr, lineno), node.ops, lineno=node.lineno)
-    if isinstance(node, _LEFT_FIRST):
-        return type(node)(_negate_first(node.left, lineno), node.right, lineno=node.lineno)
-    if isinstance(node, nodes.Concat):
-        return nodes.Concat([_negate_first(node.nodes[0], lineno), *node.nodes[1:]], lineno=node.lineno)
-    return nodes.Not(node, lineno=lineno)
-
-
-class _Environment(ImmutableSandboxedEnvironment):
-    """Member lookup as nunjucks does it: `a.b` on a mapping is its key `b` first, before any
-    method of Python's dict (`order.items` is the `items` key; without one, `.items()` still
-    iterates the mapping), and JavaScript's `.length` on strings and lists (a mapping's `length`
-    stays its `length` key)."""
-
-    intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
-    intercepted_unops = frozenset({"-", "+"})
-
-    code_generator_class = JsCodeGenerator
-    js_truthy = staticmethod(nunjucks_js.truthy)
-    js_compare = staticmethod(nunjucks_js.compare)
-    js_concat = staticmethod(nunjucks_js.concat)
-
-    @staticmethod
-    def js_or(left: Any, right: Callable[[], Any]) -> Any:
-        return left if nunjucks_js.truthy(left) else right()
-
-    @staticmethod
-    def js_and(left: Any, right: Callable[[], Any]) -> Any:
-        return right() if nunjucks_js.truthy(left) else left
-
-    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
-        """Parsed with nunjucks' precedence (`_NunjucksParser`); every `{% for %}` walks what
-        nunjucks walks (`nunjucks_js.loop_items`), and a `{% set %}` in a loop reaches the
-        variable set before it (`nunjucks_scopes`)."""
-        template = _NunjucksParser(self, source, name, filename).parse()
-        for loop in template.find_all(nodes.For):
-            pairs = isinstance(loop.target, nodes.Tuple) and len(loop.target.items) == 2
-            loop.iter = nodes.Filter(loop.iter, "js_loop_items", [nodes.Const(pairs)], [], None, None, lineno=loop.lineno)
-        hoist_loop_sets(template)
-        return template
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        return nunjucks_js.binop(operator, left, right)
-
-    def call_unop(self, context: Any, operator: str, arg: Any) -> Any:
-        return nunjucks_js.unop(operator, arg)
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if isinstance(obj, Mapping) and attribute in obj:
-            return obj[attribute]
-        if attribute == "length" and isinstance(obj, str | list | tuple):
-            return len(utf16_units(obj)) if isinstance(obj, str) else len(obj)
-        if (method := nunjucks_methods.method(obj, attribute)) is not None:
-            return method
-        return super().getattr(obj, attribute)
-
-
 class _UserFilters:
     """promptfoo's `nunjucksFilters` of the config being run (each config load replaces them)."""
 
@@ -199,21 +85,21 @@ def use_filters(filters: Mapping[str, Callable[..., Any]]) -> None:
 
 
 def _make_env(extra_env: tuple[tuple[str, str], ...]) -> jinja2.Environment:
-    env = _Environment(
+    env = NunjucksEnvironment(
         autoescape=False,
-        undefined=_Undefined,
+        undefined=Undefined,
         finalize=_finalize,
         keep_trailing_newline=True,
         optimized=False,  # constants are computed at render time, by JavaScript's rules
-        extensions=["jinja2.ext.loopcontrols", nunjucks_js.NunjucksSyntax],
+        extensions=["jinja2.ext.loopcontrols", NunjucksSyntax],
     )
-    for name in nunjucks_builtins.LISTING:
-        env.filters[name] = nunjucks_builtins.listed(env.filters[name])
-    env.filters.update(nunjucks_builtins.FILTERS)
-    for name in nunjucks_builtins.SEQUENCES:
-        env.filters[name] = nunjucks_builtins.sequences_only(name, env.filters[name])
-    env.tests.update(nunjucks_builtins.TESTS)
-    env.filters["js_loop_items"] = nunjucks_js.loop_items
+    for name in builtin_filters.LISTING:
+        env.filters[name] = builtin_filters.listed(env.filters[name])
+    env.filters.update(builtin_filters.FILTERS)
+    for name in builtin_filters.SEQUENCES:
+        env.filters[name] = builtin_filters.sequences_only(name, env.filters[name])
+    env.tests.update(builtin_filters.TESTS)
+    env.filters["js_loop_items"] = javascript.loop_items
     env.filters["dump"] = _dump
     env.filters["load"] = _load
     env.filters["json"] = _dump

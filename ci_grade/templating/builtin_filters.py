@@ -3,7 +3,7 @@
 Where jinja's differ from nunjucks' or are missing: `round(2.5)` is `3`, `"12abc" | int` is `12`,
 `"hi😀" | length` counts UTF-16 units, filters that list things return lists, a number, boolean or
 object has no items, text filters work on JavaScript's text, and the tests use JavaScript's `%`,
-`===` and comparisons (`nunjucks_js`). Each rule is pinned against nunjucks' own output in the tests.
+`===` and comparisons (`javascript`). Each rule is pinned against nunjucks' own output in the tests.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ci_grade.config.nunjucks_js import (
+from ci_grade.js_values import JS_WHITESPACE, array_index
+from ci_grade.safe_text import utf16_units
+from ci_grade.templating.javascript import (
     absent,
     binop,
     compare,
@@ -27,8 +29,6 @@ from ci_grade.config.nunjucks_js import (
     to_string,
     truthy,
 )
-from ci_grade.js_values import JS_WHITESPACE, array_index
-from ci_grade.safe_text import utf16_units
 
 _INT_PREFIX = re.compile(rf"[{JS_WHITESPACE}]*([+-]?[0-9]+)")
 _FLOAT_PREFIX = re.compile(rf"[{JS_WHITESPACE}]*([+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))")
