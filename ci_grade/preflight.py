@@ -219,7 +219,7 @@ def _check_known(provider_id: str, loc: Location | None, where: str) -> None:
         return
     if provider_is_known(provider_id):
         if problem := id_problem(provider_id):
-            raise ConfigError.at(f"{problem}; supported providers are listed in {PROVIDERS_DOC}", loc, where)
+            raise ConfigError.at(f"provider {provider_id!r} is not supported: {problem}; supported providers are listed in {PROVIDERS_DOC}", loc, where)
         return
 
     prefix = provider_id.split(":", 1)[0]
