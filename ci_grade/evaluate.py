@@ -164,7 +164,8 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     from ci_grade.plan import retry
 
     previous = retry.Previous.read(options.retry_errors) if options.retry_errors else None
-    loaded, env, paths = prepare(options)
+    with options.stop.at_once("loading the config"):
+        loaded, env, paths = prepare(options)
     config = loaded.config
     cli_defaults = loaded.command_line
     eval_options = config.evaluateOptions
@@ -174,23 +175,24 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     filters = options.filters.completed_by(cli_defaults)
     config_for_output = outputs.encode_config({k: v for k, v in loaded.raw.items() if k != "assertionTemplates"})
     earlier = [EarlierRows.read(kind, path) for kind, path in filters.earlier]
-    plan = build_plan(
-        loaded,
-        PlanOptions(
-            repeat=repeat,
-            filters=filters,
-            earlier=earlier,
-            cli_vars={**cli_defaults.vars, **options.vars},
-            grader=grader,
-            prompt_prefix=options.prompt_prefix or cli_defaults.prompt_prefix,
-            prompt_suffix=options.prompt_suffix or cli_defaults.prompt_suffix,
-            only_test_ids=options.only_test_ids,
-            test_repeats=options.test_repeats,
-            shard=previous.shard(options.shard) if previous else options.shard,
-            max_rows=int(settings.number("CI_GRADE_MAX_ROWS", DEFAULT_MAX_ROWS)),
-            release=True,
-        ),
-    )
+    with options.stop.at_once("planning the run"):
+        plan = build_plan(
+            loaded,
+            PlanOptions(
+                repeat=repeat,
+                filters=filters,
+                earlier=earlier,
+                cli_vars={**cli_defaults.vars, **options.vars},
+                grader=grader,
+                prompt_prefix=options.prompt_prefix or cli_defaults.prompt_prefix,
+                prompt_suffix=options.prompt_suffix or cli_defaults.prompt_suffix,
+                only_test_ids=options.only_test_ids,
+                test_repeats=options.test_repeats,
+                shard=previous.shard(options.shard) if previous else options.shard,
+                max_rows=int(settings.number("CI_GRADE_MAX_ROWS", DEFAULT_MAX_ROWS)),
+                release=True,
+            ),
+        )
     if earlier and not plan.rows:
         loaded.warnings.append(" and ".join(rows.explain() for rows in earlier))
     kept = None

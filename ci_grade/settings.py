@@ -21,6 +21,7 @@ NUMBERS: dict[str, tuple[bool, float]] = {
     "CI_GRADE_CACHE_TTL": (False, 0),
     "CI_GRADE_JS_TIMEOUT_MS": (True, 1),
     "CI_GRADE_JS_MAX_MEMORY_MB": (True, 1),
+    "CI_GRADE_MAX_FILE_MB": (True, 1),
 }
 
 
