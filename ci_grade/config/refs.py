@@ -47,7 +47,7 @@ class RefReader(SourceReader):
                 if link in chain or len(chain) >= MAX_REF_NESTING:
                     links = [*chain, link]
                     shown = " -> ".join(f"{files.display_path(file)}{fragment}" for file, fragment in links[links.index(link) if link in chain else 0:])
-                    problem = "refers back to itself through" if link in chain else f"nests more than {MAX_REF_NESTING} references in one another:"
+                    problem = "forms a loop:" if link in chain else f"nests more than {MAX_REF_NESTING} references in one another:"
                     raise self.error(f"$ref {written!r} {problem} {shown}", node, "$ref", format_path(trail))
                 target = json_pointer.resolve(root, ref)
                 if target is json_pointer.MISSING:
