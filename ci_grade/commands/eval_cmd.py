@@ -93,7 +93,11 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     cap = outputs.DEFAULT_MAX_OUTPUT_CHARS if args.max_output_chars is None else args.max_output_chars
     if outcome.run.info.shard:
         return _shard_done(outcome, cap)
-    comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
+    try:
+        comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
+    except Exception:  # the run's results are written whatever becomes of the comparison
+        outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output, max_output_chars=cap, problems=problems)
+        raise
     if args.baseline:
         written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output, max_output_chars=cap, problems=problems)
     else:
