@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade import __version__, preflight, redact, settings
-from ci_grade.config.env_templates import provider_env, render_spec
+from ci_grade.config.env_templates import provider_env, render_spec, unset_env_warnings
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.config.overrides import ConfigOverrides
@@ -108,6 +108,7 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd, overrides=options.overrides)
     env = build_env(options, loaded)
     learn_secrets(options, loaded, env)
+    loaded.warnings += unset_env_warnings(loaded.raw, env, loaded.sources)
     loaded.config.providers = [render_spec(spec, provider_env(spec, env)) for spec in loaded.config.providers]
     loaded.warnings += preflight.check(loaded)
     paths = list(options.outputs)
