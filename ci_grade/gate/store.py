@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from ci_grade import redact
 from ci_grade.atomic import write_atomic
+from ci_grade.config import files
 from ci_grade.errors import ConfigError, InfrastructureError, UsageError
 from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run, baseline_from_runs
 from ci_grade.safe_text import json_dumps
@@ -110,10 +111,7 @@ def _read_source(source: str, cwd: Path) -> str | None:
         return None
     if path.is_dir():
         raise UsageError(f"baseline {source} is a directory, expected a baseline or results JSON file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read baseline: {exc}", file=source) from None
+    return files.read_text(path, None, "--baseline")  # a regular file (never a FIFO), within the size limit
 
 
 def _json_object(text: str, source: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ thresholds only, so a failing test fails it.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
 from ci_grade.report.sections import Section
-from tests.conftest import run_cli, write
+from tests.conftest import run_cli, run_cli_process, write
 from tests.results_factory import row, run_of
 from tests.servers.llm_server import LLMServer
 
@@ -143,3 +144,10 @@ def test_the_action_outputs_say_whether_the_baseline_was_compared(tmp_path: Path
     alone = run_of(row("a"))
     graded = Graded([Section("c", alone, compare(alone, None, GatePolicy()))], [tmp_path / "r.json"], tmp_path / "j.xml", [])
     assert step_outputs(graded, tmp_path, "")["baseline"] == "none"
+
+
+def test_a_fifo_named_as_baseline_is_refused_without_waiting(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "base.json")
+    write(tmp_path / "results.json", json.dumps({"results": {"results": []}}))
+    result = run_cli_process("compare", "results.json", "--baseline", "base.json", cwd=tmp_path, timeout=60)
+    assert (result.code, result.err) == (2, "ci-grade: error: --baseline: base.json is a FIFO (named pipe), not a regular file\n")
