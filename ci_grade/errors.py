@@ -113,9 +113,11 @@ class GitHubError(InfrastructureError):
 class Interrupted(CiGradeError):
     """The process was asked to stop (SIGINT or SIGTERM); what finished was kept."""
 
-    def __init__(self, signum: int):
+    def __init__(self, signum: int, before_run: str | None = None):
         self.signum = signum
-        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.before_run = before_run
+        """Set when the signal came before any row ran: what was being done (nothing to write)."""
+        super().__init__(f"stopped by {signal.Signals(signum).name}" + (f" {before_run}" if before_run else ""))
 
     @property
     def exit_code(self) -> ExitCode:  # type: ignore[override]

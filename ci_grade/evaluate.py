@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade import __version__, preflight, redact, settings
-from ci_grade.config.env_templates import provider_env, render_spec
+from ci_grade.config.env_templates import provider_env, render_spec, unset_env_warnings
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.config.overrides import ConfigOverrides
@@ -108,6 +108,7 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd, overrides=options.overrides)
     env = build_env(options, loaded)
     learn_secrets(options, loaded, env)
+    loaded.warnings += unset_env_warnings(loaded.raw, env, loaded.sources)
     loaded.config.providers = [render_spec(spec, provider_env(spec, env)) for spec in loaded.config.providers]
     loaded.warnings += preflight.check(loaded)
     paths = list(options.outputs)
@@ -164,7 +165,8 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     from ci_grade.plan import retry
 
     previous = retry.Previous.read(options.retry_errors) if options.retry_errors else None
-    loaded, env, paths = prepare(options)
+    with options.stop.at_once("loading the config"):
+        loaded, env, paths = prepare(options)
     config = loaded.config
     cli_defaults = loaded.command_line
     eval_options = config.evaluateOptions
@@ -174,23 +176,24 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     filters = options.filters.completed_by(cli_defaults)
     config_for_output = outputs.encode_config({k: v for k, v in loaded.raw.items() if k != "assertionTemplates"})
     earlier = [EarlierRows.read(kind, path) for kind, path in filters.earlier]
-    plan = build_plan(
-        loaded,
-        PlanOptions(
-            repeat=repeat,
-            filters=filters,
-            earlier=earlier,
-            cli_vars={**cli_defaults.vars, **options.vars},
-            grader=grader,
-            prompt_prefix=options.prompt_prefix or cli_defaults.prompt_prefix,
-            prompt_suffix=options.prompt_suffix or cli_defaults.prompt_suffix,
-            only_test_ids=options.only_test_ids,
-            test_repeats=options.test_repeats,
-            shard=previous.shard(options.shard) if previous else options.shard,
-            max_rows=int(settings.number("CI_GRADE_MAX_ROWS", DEFAULT_MAX_ROWS)),
-            release=True,
-        ),
-    )
+    with options.stop.at_once("planning the run"):
+        plan = build_plan(
+            loaded,
+            PlanOptions(
+                repeat=repeat,
+                filters=filters,
+                earlier=earlier,
+                cli_vars={**cli_defaults.vars, **options.vars},
+                grader=grader,
+                prompt_prefix=options.prompt_prefix or cli_defaults.prompt_prefix,
+                prompt_suffix=options.prompt_suffix or cli_defaults.prompt_suffix,
+                only_test_ids=options.only_test_ids,
+                test_repeats=options.test_repeats,
+                shard=previous.shard(options.shard) if previous else options.shard,
+                max_rows=int(settings.number("CI_GRADE_MAX_ROWS", DEFAULT_MAX_ROWS)),
+                release=True,
+            ),
+        )
     if earlier and not plan.rows:
         loaded.warnings.append(" and ".join(rows.explain() for rows in earlier))
     kept = None

@@ -15,11 +15,13 @@ import functools
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from ci_grade.config import command_line, files
 from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
-from ci_grade.config.errors import describe, suggest
+from ci_grade.config.errors import describe, suggest, validation_error
 from ci_grade.config.loader import LoadedConfig
-from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, TestCase
+from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, ProviderSpec, TestCase
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
@@ -78,9 +80,9 @@ def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str, warni
     sources = loaded.sources
     if test.options.provider is not None:
         loc = sources.location(raw_test.get("options"), "provider") or sources.location(raw_test, "options")
-        _check_provider_ref(test.options.provider, loc, f"{path}.options.provider", grader=True)
+        _check_provider_ref(test.options.provider, loc, f"{path}.options.provider", grader=True, sources=sources)
     if test.provider is not None:
-        _check_provider_ref(test.provider, sources.location(raw_test, "provider"), f"{path}.provider", grader=False)
+        _check_provider_ref(test.provider, sources.location(raw_test, "provider"), f"{path}.provider", grader=False, sources=sources)
     _check_assertions(test.assert_ or [], loaded, raw_test.get("assert"), f"{path}.assert", warnings)
     for name, value in (test.vars or {}).items() if isinstance(test.vars, dict) else ():
         if isinstance(value, str) and value.startswith("file://") and files.split_function(value)[0].endswith(".py"):
@@ -109,7 +111,7 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
             warnings.extend(_regex_warning(item.value, value_loc, f"{path}[{i}].value"))
         _check_value(item, registry.get(base), loaded, value_loc, f"{path}[{i}].value")
         if item.provider is not None:
-            _check_provider_ref(item.provider, loaded.sources.location(raw_item, "provider") if raw_item is not None else loc, f"{path}[{i}].provider", grader=True)
+            _check_provider_ref(item.provider, loaded.sources.location(raw_item, "provider") if raw_item is not None else loc, f"{path}[{i}].provider", grader=True, sources=loaded.sources)
 
 
 def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
@@ -192,16 +194,22 @@ def _regex_error(pattern: str) -> str | None:
     return regex_error(pattern)
 
 
-def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: bool) -> None:
-    """A provider reference: an id, an `{id: ...}` mapping, or (graders) a mapping by kind of call."""
+def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: bool, sources: SourceMap | None = None) -> None:
+    """A provider reference: an id, an `{id: ...}` mapping (its settings checked as a provider's
+    are), or (graders) a mapping by kind of call."""
     if grader and is_kind_map(ref):
         for kind, inner in ref.items():
             if inner is not None:
-                _check_provider_ref(inner, loc, f"{where}.{kind}", grader=False)
+                _check_provider_ref(inner, loc, f"{where}.{kind}", grader=False, sources=sources)
         return
     if isinstance(ref, str) and ref.strip():
         return _check_known(ref, loc, where)
     if isinstance(ref, dict) and isinstance(ref.get("id"), str) and ref["id"].strip():
+        try:
+            ProviderSpec.model_validate(ref)
+        except ValidationError as exc:  # e.g. `config: 5`: found now, not row by row
+            error = validation_error(exc, ref, sources or SourceMap(), loc.file if loc else None)
+            raise ConfigError(error.message, file=error.file, line=error.line or (loc.line if loc else None), path=f"{where}.{error.path}" if error.path else where) from None
         return _check_known(ref["id"], loc, where)
     shapes = "a provider id, an {id: ...} mapping or a mapping by kind ({text: ..., embedding: ...})" if grader else "a provider id or an {id: ...} mapping"
     raise ConfigError.at(f"expected {shapes}, got {describe(ref)}", loc, where)

@@ -218,11 +218,15 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
     with _in_folder(workdir):
         baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
         outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
-        with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
-            comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm)
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
         problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
+        try:
+            with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
+                comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm)
+        except Exception:  # the run's results are written whatever becomes of the comparison
+            hand_over(outputs.write_outputs(paths, run, outcome.config_for_output, max_output_chars=inputs.max_output_chars, problems=problems), workspace)
+            raise
         written = outputs.write_outputs(paths, run, outcome.config_for_output, comparison.gate_notes(), max_output_chars=inputs.max_output_chars, problems=problems)
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
@@ -373,6 +377,7 @@ def step_outputs(graded: Graded, workspace: Path, comment_url: str) -> dict[str,
         "known-failures": str(sum(len(c.known_failures) for c in comparisons)),
         "not-significant": str(sum(len(c.flaky_flips) for c in comparisons)),
         "errors": str(sum(c.error_rows for c in comparisons)),
+        "baseline": "mismatched" if any(c.baseline_mismatch for c in comparisons) else "compared" if any(c.has_baseline for c in comparisons) else "none",
         "results-path": "\n".join(shown(path) for path in graded.results_paths),
         "junit-path": shown(graded.junit_path),
         "comment-url": comment_url,

@@ -78,6 +78,7 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     from ci_grade.report import console, outputs
     from ci_grade.report.gate_summary import terminal_summary
     from ci_grade.report.outputs import write_reports
+    from ci_grade.safe_text import terminal
 
     policy = gate_policy(args)
     baseline = read_baseline(args.baseline, Path.cwd())
@@ -86,14 +87,18 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     with _log_group("ci-grade: evaluate"):
         outcome = evaluate(options)
     for warning in outcome.run.warnings:
-        sys.stderr.write(f"warning: {redact.text(warning)}\n")
+        sys.stderr.write(f"warning: {terminal(redact.text(warning))}\n")
     if outcome.rerun is not None:
         sys.stderr.write(f"retry: ran {outcome.rerun} of {len(outcome.run.results)} rows again, kept the others from {args.retry_errors}\n")
     problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
     cap = outputs.DEFAULT_MAX_OUTPUT_CHARS if args.max_output_chars is None else args.max_output_chars
     if outcome.run.info.shard:
         return _shard_done(outcome, cap)
-    comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
+    try:
+        comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
+    except Exception:  # the run's results are written whatever becomes of the comparison
+        outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output, max_output_chars=cap, problems=problems)
+        raise
     if args.baseline:
         written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output, max_output_chars=cap, problems=problems)
     else:

@@ -7,9 +7,10 @@ Variables that point at files stay references until planning (they may be globs 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -34,8 +35,8 @@ _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser
 _IGNORED_KEYS = ("derivedMetrics", "extensions", "tracing")
 TEST_KEYS = ("assert", "vars", "options", "metadata", "provider", "providerOutput", "threshold")
 """A test has one of these (promptfoo's rule): a tests file holding one mapping without any is not a test."""
-MAX_TEST_FILE_NESTING = 20
-"""How deep tests files may name further tests files."""
+MAX_FILE_NESTING = 20
+"""How deep tests, providers or scenarios files may name further such files."""
 
 
 @dataclass
@@ -157,7 +158,23 @@ class _Loader(RefReader):
         self.warnings: list[str] = []
         self.prompt_reader = PromptReader(sources)
         self._nesting: list[Path] = []
-        """The tests files being read that name the current one."""
+        """The tests, providers or scenarios files being read that name the current one."""
+
+    @contextlib.contextmanager
+    def _inside(self, file: Path, what: str, path: str) -> Iterator[None]:
+        """Read what `file` names while it counts as open: a file that names itself again, through
+        any others, is refused with the chain of files (as are chains deeper than `MAX_FILE_NESTING`)."""
+        real = file.resolve()
+        if real in self._nesting or len(self._nesting) >= MAX_FILE_NESTING:
+            chain = [*self._nesting[self._nesting.index(real) if real in self._nesting else 0:], real]
+            shown = " -> ".join(files.display_path(step) for step in chain)
+            problem = "name each other in a loop" if real in self._nesting else f"name one another more than {MAX_FILE_NESTING} deep"
+            raise ConfigError(f"{what} files {problem}: {shown}", file=files.display_path(file), line=1, path=path)
+        self._nesting.append(real)
+        try:
+            yield
+        finally:
+            self._nesting.pop()
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -225,7 +242,8 @@ class _Loader(RefReader):
                     loaded = files.load_structured(file, self.sources, self.where(raw, i), path)
                     container = {"providers": loaded}
                     self.sources.register(container, files.display_path(file), 1, {"providers": 1})
-                    out.extend(self.providers(loaded, file.parent, container))
+                    with self._inside(file, "providers", path):
+                        out.extend(self.providers(loaded, file.parent, container))
                 continue
             if isinstance(item, str):
                 entry = {"id": item}
@@ -269,7 +287,7 @@ class _Loader(RefReader):
             path_text, function = files.split_function(node)
             file = files.resolve(path_text, base)
             if not file.is_file():
-                raise files.missing_file_error(f"file not found: {files.display_path(file)}", self.where(holder, key), path)
+                raise files.missing_file_error(files.not_a_file(file), self.where(holder, key), path)
             if function and file.suffix == ".py":
                 from ci_grade.workers.calls import call_file_sync
 
@@ -282,8 +300,8 @@ class _Loader(RefReader):
 
                 return call_js_file_function(file, function, [])
             if file.suffix in files.STRUCTURED_SUFFIXES:
-                return files.load_structured(file, self.sources)
-            return files.read_text(file)
+                return files.load_structured(file, self.sources, self.where(holder, key), path)
+            return files.read_text(file, self.where(holder, key), path)
         return node
 
     # -- tests -----------------------------------------------------------------------------------
@@ -349,13 +367,8 @@ class _Loader(RefReader):
                     self.test_vars_file(test, file.parent, path)
                     out.append(test)
                 elif isinstance(test, str):  # a tests file naming more tests files, as promptfoo reads them
-                    if len(self._nesting) >= MAX_TEST_FILE_NESTING or file in self._nesting:
-                        raise ConfigError(f"tests files name each other in a loop or more than {MAX_TEST_FILE_NESTING} deep", file=shown, line=1, path=path)
-                    self._nesting.append(file)
-                    try:
+                    with self._inside(file, "tests", path):
                         out.extend(self.test_files(test, file.parent, loaded, i, f"{path} > {shown}[{i}]"))
-                    finally:
-                        self._nesting.pop()
                 else:
                     out.append(test)
         return out
@@ -391,7 +404,8 @@ class _Loader(RefReader):
                     loaded = files.load_structured(file, self.sources, self.where(raw, i), f"scenarios[{i}]")
                     container = {"scenarios": loaded}
                     self.sources.register(container, files.display_path(file), 1, {"scenarios": 1})
-                    out.extend(self.scenarios(loaded, file.parent, container))
+                    with self._inside(file, "scenarios", f"scenarios[{i}]"):
+                        out.extend(self.scenarios(loaded, file.parent, container))
             elif isinstance(item, dict):
                 if item.get("tests") is not None:
                     item["tests"] = self.tests(item["tests"], base, item, "tests", f"scenarios[{i}].tests")

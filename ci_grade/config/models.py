@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Score = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 """A threshold or weight: a finite number as written (not `true`, not `.nan`, not text), as promptfoo's schema has it."""
+Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
+"""An assertion's weight: a `Score` of 0 or more (a negative weight would turn a failure into credit)."""
 
 
 class _Model(BaseModel):
@@ -28,7 +30,7 @@ class Assertion(_Model):
     type: str
     value: Any = None
     threshold: Score | None = None
-    weight: Score | None = None
+    weight: Weight | None = None
     metric: str | None = None
     provider: Any = None
     rubricPrompt: Any = None

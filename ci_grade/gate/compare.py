@@ -23,6 +23,11 @@ from ci_grade.gate.suite import Pair, measures, weighted_mean
 from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.results.summary import RowSummary, summaries_of
 
+MIN_SHARED = 0.5
+"""A baseline must share at least this share of the tests of the smaller side (the run or the
+baseline) with the run, and at least one test; else it is taken for another config's baseline and
+the gate judges thresholds only. A suite that grew or shrank still matches its own baseline."""
+
 
 def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, every_test: bool = True) -> Comparison:
     """Per-test, per-assertion and suite-level deltas, judged, and the gate's verdict.
@@ -44,6 +49,11 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
     same.update(portable_matches(head, base, same))
     renamed = renames({k: v for k, v in head.items() if k not in same}, {k: v for k, v in base.items() if k not in same.values()})
     same.update(portable_matches(head, base, {**same, **renamed}, in_order=True))
+    shared = len(same) + len(renamed)
+    if head and (not shared or shared < MIN_SHARED * min(len(head), len(base))):
+        note = (f"the baseline is not this config's: it shares {shared} of this run's {len(head)} tests "
+                f"({len(base)} in the baseline), so the gate judged thresholds only")
+        return _without_baseline(run, groups, policy, every_test, note)
     confirmations = group_rows(run.confirmations)
     cases: list[CaseDelta] = []
     judged: list[tuple[CaseDelta, BaselineTest, BaselineTest]] = []
@@ -96,8 +106,9 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
     return comparison
 
 
-def _without_baseline(run: EvalRun, groups: dict[str, list[_Positioned]], policy: GatePolicy, every_test: bool) -> Comparison:
-    """Thresholds only: each test folded, counted and (when listed) kept, one test at a time."""
+def _without_baseline(run: EvalRun, groups: dict[str, list[_Positioned]], policy: GatePolicy, every_test: bool, mismatch: str | None = None) -> Comparison:
+    """Thresholds only: each test folded, counted and (when listed) kept, one test at a time;
+    `mismatch` says why a baseline that was given was set aside."""
     cases: list[CaseDelta] = []
     heads: list[_Head] = []
     passed = errors = 0
@@ -120,6 +131,7 @@ def _without_baseline(run: EvalRun, groups: dict[str, list[_Positioned]], policy
         reason="",
         gate_failed=False,
         has_baseline=False,
+        baseline_mismatch=mismatch,
         policy=policy,
         head_info=run.info,
         tests=cases,

@@ -75,7 +75,7 @@ def decide(c: Comparison) -> None:
     gating = {"never": [], "failures": failures, "regressions": failures + regressions}[policy.fail_on]
     c.gate_failed = bool(gating)
     if c.problems:
-        c.reason = "; ".join(c.problems)
+        c.reason = "; ".join([*c.problems, *([c.baseline_mismatch] if c.baseline_mismatch else [])])
         if not c.gate_failed:
             c.reason += f" (fail-on {policy.fail_on}: reported, not gating)"
         elif len(gating) < len(c.problems):
@@ -101,7 +101,9 @@ def _passed_reason(c: Comparison, failing: int) -> str:
     parts = [head]
     if c.error_rows:
         parts.append(f"{_plural(c.error_rows, 'error')} tolerated (max {c.policy.max_errors})")
-    if not c.has_baseline:
+    if c.baseline_mismatch:
+        parts.append(c.baseline_mismatch)
+    elif not c.has_baseline:
         parts.append("no baseline, thresholds only")
     elif c.mean_score.method in (None, "exact"):
         parts.append("no regressions against the baseline")

@@ -204,6 +204,9 @@ class Comparison(BaseModel):
     reason: str
     gate_failed: bool
     has_baseline: bool
+    baseline_mismatch: str | None = None
+    """Why a baseline that was given was set aside as another config's (too few tests shared):
+    the gate then judged thresholds only, as without a baseline."""
     policy: GatePolicy = Field(default_factory=GatePolicy)
     problems: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)

@@ -4,6 +4,7 @@ or `git:REF:PATH` (e.g. the base branch's committed baseline)."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 
 from ci_grade import redact
 from ci_grade.atomic import write_atomic
+from ci_grade.config import files
 from ci_grade.errors import ConfigError, InfrastructureError, UsageError
 from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run, baseline_from_runs
 from ci_grade.safe_text import json_dumps
@@ -41,6 +43,23 @@ def load_baseline(source: str, cwd: Path) -> Baseline | None:
     """A baseline from a file, a results JSON or `git:REF:PATH`; None when it does not exist."""
     text = _read_source(source, cwd)
     return None if text is None else parse_baseline(text, source)
+
+
+def check_finite(baseline: Baseline, source: str, *, baseline_file: bool = False) -> Baseline:
+    """`baseline` if every score, spread and weight in it is a finite number; else a ConfigError
+    naming the test (a NaN or an infinity would turn every comparison it enters into noise), and
+    its key path when `source` is a baseline file (not results)."""
+    for test_id, test in baseline.tests.items():
+        numbers = [("score", test.score), ("score_spread", test.score_spread)]
+        numbers += [(f"assertions[{i}].score", item.score) for i, item in enumerate(test.assertions)]
+        for field, values in (("named_scores", test.named_scores), ("named_spreads", test.named_spreads), ("named_weights", test.named_weights)):
+            numbers += [(f"{field}.{name}", value) for name, value in values.items()]
+        bad = next(((field, value) for field, value in numbers if not math.isfinite(value)), None)
+        if bad is not None:
+            name = " ".join((test.description or test.name or test_id).split())[:80]
+            where = f"tests.{test_id}.{bad[0]}" if baseline_file else None
+            raise ConfigError(f"test {name!r} (id {test_id}) has a {bad[0]} of {bad[1]}: a baseline's scores must be finite numbers", file=source, path=where)
+    return baseline
 
 
 def load_baselines(source: str, cwd: Path) -> Baseline | None:
@@ -79,7 +98,7 @@ def baseline_from_sources(sources: list[str], cwd: Path) -> Baseline:
     if len(hashes) > 1:
         named = ", ".join(f"{source} ({run.info.config_hash or 'unknown'})" for source, run in zip(sources, runs, strict=True))
         raise UsageError(f"these results come from different configs and cannot form one baseline: {named}")
-    return baseline_from_runs(runs)
+    return check_finite(baseline_from_runs(runs), ", ".join(sources))
 
 
 def _read_source(source: str, cwd: Path) -> str | None:
@@ -92,10 +111,7 @@ def _read_source(source: str, cwd: Path) -> str | None:
         return None
     if path.is_dir():
         raise UsageError(f"baseline {source} is a directory, expected a baseline or results JSON file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read baseline: {exc}", file=source) from None
+    return files.read_text(path, None, "--baseline")  # a regular file (never a FIFO), within the size limit
 
 
 def _json_object(text: str, source: str) -> dict[str, Any]:
@@ -114,12 +130,12 @@ def parse_baseline(text: str, source: str) -> Baseline:
     """A baseline file's text, or a results JSON's (converted), as a Baseline."""
     data = _json_object(text, source)
     if "tests" in data and "version" in data:
-        return _baseline_from_data(data, source)
+        return check_finite(_baseline_from_data(data, source), source, baseline_file=True)
     if isinstance(data.get("results"), dict):
         from ci_grade.results.promptfoo import from_promptfoo
 
         try:
-            return baseline_from_run(from_promptfoo(data))
+            return check_finite(baseline_from_run(from_promptfoo(data)), source)
         except (ValueError, TypeError, OverflowError, ValidationError) as exc:
             raise ConfigError(f"unreadable results file: {_first_line(exc)}", file=source) from None
     raise ConfigError("neither a ci-grade baseline (version, tests) nor a results file (results.results[])", file=source)

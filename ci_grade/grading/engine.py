@@ -16,7 +16,7 @@ from typing import Any
 
 from ci_grade.config import files
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
-from ci_grade.errors import GraderError, TemplateError, TransformError
+from ci_grade.errors import ConfigError, GraderError, TemplateError, TransformError
 from ci_grade.grading import registry
 from ci_grade.grading.context import AssertionContext, Grade, Measure, RunContext
 from ci_grade.grading.grader_prompts import load_template
@@ -252,10 +252,13 @@ async def render_assertion_value(assertion: Assertion, inp: GradingInput, output
                 return result if returned else None
             path = files.resolve(files.split_function(value)[0], run.base_dir)
             if not path.is_file():
-                raise GraderError(f"value file not found: {path}")
-            if path.suffix in files.STRUCTURED_SUFFIXES:
-                return files.load_structured(path, None)
-            return files.read_text(path).strip()
+                raise GraderError(f"value {files.not_a_file(path)}")
+            try:
+                if path.suffix in files.STRUCTURED_SUFFIXES:
+                    return files.load_structured(path, None)
+                return files.read_text(path).strip()
+            except ConfigError as exc:  # grown over the size limit since the run began
+                raise GraderError(f"value file: {exc}") from None
         if value.startswith("file://"):
             return value
         return _render(value, inp.vars, run.env_overrides)

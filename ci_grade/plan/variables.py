@@ -66,7 +66,7 @@ class VarLoader:
         file = files.resolve(files.split_function(value)[0], self.base_dir)
         where = f"{path}.vars.{key}"
         if not file.is_file():
-            raise files.missing_file_error(f"file not found: {files.display_path(file)}", location, where)
+            raise files.missing_file_error(files.not_a_file(file), location, where)
         if var_files.is_script(value):
             return value
         if file not in self._loaded:

@@ -65,7 +65,7 @@ def terminal_summary(comparison: Comparison) -> str:
         _listing(lines, "renamed", c.changed("renamed"))
         _listing(lines, "added", c.changed("added"), detail=False)
         _listing(lines, "removed", c.changed("removed"), detail=False)
-    else:
+    elif not c.baseline_mismatch:  # a mismatched baseline is named in the verdict's reason
         lines.append("  no baseline: the gate judged thresholds only")
     lines += [f"warning: {w}" for w in c.warnings]
     return terminal(redact.text("\n".join(lines)))
