@@ -27,6 +27,7 @@ from ci_grade.plan.build import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
 from ci_grade.plan.earlier import EarlierRows
 from ci_grade.plan.filters import EvalFilters
 from ci_grade.plan.shard import Shard
+from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_folder
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
@@ -65,6 +66,8 @@ class EvalOptions:
     retry_errors: str | None = None
     stop: Stop = field(default_factory=Stop)
     """Signals and the time limit (`--max-duration`, else evaluateOptions.maxEvalTimeMs)."""
+    budget: Budget | None = None
+    """The spending limit (`--max-cost`), shared with the `--confirm` reruns of this evaluation."""
 
 
 @dataclass
@@ -211,6 +214,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         progress=progress,
         cache=_cache(options, loaded, env, plan.repeat),
         stop=options.stop,
+        budget=options.budget,
         release_rows=True,
     )
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
