@@ -32,7 +32,9 @@ from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_fold
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
+from ci_grade.run import spending
 from ci_grade.run.runner import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
+from ci_grade.run.spending import Observed, SpendingPlan
 from ci_grade.run.stop import Stop
 
 DEFAULT_CONCURRENCY: int | None = None
@@ -68,6 +70,10 @@ class EvalOptions:
     """Signals and the time limit (`--max-duration`, else evaluateOptions.maxEvalTimeMs)."""
     budget: Budget | None = None
     """The spending limit (`--max-cost`), shared with the `--confirm` reruns of this evaluation."""
+    dry_run: bool = False
+    """Plan and estimate (`EvalOutcome.spending`), call nothing."""
+    observed: dict[str, Observed] = field(default_factory=dict)
+    """Per provider, what its calls measured in the baseline (for `dry_run`'s estimate)."""
 
 
 @dataclass
@@ -80,6 +86,8 @@ class EvalOutcome:
     rerun: int | None = None  # with --retry-errors: the rows run again
     config_for_output: outputs.EncodedConfig | None = None
     """The resolved config for results files, encoded when the plan was built."""
+    spending: SpendingPlan | None = None
+    """With `dry_run`: the plan's calls, tokens, cost and time (the run is empty)."""
 
 
 def build_env(options: EvalOptions, loaded: LoadedConfig | None = None) -> dict[str, str]:
@@ -199,6 +207,16 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     kept = None
     if previous is not None:
         plan, kept = retry.plan_retry(plan, previous)
+    if options.budget is not None:
+        spending.check_prices(plan, env, loaded.base_dir)
+    if options.dry_run:
+        estimate = spending.estimate(
+            plan, env, loaded.base_dir, cache=_cache(options, loaded, env, plan.repeat), concurrency=1 if _delay(options, loaded) else concurrency,
+            env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v}, observed=options.observed,
+        )
+        run = EvalRun(warnings=list(loaded.warnings))
+        run.info.config_name = _config_name(loaded.files, env)
+        return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, spending=estimate)
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False and cli_defaults.progress_bar is not False  # promptfoo's switches
     _built()
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ci_grade.evaluate import EvalOptions, EvalOutcome
     from ci_grade.gate.baseline import Baseline
     from ci_grade.gate.models import Comparison, GatePolicy
+    from ci_grade.run.spending import Observed
 
 
 def _fraction(text: str) -> float:
@@ -133,6 +134,17 @@ def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None,
         outcome.run.confirmations = rerun(options, targets, confirm)
         comparison = compare(outcome.run, baseline, policy, every_test=False)
     return comparison
+
+
+def observed(baseline: Baseline) -> dict[str, Observed]:
+    """What each provider's calls measured in the baseline: reply tokens per call, median latency."""
+    from ci_grade.run.spending import Observed
+
+    return {
+        name: Observed(reply_tokens=totals.completion_tokens / totals.calls, latency_ms=totals.latency_p50_ms)
+        for name, totals in baseline.totals.providers.items()
+        if totals.calls
+    }
 
 
 def read_baseline(source: str | None, cwd: Path) -> Baseline | None:

@@ -39,6 +39,13 @@ Bill = Callable[[float | None, TokenUsage | None, str | None, Any], None]
 """Settles a call: (the provider's cost, token usage, error, output)."""
 
 
+def usd(amount: float) -> str:
+    """`$0.000025`, `$0.42`, `$12.50`: enough digits for the small sums a call costs."""
+    if amount >= 1:
+        return f"${amount:,.2f}"
+    return "$" + (f"{amount:.8f}".rstrip("0").rstrip(".") or "0")
+
+
 def prompt_tokens(text: str) -> int:
     """Tokens of a prompt, estimated from its length (a token per 4 characters, rounded up)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
@@ -83,7 +90,7 @@ class Budget:
         self._waiters: list[asyncio.Future[None]] = []
 
     def reason(self) -> str:
-        return f"not run: the run's budget of ${self.limit:.4g} (--max-cost) is reached (${self.spent:.4g} spent)"
+        return f"not run: the run's budget of {usd(self.limit)} (--max-cost) is reached ({usd(self.spent)} spent)"
 
     def _refuse(self, message: str) -> BudgetExhausted:
         self.refused += 1

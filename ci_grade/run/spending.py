@@ -19,13 +19,13 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from ci_grade.config.models import Assertion, ProviderSpec
 from ci_grade.errors import CiGradeError, UsageError
 from ci_grade.grading import registry
+from ci_grade.grading.grader_prompts import load_template
 from ci_grade.grading.graders import GraderResolver
 from ci_grade.plan.build import Plan, PlannedRow
 from ci_grade.providers.base import Provider
@@ -109,7 +109,7 @@ class SpendingPlan:
         return busy / 1000 / max(1, self.concurrency)
 
 
-def _grader_kind(assertion: Assertion) -> str | None:
+def _grader_kind(assertion: Assertion) -> registry.GraderKind | None:
     spec = registry.get(assertion.base_type)
     return spec.grader if spec is not None else None
 
@@ -122,13 +122,14 @@ def _assertions(assertions: list[Assertion] | None) -> Iterator[Assertion]:
 
 @cache
 def _template_tokens(prompt: str | None) -> int:
-    """Tokens of a built-in grader template (its file as it is, a close upper bound)."""
+    """Tokens of a built-in grader template's messages, before the values are put in."""
     if not prompt:
         return 0
     try:
-        return prompt_tokens(resources.files("ci_grade.grading").joinpath("prompts", f"{prompt}.yaml").read_text(encoding="utf-8"))
-    except OSError:
+        template = load_template(prompt)
+    except (OSError, CiGradeError):
         return 0
+    return prompt_tokens("".join(content for _, content in template.messages))
 
 
 class _Walker:
@@ -155,7 +156,7 @@ class _Walker:
                 if assertion.base_type == "search-rubric":
                     yield assertion, self.graders.resolve_search(ref, assertion.type)[0], None
                 else:
-                    yield assertion, self.graders.resolve(kind, ref, assertion.type), None  # type: ignore[arg-type]
+                    yield assertion, self.graders.resolve(kind, ref, assertion.type), None
             except CiGradeError as exc:
                 yield assertion, None, str(exc)
 
