@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ci_grade.gate.models import Comparison
+from ci_grade.providers.budget import usd
 from ci_grade.results.models import RunInfo
 
 EPS = 1e-9
@@ -67,7 +68,7 @@ def decide(c: Comparison) -> None:
     rise = cost_rise(c)
     if rise is not None and policy.max_cost_increase is not None and rise > policy.max_cost_increase + EPS:
         head, base = c.head_totals.cost_per_test, c.base_totals.cost_per_test if c.base_totals else None
-        failures.append(f"cost per test rose {rise:+.0%} (${base:.4g} → ${head:.4g}, max +{policy.max_cost_increase:.0%})")
+        failures.append(f"cost per test rose {rise:+.0%} ({usd(base or 0.0)} → {usd(head or 0.0)}, max +{policy.max_cost_increase:.0%})")
     dropped = [t for t in c.tests if t.regressed]
     if dropped:
         regressions.append(f"{_plural(len(dropped), 'test')} regressed beyond tolerance (max drop {policy.max_score_drop:.2f})")

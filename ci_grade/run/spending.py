@@ -37,7 +37,7 @@ from ci_grade.run.conversation import template_of
 from ci_grade.templating import nunjucks
 
 ASSUMED_REPLY_TOKENS = 256
-ASSUMED_VERDICT_TOKENS = 128
+ASSUMED_VERDICT_TOKENS = 64
 ASSUMED_LATENCY_MS = 1000.0
 Role = Literal["target", "grader"]
 
