@@ -11,12 +11,15 @@ from pathlib import Path
 import pytest
 
 from ci_grade.commands.shared import observed
-from ci_grade.errors import BudgetExhausted
+from ci_grade.errors import BudgetExhausted, UsageError
 from ci_grade.evaluate import EvalOptions, evaluate
 from ci_grade.gate.store import load_baselines
+from ci_grade.github.inputs import read_inputs
 from ci_grade.providers.budget import Budget, row_scope
 from tests.conftest import run_cli, write
+from tests.servers.github_server import GitHubServer
 from tests.servers.llm_server import LLMServer
+from tests.test_action_e2e import gh, run_action, workspace  # noqa: F401 (the action's fixtures)
 
 MINI = (0.4e-6, 1.6e-6)  # gpt-4.1-mini in prices.json, USD per input and output token
 VERDICT = json.dumps({"reason": "The answer names the topic plainly and stays on it, as the rubric asks; nothing in it is off topic or evasive, so it meets the rubric. " * 2, "pass": True, "score": 1.0})
@@ -149,3 +152,20 @@ def test_a_rise_of_the_cost_per_test_beyond_the_limit_fails_the_gate(tmp_path: P
     assert "openai:chat:gpt-4.1-mini latency p50 / p95" in report
     relaxed = run_cli("eval", "--no-cache", "--no-progress", "--baseline", "baseline.json", "--max-cost-increase", "100000%", cwd=tmp_path)
     assert relaxed.code == 0, relaxed.out
+
+
+def test_the_action_dry_run_puts_the_plan_in_the_job_summary_and_posts_nothing(workspace: Path, gh: GitHubServer) -> None:  # noqa: F811
+    run = run_action(workspace, gh, dry_run="on", max_cost="$1")
+    assert run.code == 0, run.result.out + run.result.err
+    assert gh.requests == []
+    assert "### ci-grade: dry run" in run.summary
+    assert "| echo | target | 3 | 0 | " in run.summary
+    assert "dry run: nothing was called" in run.result.out
+
+
+def test_action_inputs_for_cost_are_checked() -> None:
+    inputs = read_inputs({"INPUT_MAX-COST": "$2.50", "INPUT_MAX-COST-INCREASE": "20%", "INPUT_DRY-RUN": "true"})
+    assert (inputs.max_cost, inputs.max_cost_increase, inputs.dry_run) == (2.5, 0.2, True)
+    for name, value in (("MAX-COST", "0"), ("MAX-COST", "lots"), ("MAX-COST-INCREASE", "-5%"), ("DRY-RUN", "maybe")):
+        with pytest.raises(UsageError, match=name.lower()):
+            read_inputs({f"INPUT_{name}": value})
