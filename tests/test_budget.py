@@ -125,7 +125,7 @@ def test_a_dry_run_calls_nothing_and_its_estimate_is_within_a_fifth_of_the_spend
     dry = run_cli("eval", "--dry-run", "--baseline", "baseline.json", cwd=tmp_path)
     assert dry.code == 0, dry.err
     assert len(openai_env.requests) == calls  # nothing was called
-    assert "12 rows; 12 provider calls (12 in the response cache); 12 grader calls (0 in the response cache)" in dry.out
+    assert "12 rows; 12 provider calls (12 in the response cache); 12 grader calls (one per model-graded assertion;" in dry.out
     assert re.search(r"openai:chat:gpt-4\.1-mini\s+target\s+12\s+12\b", dry.out)
 
     baseline = load_baselines("baseline.json", tmp_path)

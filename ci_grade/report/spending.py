@@ -22,7 +22,7 @@ def _headline(plan: SpendingPlan) -> list[str]:
     recorded = f" ({plan.recorded} with recorded outputs)" if plan.recorded else ""
     return [
         f"{plan.rows} rows{recorded}; {plan.calls('target')} provider calls ({plan.cached('target')} in the response cache); "
-        f"{plan.calls('grader')} grader calls ({plan.cached('grader')} in the response cache)",
+        f"{plan.calls('grader')} grader calls (one per model-graded assertion; cache hits are known once the outputs are)",
         f"estimated cost {_cost(plan)}; estimated time {format_duration(plan.seconds * 1000)} at concurrency {plan.concurrency}",
     ]
 
