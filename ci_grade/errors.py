@@ -11,6 +11,7 @@
         ├── ProviderError             a model or API call failed for good
         │   ├── TransientError        worth retrying (429, 5xx, timeouts, resets, malformed 200 replies)
         │   ├── UnknownProviderError  no provider family serves this id
+        │   ├── BudgetExhausted       the call was not made: the run's spending limit (--max-cost) is reached
         │   └── NotSupportedError     the provider does not offer this kind of call (text, embedding, ...)
         ├── TemplateError             a nunjucks template could not be parsed or rendered
         ├── ScriptError               user JavaScript or Python raised, or returned nothing usable
@@ -148,6 +149,10 @@ class EndpointDown(ProviderError):
 
 class UnknownProviderError(ProviderError):
     """No provider family serves this id."""
+
+
+class BudgetExhausted(ProviderError):
+    """The call was not made: what it may cost does not fit in what is left of the run's budget."""
 
 
 class NotSupportedError(ProviderError):

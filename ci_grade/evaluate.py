@@ -27,11 +27,14 @@ from ci_grade.plan.build import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
 from ci_grade.plan.earlier import EarlierRows
 from ci_grade.plan.filters import EvalFilters
 from ci_grade.plan.shard import Shard
+from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_folder
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
+from ci_grade.run import spending
 from ci_grade.run.runner import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
+from ci_grade.run.spending import Observed, SpendingPlan
 from ci_grade.run.stop import Stop
 
 DEFAULT_CONCURRENCY: int | None = None
@@ -65,6 +68,12 @@ class EvalOptions:
     retry_errors: str | None = None
     stop: Stop = field(default_factory=Stop)
     """Signals and the time limit (`--max-duration`, else evaluateOptions.maxEvalTimeMs)."""
+    budget: Budget | None = None
+    """The spending limit (`--max-cost`), shared with the `--confirm` reruns of this evaluation."""
+    dry_run: bool = False
+    """Plan and estimate (`EvalOutcome.spending`), call nothing."""
+    observed: dict[str, Observed] = field(default_factory=dict)
+    """Per provider, what its calls measured in the baseline (for `dry_run`'s estimate)."""
 
 
 @dataclass
@@ -77,6 +86,8 @@ class EvalOutcome:
     rerun: int | None = None  # with --retry-errors: the rows run again
     config_for_output: outputs.EncodedConfig | None = None
     """The resolved config for results files, encoded when the plan was built."""
+    spending: SpendingPlan | None = None
+    """With `dry_run`: the plan's calls, tokens, cost and time (the run is empty)."""
 
 
 def build_env(options: EvalOptions, loaded: LoadedConfig | None = None) -> dict[str, str]:
@@ -199,6 +210,16 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     kept = None
     if previous is not None:
         plan, kept = retry.plan_retry(plan, previous)
+    if options.budget is not None:
+        spending.check_prices(plan, env, loaded.base_dir)
+    if options.dry_run:
+        estimate = spending.estimate(
+            plan, env, loaded.base_dir, cache=_cache(options, loaded, env, plan.repeat), concurrency=1 if _delay(options, loaded) else concurrency,
+            env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v}, observed=options.observed,
+        )
+        run = EvalRun(warnings=list(loaded.warnings))
+        run.info.config_name = _config_name(loaded.files, env)
+        return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, spending=estimate)
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False and cli_defaults.progress_bar is not False  # promptfoo's switches
     _built()
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
@@ -214,6 +235,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         progress=progress,
         cache=_cache(options, loaded, env, plan.repeat),
         stop=options.stop,
+        budget=options.budget,
         release_rows=True,
     )
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)

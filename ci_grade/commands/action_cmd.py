@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ci_grade.github.inputs import ActionInputs
     from ci_grade.github.workflow_commands import WorkflowCommands
     from ci_grade.report.sections import Section
+    from ci_grade.run.spending import Observed
     from ci_grade.run.stop import Stop
 
 
@@ -103,7 +104,10 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         max_errors=inputs.max_errors,
         alpha=inputs.alpha,
         cluster_key=inputs.cluster_key,
+        max_cost_increase=inputs.max_cost_increase,
     )
+    if inputs.dry_run:
+        return dry_run(commands, env, inputs, workdir, stop)
     if inputs.shard:
         return run_shard(commands, env, inputs, workdir, event.workspace, stop)
     if inputs.merge:
@@ -172,17 +176,37 @@ class Graded(NamedTuple):
         return any(s.comparison.gate_failed for s in self.sections)
 
 
-def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop) -> tuple[EvalOutcome, EvalOptions, Path | None]:
+def dry_run(commands: WorkflowCommands, env: Mapping[str, str], inputs: ActionInputs, workdir: Path, stop: Stop) -> int:
+    """`dry-run: true`: the plan and its estimates in the log and the job summary; nothing is called."""
+    from ci_grade.commands.shared import observed
+    from ci_grade.gate.store import load_baselines
+    from ci_grade.report import spending
+
+    with _in_folder(workdir):
+        baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
+        plan = _evaluate(commands, inputs, workdir, stop, observed(baseline) if baseline else {})[0].spending
+    assert plan is not None
+    with commands.commands_stopped():
+        print(spending.text(plan), flush=True)
+    if env.get("GITHUB_STEP_SUMMARY"):
+        from ci_grade.github.env_files import append_summary
+
+        publish(commands, "the job summary", lambda: append_summary(Path(env["GITHUB_STEP_SUMMARY"]), spending.markdown(plan, inputs.comment_title)))
+    return 0
+
+
+def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop, seen: dict[str, Observed] | None = None) -> tuple[EvalOutcome, EvalOptions, Path | None]:
     """Run the eval (or its shard, or its retry) in the working directory, inside a log group."""
     from ci_grade.commands.shared import skip_final_collection
     from ci_grade.evaluate import EvalOptions, evaluate
+    from ci_grade.providers.budget import Budget
 
     skip_final_collection()
     cache = (workdir / inputs.cache_dir).resolve() if inputs.cache_dir else None
     options = EvalOptions(
         configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
         cache_dir=str(cache) if cache else None, cache=inputs.cache, shard=inputs.shard, retry_errors=inputs.retry_errors,
-        stop=stop,
+        stop=stop, budget=Budget(inputs.max_cost) if inputs.max_cost is not None else None, dry_run=inputs.dry_run, observed=seen or {},
     )
     with commands.group("ci-grade: evaluate"), commands.commands_stopped():
         outcome = evaluate(options)

@@ -19,6 +19,7 @@ def add_parser(subparsers: Any) -> None:
     add_eval_arguments(parser)
     add_gate_arguments(parser)
     parser.add_argument("--save-baseline", metavar="PATH", help="also save this run as a baseline file")
+    parser.add_argument("--dry-run", action="store_true", help="call nothing: print the plan's rows, provider and grader calls (and how many the response cache holds), estimated tokens, cost per provider and time (reply sizes and latencies from --baseline when given)")
     parser.add_argument("--confirm", type=int, default=0, metavar="N", help="rerun each newly failing sampled test N more times and judge it on those fresh runs (confirmed or flaky)")
     scale = parser.add_argument_group("shards and retries")
     scale.add_argument("--shard", metavar="K/N", help="run only shard K of N (a balanced part of the plan, whole tests); write its results, no gate: `ci-grade merge` decides")
@@ -59,6 +60,7 @@ def main(args: argparse.Namespace) -> int:
         if not any(path.lower().endswith(".json") for path in args.output):
             raise UsageError("a shard's results are for `ci-grade merge`: write them to a .json file (-o shard.json)")
     options.retry_errors = args.retry_errors
+    options.dry_run = args.dry_run
     with options.stop.catching_signals():
         code = _evaluate(args, options)
     if options.stop.signum is not None:
@@ -70,7 +72,7 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     from pathlib import Path
 
     from ci_grade import redact
-    from ci_grade.commands.shared import gate_policy, judge, read_baseline
+    from ci_grade.commands.shared import gate_policy, judge, observed, read_baseline
     from ci_grade.errors import ExitCode, InfrastructureError
     from ci_grade.evaluate import evaluate
     from ci_grade.gate.baseline import baseline_from_run
@@ -84,10 +86,17 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     baseline = read_baseline(args.baseline, Path.cwd())
     if args.save_baseline:
         outputs.check_writable(args.save_baseline)
+    if baseline is not None:
+        options.observed = observed(baseline)
     with _log_group("ci-grade: evaluate"):
         outcome = evaluate(options)
     for warning in outcome.run.warnings:
         sys.stderr.write(f"warning: {terminal(redact.text(warning))}\n")
+    if outcome.spending is not None:
+        from ci_grade.report import spending
+
+        print(spending.text(outcome.spending))
+        return ExitCode.OK
     if outcome.rerun is not None:
         sys.stderr.write(f"retry: ran {outcome.rerun} of {len(outcome.run.results)} rows again, kept the others from {args.retry_errors}\n")
     problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands

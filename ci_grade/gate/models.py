@@ -30,6 +30,8 @@ class GatePolicy(BaseModel):
     """The significance level of every one-sided test (Holm-corrected within each family)."""
     cluster_key: str | None = None
     """A `metadata` key grouping tests that are not independent (clustered standard errors)."""
+    max_cost_increase: float | None = None
+    """The largest tolerated rise of the cost per test over the baseline's (0.2: 20%); None: not judged."""
 
 
 class AssertionDelta(BaseModel):

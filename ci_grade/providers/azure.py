@@ -25,7 +25,7 @@ from ci_grade.providers.openai import (
     sdk_http_client,
 )
 from ci_grade.providers.openai_sdk import sdk
-from ci_grade.providers.pricing import estimate_cost
+from ci_grade.providers.pricing import estimate_cost, price_of
 from ci_grade.results.usage import TokenUsage
 
 DEFAULT_API_VERSION = "2024-10-21"
@@ -35,6 +35,10 @@ class AzureClientMixin:
     """Endpoint, key and client handling shared by the Azure providers (mixed into OpenAI ones)."""
 
     key_names: ClassVar[tuple[str, ...]] = ("AZURE_OPENAI_API_KEY", "AZURE_API_KEY")
+
+    def price(self: Any) -> tuple[float, float] | None:
+        """Priced by `config.modelName`, else the deployment name, as `cost` does."""
+        return price_of(self.spec.config.get("modelName") or self._model, self.spec.config, "azure")
 
     @property
     def family(self: Any) -> str:

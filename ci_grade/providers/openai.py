@@ -104,6 +104,7 @@ class OpenAIProvider(Provider):
 
     default_model: ClassVar[str | None] = None
     key_names: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    price_family: ClassVar[str | None] = "openai"
     cacheable = True
     adaptive = True
 
@@ -379,6 +380,10 @@ class OpenAIModerationProvider(OpenAIProvider):
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"moderation"})
     default_model = "omni-moderation-latest"
+
+    def price(self) -> tuple[float, float] | None:
+        """OpenAI's moderation endpoint is free."""
+        return 0.0, 0.0
 
     def describe(self) -> str:
         return f"openai:moderation:{self._model}"

@@ -17,6 +17,7 @@ from typing import Any
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider
+from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.compatible import PREFIXES as COMPATIBLE_PREFIXES
 
@@ -114,8 +115,9 @@ def as_spec(value: Any) -> ProviderSpec:
 class ProviderPool:
     """One provider instance (and so one HTTP client) per distinct configuration, per run."""
 
-    def __init__(self, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None, cache: ResponseCache | None = None):
+    def __init__(self, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None, cache: ResponseCache | None = None, budget: Budget | None = None):
         self.env = env
+        self.budget = budget
         self.max_concurrency = max_concurrency
         self.base_dir = base_dir
         self.cache = cache
@@ -131,6 +133,7 @@ class ProviderPool:
         if provider is None:
             provider = create_provider(spec, self.env, self.max_concurrency, self.base_dir)
             provider.cache = self.cache
+            provider.budget = self.budget
             self._providers[key] = provider
         if len(self._by_spec) >= 256:  # specs made per row (a test's own provider) are not kept
             self._by_spec.clear()

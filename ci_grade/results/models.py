@@ -107,6 +107,8 @@ class TestResult(_Model):
     location: SourceRef | None = None
     test_case: dict[str, Any] = Field(default_factory=dict)
     response_metadata: dict[str, Any] = Field(default_factory=dict)
+    not_run: Literal["budget"] | None = None
+    """Why an ERROR row was not (fully) run: "budget" when the run's spending limit refused a call."""
     fixed_output: bool = False
     """The output cannot vary between runs (a recorded `providerOutput`, or the `echo` provider)."""
     reproducible_grading: bool = False

@@ -147,6 +147,7 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
                 "reproducibility": "reproducible" if row.reproducible else "sampled",
                 "fixedOutput": row.fixed_output,
                 "reproducibleGrading": row.reproducible_grading,
+                **({"notRun": row.not_run} if row.not_run else {}),
             },
         },
     }
@@ -295,6 +296,7 @@ def row_from_promptfoo(item: dict[str, Any]) -> TestResult:
         response_metadata=response.get("metadata") or {},
         fixed_output=bool(ours.get("fixedOutput")),
         reproducible_grading=bool(ours.get("reproducibleGrading")),
+        not_run="budget" if ours.get("notRun") == "budget" else None,
     )
 
 

@@ -28,7 +28,9 @@ from ci_grade.grading.context import RunContext
 from ci_grade.grading.graders import GraderResolver
 from ci_grade.grading.transforms import apply_transform
 from ci_grade.plan.build import Plan, PlannedRow
+from ci_grade.providers import budget
 from ci_grade.providers.base import CallContext, ProviderResponse
+from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.limiter import ADAPTIVE_CEILING, Limiter
 from ci_grade.providers.registry import ProviderPool
@@ -62,6 +64,8 @@ class RunOptions:
     progress: Progress | None = None
     cache: ResponseCache | None = None
     stop: Stop = field(default_factory=Stop)
+    budget: Budget | None = None
+    """The run's spending limit (`--max-cost`): rows whose calls it refuses are recorded as not run."""
     release_rows: bool = False
     """The run takes the plan's rows (`plan.rows` is emptied) and lets each go once it is stored,
     so a test's models are freed as its rows end (for a caller that reads no row after the run)."""
@@ -80,7 +84,7 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     """Run every row of `plan`; returns the results (never raises for a single row's failure)."""
     started = time.perf_counter()
     concurrency = 1 if options.delay_ms > 0 else None if options.concurrency is None else max(1, options.concurrency)
-    pool = ProviderPool(options.env, max_concurrency=concurrency, base_dir=options.base_dir, cache=options.cache)
+    pool = ProviderPool(options.env, max_concurrency=concurrency, base_dir=options.base_dir, cache=options.cache, budget=options.budget)
     graders = GraderResolver(pool, options.env)
     run_context = RunContext(env=options.env, base_dir=options.base_dir, graders=graders, env_overrides=options.env_overrides)
     rows_in_flight = Limiter(concurrency or ADAPTIVE_CEILING)  # FIFO; unlike asyncio.Semaphore, no O(waiters) work per row
@@ -95,7 +99,10 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     async def one(position: int, planned: PlannedRow) -> _Row | None:
         nonlocal done
         async with window.waiting(conversations.turn(planned)) if conversations.ordered(planned) else _UNORDERED, rows_in_flight.slot():
-            row = await _run_row_with_timeout(planned, pool, run_context, options, conversations)
+            with budget.row_scope() as mark:
+                row = await _run_row_with_timeout(planned, pool, run_context, options, conversations)
+            if mark.refused is not None:
+                _not_run(row, mark.refused)
             conversations.store(planned, row.result.output)
         done += 1
         if options.progress:
@@ -124,6 +131,9 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
         collect.store(spool, position, row.result)
     run = EvalRun(results=spool, stats=summarize(spool.summaries()))
     run.warnings += slowed
+    if options.budget is not None and options.budget.refused:
+        not_run = sum(1 for summary in spool.summaries() if summary.not_run)
+        run.warnings.append(f"{options.budget.reason().removeprefix('not run: ')}: {not_run} of {total} rows were not run (or not fully graded) and are recorded as errors")
     unfinished = sum(1 for row in rows.values() if row.stopped)
     if unfinished:
         run.warnings.append(f"{stop.reason}: {unfinished} of {total} rows did not finish and are recorded as errors")
@@ -284,6 +294,12 @@ def _fail_row(planned: PlannedRow, result: TestResult, message: str) -> _Row:
     result.reason = message
     result.score = 0.0
     return _Row(planned, result)
+
+
+def _not_run(row: _Row, reason: str) -> None:
+    """A row the budget cut short (its call or a grader's was refused): an ERROR saying so."""
+    _fail_row(row.planned, row.result, reason)
+    row.result.not_run = "budget"
 
 
 def _compares(planned: PlannedRow) -> bool:

@@ -11,7 +11,7 @@ stopped for safety is an error naming the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
@@ -41,6 +41,7 @@ MISSING_SDK = "the google-genai package is not installed: pip install 'ci-grade[
 class GeminiProvider(Provider):
     """`generateContent` and `embedContent` through `client.aio.models`; subclasses say how to connect."""
 
+    price_family: ClassVar[str | None] = "google"
     cacheable = True
     adaptive = True
 
