@@ -5,8 +5,12 @@ the head's options and response cache, and compared with the head as a stored ba
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -184,7 +188,7 @@ def test_the_worktree_is_removed_when_the_base_run_fails(tmp_path: Path, scratch
 def test_compare_refuses_a_run_baseline(tmp_path: Path) -> None:
     write(tmp_path / "results.json", "{}")
     result = run_cli("compare", "--baseline", "run:main", "results.json", cwd=tmp_path)
-    assert result.code == 2 and "only `ci-grade eval` and the action take it" in result.err
+    assert result.code == 2 and "only `ci-grade eval` and the action's eval take it" in result.err
 
 
 def test_the_action_evaluates_the_pull_requests_base(tmp_path: Path, scratch: Path) -> None:
@@ -219,3 +223,26 @@ def test_repeats_apply_to_both_runs_and_a_sampled_regression_fails_the_gate(tmp_
     asked = [json.loads(r.body)["messages"][-1]["content"] for r in openai_env.requests_to("/v1/chat/completions")]
     assert sorted(asked) == ["hello world"] * 8 + ["say farewell"] * 4 + ["say goodbye"] * 4
     assert "REGRESSED" in result.out and "pass rate 4/4 -> 0/4" in result.out
+
+
+def test_a_signal_during_the_base_run_removes_its_worktree_and_writes_every_report(tmp_path: Path, scratch: Path, openai_env: LLMServer) -> None:
+    root = tmp_path / "repo"
+    two_commits(root, OPENAI_CONFIG, ("q: say goodbye", "q: say farewell"))
+    openai_env.on_chat("say goodbye", hang=True)  # only the base asks this: its run is held there
+    seen: list[int] = []
+
+    def terminate_once_the_base_runs() -> None:
+        deadline = time.monotonic() + 60
+        while not any(b"say goodbye" in r.body for r in openai_env.requests) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        seen.append(len(worktrees(root)))
+        os.kill(os.getpid(), signal.SIGTERM)  # handled by the run (a stop request), not fatal
+
+    killer = threading.Thread(target=terminate_once_the_base_runs)
+    killer.start()
+    result = run_cli("eval", "--baseline", "run:main", "-o", "report.md", "--no-progress", cwd=root / "evals")
+    killer.join()
+    assert seen == [2] and result.code == 143, result.out + result.err
+    report = (root / "evals" / "report.md").read_text()
+    assert "measured in this job" in report and "says goodbye" in report
+    assert worktrees(root) == [f"worktree {root.resolve()}"] and list(scratch.iterdir()) == []

@@ -47,7 +47,7 @@ def _relative(name: str) -> str:
 def load_baseline(source: str, cwd: Path) -> Baseline | None:
     """A baseline from a file, a results JSON or `git:REF:PATH`; None when it does not exist."""
     if names_a_run(source):
-        raise UsageError(f"baseline {source} evaluates the base in the same job: only `ci-grade eval` and the action take it")
+        raise UsageError(f"baseline {source} evaluates the base in the same job: only `ci-grade eval` and the action's eval take it (not `compare`, `merge` or a merge job)")
     text = _read_source(source, cwd)
     return None if text is None else parse_baseline(text, source)
 
