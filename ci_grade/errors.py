@@ -13,7 +13,8 @@
         │   ├── UnknownProviderError  no provider family serves this id
         │   └── NotSupportedError     the provider does not offer this kind of call (text, embedding, ...)
         ├── TemplateError             a nunjucks template could not be parsed or rendered
-        ├── ScriptError               user JavaScript or Python failed, timed out or returned nothing usable
+        ├── ScriptError               user JavaScript or Python raised, or returned nothing usable
+        │   └── ScriptAborted         user code stopped from outside: a time or memory limit, or its worker died
         ├── TransformError            an output transform failed or returned nothing
         ├── InputRejected             an output a check refuses to process (a DTD, a non-statement, bad vectors)
         └── GraderError               an assertion could not be graded; carries the grader usage spent so far
@@ -139,6 +140,10 @@ class TransientError(ProviderError):
         self.status = status
 
 
+class EndpointDown(ProviderError):
+    """An endpoint failed to answer too many times in a row: its calls fail at once for the rest of the run."""
+
+
 class UnknownProviderError(ProviderError):
     """No provider family serves this id."""
 
@@ -153,6 +158,11 @@ class TemplateError(EvaluationError):
 
 class ScriptError(EvaluationError):
     """User code (JavaScript or Python) failed or returned nothing usable."""
+
+
+class ScriptAborted(ScriptError):
+    """User code did not finish: it hit a time or memory limit, or the worker process running it
+    exited or was killed. Always an ERROR (an assertion that merely raised is a FAIL)."""
 
 
 class TransformError(EvaluationError):

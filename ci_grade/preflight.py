@@ -5,7 +5,8 @@ spent yet. What ci-grade can run but only partly (unknown keys, ignored features
 Checked: assertion types; `file://` assertion values and scripts that are not there; values of a
 kind a type never takes, for types that declare it (`ValueSpec.at_load`, e.g. `regex: 5`); grader
 and test provider references that are not an id, an `{id: ...}` mapping or (graders) a mapping
-by kind; provider ids, prompt filters and prompt templates.
+by kind; provider ids, prompt filters and prompt templates; that user code compiles (Python
+files of providers, assertions and variable loaders, inline Python and JavaScript assertions).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def check(loaded: LoadedConfig) -> list[str]:
         raw = _item(raw_providers, spec_index)
         loc = sources.location(raw, "id") if isinstance(raw, dict) else None
         _check_known(spec.id, loc, f"providers[{spec_index}]")
+        _check_python_provider(spec.id, loaded, loc, f"providers[{spec_index}]")
         if spec.id.startswith("file://") and not files.split_function(spec.id)[0].endswith(".py"):
             why = unavailable.reason(files.split_function(spec.id)[0])
             warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
@@ -80,6 +82,10 @@ def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str, warni
     if test.provider is not None:
         _check_provider_ref(test.provider, sources.location(raw_test, "provider"), f"{path}.provider", grader=False)
     _check_assertions(test.assert_ or [], loaded, raw_test.get("assert"), f"{path}.assert", warnings)
+    for name, value in (test.vars or {}).items() if isinstance(test.vars, dict) else ():
+        if isinstance(value, str) and value.startswith("file://") and files.split_function(value)[0].endswith(".py"):
+            loc = sources.location(raw_test.get("vars"), name) or sources.location(raw_test, "vars")
+            _check_python_file(value, loaded, loc, f"{path}.vars.{name}")
 
 
 def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_list: Any, path: str, warnings: list[str]) -> None:
@@ -113,13 +119,57 @@ def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: L
         path = files.resolve(files.split_function(value)[0], loaded.base_dir)
         if not path.is_file():
             raise ConfigError.at(files.not_a_file(path), loc, where)
+        if path.suffix == ".py" and item.base_type == "python":
+            _check_python_file(value, loaded, loc, where)
         return
+    if isinstance(value, str) and "{{" not in value and "{%" not in value:
+        _check_inline_code(item.base_type, value, loc, where)
     if spec is None or spec.value is None or not spec.value.at_load or value is None or isinstance(value, str):
         return  # text is rendered first: its kind is only known at run time
     try:
         spec.value.check(value, item.type, item.base_type)
     except GraderError as exc:
         raise ConfigError.at(f"{exc}, got {describe(value)}", loc, where) from None
+
+
+def _check_inline_code(kind: str, code: str, loc: Location | None, where: str) -> None:
+    """Inline `python` or `javascript` code that does not compile: exit 2 before any call (as
+    promptfoo's wrapper builds it; code with a template tag is only known once rendered)."""
+    if kind == "python":
+        from ci_grade.scripting.python import inline_syntax_error
+
+        problem = inline_syntax_error(code)
+        if problem:
+            raise ConfigError.at(f"python assertion: {problem}", loc, where)
+    elif kind == "javascript":
+        from ci_grade.errors import ScriptError
+        from ci_grade.scripting import js
+
+        try:
+            js.runtime().define(("output", "context"), js.assertion_body(code))
+        except ScriptError as exc:
+            line = re.match(r"<anonymous>:(\d+): ", str(exc))  # the line in the wrapping function
+            problem = f"{str(exc)[line.end():]} (line {max(1, int(line.group(1)) - 1)} of the code)" if line else str(exc)
+            raise ConfigError.at(f"javascript assertion: {problem}", loc, where) from None
+
+
+def _check_python_provider(provider_id: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
+    """A Python file provider (`file://x.py[:fn]`, `python:x.py`) that is missing or does not compile."""
+    reference = provider_id.removeprefix("python:") if provider_id.startswith("python:") else provider_id
+    if provider_id.startswith(("python:", "file://")) and "{{" not in reference and files.split_function(reference)[0].endswith(".py"):
+        _check_python_file(reference if reference.startswith("file://") else f"file://{reference}", loaded, loc, where)
+
+
+def _check_python_file(reference: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
+    """`file://x.py[:fn]`: there, and compiling (the error names the file's line)."""
+    from ci_grade.scripting.python import file_syntax_error
+
+    path = files.resolve(files.split_function(reference)[0], loaded.base_dir)
+    if not path.is_file():
+        raise ConfigError.at(files.not_a_file(path), loc, where)
+    problem = file_syntax_error(path, files.display_path(path))
+    if problem:
+        raise ConfigError.at(problem, loc, where)
 
 
 def _regex_warning(pattern: Any, loc: Location | None, where: str) -> list[str]:
@@ -157,16 +207,25 @@ def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: b
     raise ConfigError.at(f"expected {shapes}, got {describe(ref)}", loc, where)
 
 
+PROVIDERS_DOC = "docs/providers.md (in the ci-grade repository)"
+
+
 def _check_known(provider_id: str, loc: Location | None, where: str) -> None:
     """An id no provider family takes exits 2 before any model is called (an id that reads the
     environment, `{{ env.X }}`, is known once it is filled in, when the run starts)."""
-    if "{{" in provider_id or provider_is_known(provider_id):
+    from ci_grade.providers.registry import SUPPORTED_PREFIXES, id_problem
+
+    if "{{" in provider_id:
         return
-    from ci_grade.providers.registry import SUPPORTED_PREFIXES
+    if provider_is_known(provider_id):
+        if problem := id_problem(provider_id):
+            raise ConfigError.at(f"provider {provider_id!r} is not supported: {problem}; supported providers are listed in {PROVIDERS_DOC}", loc, where)
+        return
 
     prefix = provider_id.split(":", 1)[0]
     raise ConfigError.at(
-        f"unknown provider {provider_id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; ci-grade supports {', '.join(SUPPORTED_PREFIXES)}",
+        f"unknown provider {provider_id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; the provider families ci-grade supports "
+        f"are listed in {PROVIDERS_DOC}",
         loc,
         where,
     )

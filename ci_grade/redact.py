@@ -21,6 +21,16 @@ masked. Known secret values are learned from:
   `keyFilename`): the service account's private key, and the refresh token or client secret of
   user credentials.
 
+Each secret is masked in every spelling it takes inside JSON, down to JSON written inside JSON
+inside JSON (a grader's JSON reply quoting it, kept in the results JSON): quote, backslash,
+newline, slash and `u` escapes (either case of hex, `<>&'` escaped or not), and CSV's doubled quotes.
+
+Values shaped like well-known credentials are masked whatever holds them (`CREDENTIAL_SHAPES`,
+the formats GitHub's secret scanning knows for the APIs ci-grade calls and for GitHub itself):
+GitHub tokens, OpenAI, Anthropic, Google, Hugging Face, Replicate, Groq and xAI keys, AWS access
+key ids and session tokens (and 40-character secret keys written near a key id), JWTs, Slack
+tokens and private key blocks (a service account's `private_key` included).
+
 A value shorter than 6 characters is never treated as a secret (it would mask ordinary words
 everywhere). A common value (a number; true/false/yes/no/on/off/null/none; plain lowercase words
 such as `platform` or `from config`) is not treated as a secret unless its name looks secret.
@@ -54,6 +64,42 @@ _SCHEME = re.compile(r"^(?:bearer|basic|token|bot|apikey)\s+(\S+)$", re.I)
 _COMMON = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|(?i:true|false|yes|no|on|off|null|none)|[a-z]+(?: [a-z]+)*")
 _MIN_SECRET_LENGTH = 6
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+_NESTING = 3
+"""JSON inside JSON inside JSON: how deep a secret's escaped spellings are learned."""
+
+
+def _token(prefix: str, rest: str, body: str, least: int, most: int | None = None, mixed: bool = False) -> str:
+    """A credential: the literal `prefix` (not inside a longer word) and `rest`, then `least` (to
+    `most`) characters of `body`; `mixed`: the body holds a digit, an upper and a lower case letter
+    (random, not prose). The pattern starts with its literal, which the regex engine seeks fast."""
+    checks = "".join(f"(?={body}*?{c})" for c in ("[0-9]", "[A-Z]", "[a-z]")) if mixed else ""
+    literal = re.escape(prefix)
+    return rf"{literal}(?<![A-Za-z0-9_]{literal}){rest}{checks}{body}{{{least},{'' if most is None else most}}}(?!{body})"
+
+
+CREDENTIAL_SHAPES: dict[str, tuple[tuple[str, ...], str]] = {
+    # name: (what a text must hold to be searched at all, the pattern)
+    "GitHub token": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), _token("gh", "[pousr]_", "[A-Za-z0-9]", 36, 255)),
+    "GitHub fine-grained token": (("github_pat_",), _token("github_pat_", "", "[A-Za-z0-9_]", 50, 255)),
+    "OpenAI or Anthropic key": (("sk-",), _token("sk-", "", "[A-Za-z0-9_-]", 20, mixed=True)),
+    **{f"AWS access key id ({p})": ((p,), _token(p, "", "[A-Z0-9]", 16, 16)) for p in ("AKIA", "ASIA", "ABIA", "ACCA")},
+    **{f"AWS session token ({p})": ((p,), _token(p, "", "[A-Za-z0-9/+=]", 60)) for p in ("FwoGZXIvYXdz", "IQoJb3JpZ2lu")},
+    "Google API key": (("AIza",), _token("AIza", "", "[A-Za-z0-9_-]", 35, 35)),
+    "Hugging Face token": (("hf_",), _token("hf_", "", "[A-Za-z0-9]", 30, mixed=True)),
+    "Replicate token": (("r8_",), _token("r8_", "", "[A-Za-z0-9]", 30, mixed=True)),
+    "Groq key": (("gsk_",), _token("gsk_", "", "[A-Za-z0-9]", 40, mixed=True)),
+    "xAI key": (("xai-",), _token("xai-", "", "[A-Za-z0-9]", 40, mixed=True)),
+    "Slack token": (("xox",), _token("xox", "[baprs]-", "[A-Za-z0-9-]", 10, mixed=True)),
+    "JWT": (("eyJ",), r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    "private key": (("PRIVATE KEY",), r"-----BEGIN[A-Z ]* PRIVATE KEY-----(?:.*?-----END[A-Z ]* PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\+[nr])*)"),
+}
+_SHAPES = [(hints, re.compile(pattern, re.S)) for hints, pattern in CREDENTIAL_SHAPES.values()]
+_AWS_KEY_ID = re.compile("|".join(pattern for name, (_, pattern) in CREDENTIAL_SHAPES.items() if name.startswith("AWS access key id")))
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*?[A-Z])(?=[A-Za-z0-9/+]*?[a-z])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_PAIRED_WITHIN = 1000
+"""Characters either side of an AWS access key id where a 40-character secret key is masked."""
+_JSON_SPECIAL = re.compile(r"[<>&']")
+_HEX_ESCAPE = re.compile(r"\\u([0-9a-f]{4})")
 
 
 @functools.lru_cache(maxsize=4096)  # the same few keys come up again and again
@@ -124,6 +170,47 @@ def google_credentials_secrets(source: str | None) -> list[str]:
     return [str(data[name]) for name in _GOOGLE_CREDENTIAL_FIELDS if isinstance(data.get(name), str)]
 
 
+def spellings(secret: str) -> set[str]:
+    """How `secret` can be written: as is, with CSV's doubled quotes, and JSON-escaped by any
+    common encoder (raw UTF-8 or `\\uXXXX`, `/` as `\\/`, `<>&'` as `\\u003c`, hex in either
+    case), again inside JSON, `_NESTING` levels deep."""
+    found = {secret}
+    level = {secret}
+    for depth in range(_NESTING):
+        level = {escaped for text in level for escaped in _json_escapes(text, every_encoder=depth == 0)}
+        found |= level
+    return found | {text.replace('"', '""') for text in found}
+
+
+def _told(secret: str) -> set[str]:
+    """The spellings of `secret` that listeners hear (`::add-mask::` lines): as is, JSON-escaped, CSV-quoted."""
+    return {secret, json.dumps(secret, ensure_ascii=False)[1:-1], secret.replace('"', '""')}
+
+
+def _json_escapes(text: str, every_encoder: bool) -> set[str]:
+    """`text` as a JSON string's content; `every_encoder`: as each common encoder writes it."""
+    plain, ascii_only = json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1]
+    if not every_encoder:
+        return {plain, ascii_only}
+    variants = {plain, ascii_only}
+    variants |= {_JSON_SPECIAL.sub(lambda m: f"\\u{ord(m[0]):04x}", v) for v in variants}
+    variants |= {v.replace("/", "\\/") for v in variants}
+    return variants | {_HEX_ESCAPE.sub(lambda m: "\\u" + m[1].upper(), v) for v in variants}
+
+
+def mask_credentials(text: str) -> str:
+    """`text` with values shaped like well-known credentials masked (`CREDENTIAL_SHAPES`), and
+    an AWS secret key (40 characters) where an AWS access key id is near."""
+    if "AKIA" in text or "ASIA" in text or "ABIA" in text or "ACCA" in text:
+        spans = [(max(0, m.start() - _AWS_PAIRED_WITHIN), m.end() + _AWS_PAIRED_WITHIN) for m in _AWS_KEY_ID.finditer(text)]
+        if spans:
+            text = _AWS_SECRET.sub(lambda m: MASK if any(a <= m.start() < b for a, b in spans) else m[0], text)
+    for hints, pattern in _SHAPES:
+        if any(hint in text for hint in hints):
+            text = pattern.sub(MASK, text)
+    return text
+
+
 def is_common_value(value: str) -> bool:
     """A number, a yes/no word or plain lowercase words: not a secret unless its name says so."""
     return bool(_COMMON.fullmatch(value.strip()))
@@ -134,6 +221,8 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] = ()):
         self._secrets: set[str] = set()
+        self._told: set[str] = set()
+        """The spellings listeners hear: as is, JSON-escaped once, CSV-quoted (not every encoder's)."""
         self._pattern: re.Pattern[str] | None = None
         self._listeners: list[Callable[[str], None]] = []
         self.add(secrets)
@@ -145,8 +234,9 @@ class Redactor:
         return redactor
 
     def listen(self, listener: Callable[[str], None]) -> None:
-        """Call `listener` with every secret spelling known now and learned from now on."""
-        for secret in sorted(self._secrets):
+        """Call `listener` with each secret's main spellings (as is, JSON-escaped, CSV-quoted),
+        known now and learned from now on."""
+        for secret in sorted(self._told):
             listener(secret)
         self._listeners.append(listener)
 
@@ -166,15 +256,16 @@ class Redactor:
         """Learn secret values, in every spelling they are written in: as is, JSON-escaped (JSON
         files) and with doubled quotes (CSV cells)."""
         values = [s.strip() for s in secrets if isinstance(s, str) and len(s.strip()) >= _MIN_SECRET_LENGTH]
-        new = {spelling for s in values for spelling in (s, json.dumps(s, ensure_ascii=False)[1:-1], s.replace('"', '""'))}
-        new -= self._secrets
+        new = {spelling for s in values for spelling in spellings(s)} - self._secrets
         if not new:
             return
         self._secrets |= new
         ordered = sorted(self._secrets, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+        told = {spelling for s in values for spelling in _told(s)} - self._told
+        self._told |= told
         for listener in self._listeners:
-            for secret in sorted(new):
+            for secret in sorted(told):
                 listener(secret)
 
     def collect(self, data: Any, env: Mapping[str, str] | None = None) -> None:
@@ -219,9 +310,12 @@ class Redactor:
         self.add(found)
 
     def text(self, value: str) -> str:
-        if self._pattern is None or not value:
+        """`value` with known secrets, in any spelling, and credential-shaped values masked."""
+        if not value:
             return value
-        return self._pattern.sub(MASK, value)
+        if self._pattern is not None:
+            value = self._pattern.sub(MASK, value)
+        return mask_credentials(value)
 
     def data(self, value: Any) -> Any:
         """A copy of `value` with secret-named fields masked and secret values replaced in strings."""

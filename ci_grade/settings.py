@@ -18,9 +18,12 @@ NUMBERS: dict[str, tuple[bool, float]] = {
     "CI_GRADE_RETRY_BASE_SECONDS": (False, 0),
     "CI_GRADE_RETRY_MAX_SECONDS": (False, 0),
     "CI_GRADE_CALL_TIMEOUT_SECONDS": (False, 0.001),
+    "CI_GRADE_ENDPOINT_DOWN_AFTER": (True, 0),
     "CI_GRADE_CACHE_TTL": (False, 0),
     "CI_GRADE_JS_TIMEOUT_MS": (True, 1),
     "CI_GRADE_JS_MAX_MEMORY_MB": (True, 1),
+    "CI_GRADE_PYTHON_WORKERS": (True, 1),
+    "CI_GRADE_PYTHON_MAX_MEMORY_MB": (True, 0),
 }
 
 

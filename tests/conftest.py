@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_grade.providers.compatible_families import FAMILIES
 from tests.servers.llm_server import LLMServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,6 +32,11 @@ _ISOLATED_VARS = (
     "ANTHROPIC_MAX_TOKENS", "ANTHROPIC_TEMPERATURE", "OLLAMA_API_KEY", "HF_API_BASE_URL", "CI_GRADE_MAX_RETRIES",
     "GITHUB_TOKEN", "GITHUB_EVENT_PATH", "GITHUB_EVENT_NAME", "GITHUB_REPOSITORY", "GITHUB_API_URL",
     "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS", "GITHUB_SHA", "GITHUB_WORKSPACE",
+    "GEMINI_API_KEY", "GOOGLE_API_KEY", "PALM_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "VOYAGE_API_KEY",
+    *{name for family in FAMILIES for name in (*family.keys, *family.url_vars, *family.host_vars, *(v for p in family.params for v in p.env))},
+    "COHERE_API_KEY", "CO_API_KEY", "COHERE_API_BASE_URL", "VOYAGE_API_KEY", "VOYAGE_API_BASE_URL",
+    "REPLICATE_API_TOKEN", "REPLICATE_API_KEY", "REPLICATE_BASE_URL", "WATSONX_AI_APIKEY", "WATSONX_AI_BEARER_TOKEN",
+    "WATSONX_AI_PROJECT_ID", "WATSONX_AI_AUTH_TYPE", "WATSONX_AI_AUTH_URL",
 )
 
 

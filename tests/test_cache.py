@@ -94,7 +94,7 @@ def test_entries_another_version_wrote_with_other_fields_are_misses(tmp_path: Pa
     assert not list((tmp_path / "cache").rglob(".tmp-*"))
 
 
-@pytest.mark.parametrize(("name", "value"), [("CI_GRADE_CACHE_TTL", "abc"), ("CI_GRADE_MAX_RETRIES", "many"), ("CI_GRADE_CALL_TIMEOUT_SECONDS", "0"), ("CI_GRADE_JS_TIMEOUT_MS", "nan")])
+@pytest.mark.parametrize(("name", "value"), [("CI_GRADE_CACHE_TTL", "abc"), ("CI_GRADE_MAX_RETRIES", "many"), ("CI_GRADE_CALL_TIMEOUT_SECONDS", "0"), ("CI_GRADE_JS_TIMEOUT_MS", "nan"), ("CI_GRADE_ENDPOINT_DOWN_AFTER", "-1")])
 def test_a_bad_tuning_variable_exits_2_before_any_call(tmp_path: Path, openai_env: LLMServer, monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
     write(tmp_path / "promptfooconfig.yaml", CONFIG)
     monkeypatch.setenv(name, value)

@@ -67,7 +67,7 @@ def test_eval_custom_grading_prompt(tmp_path: Path, openai_env: LLMServer) -> No
     assert system["role"] == "system" and "Did the output mention the Federal Reserve? +1 point" in system["content"]
     assert "Did the output ask to clarify the specific question the user wants to ask?" in system["content"]
     assert graders[0]["messages"][1]["content"].startswith("Output: echo: Talk about the economy.")
-    assert {b["model"] for b in graders} == {"gpt-4.1"}
+    assert {b["model"] for b in graders} == {"gpt-5.6-sol"}
 
 
 SUPPORT_VERDICTS = {

@@ -10,27 +10,26 @@ from typing import Any
 from tests.conftest import run_cli, write
 
 BOT = '''
-import asyncio
+import time
+from pathlib import Path
 
-_solo_started = {}
-
-
-def _event():
-    return _solo_started.setdefault("e", asyncio.Event())
+# Rows run in worker processes: the solo row leaves a mark beside this file for the waiting turn.
+_MARK = Path(__file__).parent / "solo-started"
 
 
-async def call_api(prompt, options, context):
+def call_api(prompt, options, context):
     label = context["prompt"]["label"]
     question = context["vars"]["question"]
     if label == "solo":
-        _event().set()
+        _MARK.touch()
     elif context["vars"].get("wait"):
         # The first turn waits until a row of the other prompt has started: rows outside the
         # conversation must run alongside it, not after it.
-        try:
-            await asyncio.wait_for(_event().wait(), 20)
-        except asyncio.TimeoutError:
-            return {"output": "the other rows did not run concurrently"}
+        deadline = time.monotonic() + 20
+        while not _MARK.exists():
+            if time.monotonic() > deadline:
+                return {"output": "the other rows did not run concurrently"}
+            time.sleep(0.01)
     return {"output": f"reply to {question}", "metadata": {"turn": question}}
 '''
 

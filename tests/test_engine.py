@@ -161,7 +161,7 @@ def test_not_prefix_inverts_and_error_is_never_inverted(tmp_path: Path) -> None:
             assert: [{type: not-contains, value: bye}]
           - description: inverted error stays an error
             vars: {q: hello}
-            assert: [{type: not-javascript, value: 'output.nope.deeper'}]
+            assert: [{type: not-python, value: "__import__('os')._exit(3)"}]
         """,
     )
     assert code == 1
@@ -171,7 +171,7 @@ def test_not_prefix_inverts_and_error_is_never_inverted(tmp_path: Path) -> None:
     (component,) = components(errored)
     assert component["pass"] is False
     assert component["metadata"]["ciGrade"]["status"] == "error"
-    assert "TypeError" in component["reason"]
+    assert "the Python worker exited with status 3" in component["reason"]  # a thrown error fails instead
 
 
 def test_transforms_apply_in_promptfoo_order(tmp_path: Path) -> None:
@@ -340,7 +340,7 @@ def test_a_weight_zero_error_stays_an_error_and_its_failure_is_informational(tmp
         tests:
           - vars: {q: hello}
             assert:
-              - {type: javascript, value: 'output.nope.deeper', weight: 0, metric: info}
+              - {type: python, value: "__import__('os')._exit(3)", weight: 0, metric: info}
               - {type: contains, value: zzz, weight: 0}
               - {type: contains, value: hello}
         """,
@@ -348,7 +348,7 @@ def test_a_weight_zero_error_stays_an_error_and_its_failure_is_informational(tmp
     assert code == 0
     (row,) = rows
     errored, failed, passed = components(row)
-    assert errored["metadata"]["ciGrade"]["status"] == "error" and errored["pass"] is False and "TypeError" in errored["reason"]
+    assert errored["metadata"]["ciGrade"]["status"] == "error" and errored["pass"] is False and "exited with status 3" in errored["reason"]
     assert failed["metadata"]["ciGrade"]["status"] == "pass" and failed["pass"] is True and failed["score"] == 0
     assert passed["pass"] is True
     assert row["success"] is True and row["score"] == pytest.approx(1.0)

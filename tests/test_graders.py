@@ -101,7 +101,7 @@ tests:
     assert first["pass"] is True
     assert remote["pass"] is False and remote["reason"] == "from the second server"
     assert second["model"] == "judge-two" and second["temperature"] == 0
-    assert [b["model"] for b in grader_calls(openai_env)] == ["gpt-4.1"]
+    assert [b["model"] for b in grader_calls(openai_env)] == ["gpt-5.6-sol"]
 
 
 def test_kind_map_uses_the_text_entry(tmp_path: Path, openai_env: LLMServer) -> None:
@@ -210,9 +210,9 @@ def test_only_anthropic_key_grades_with_claude(tmp_path: Path, llm_server: LLMSe
     result = run_eval(tmp_path, MODEL_GRADED)
     assert result.stats["successes"] == 1, result.rows[0]["gradingResult"]
     components = result.rows[0]["gradingResult"]["componentResults"]
-    assert {c["metadata"]["ciGrade"]["grader"] for c in components} == {"anthropic:messages:claude-sonnet-4-5"}
+    assert {c["metadata"]["ciGrade"]["grader"] for c in components} == {"anthropic:messages:claude-sonnet-4-6"}
     bodies = [r.json for r in llm_server.requests_to("/v1/messages")]
-    assert len(bodies) == 3 and {b["model"] for b in bodies} == {"claude-sonnet-4-5"}
+    assert len(bodies) == 3 and {b["model"] for b in bodies} == {"claude-sonnet-4-6"}
     forced = [b for b in bodies if b.get("tool_choice")]
     assert len(forced) == 2 and all(b["tool_choice"]["type"] == "tool" for b in forced)
     assert llm_server.requests_to("/v1/chat/completions") == []
@@ -260,15 +260,46 @@ def test_no_grader_anywhere_is_an_error_naming_what_to_set(tmp_path: Path, llm_s
 def test_openai_key_wins_over_other_credentials() -> None:
     env = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "a", "OLLAMA_BASE_URL": "http://127.0.0.1:1"}
     resolver = GraderResolver(ProviderPool(env), env)
-    assert resolver.default_id("text") == "openai:chat:gpt-4.1"
+    assert resolver.default_id("text") == "openai:chat:gpt-5.6-sol"
     assert resolver.default_id("embedding") == "openai:embedding:text-embedding-3-large"
     assert resolver.default_id("moderation") == "openai:moderation:omni-moderation-latest"
     assert resolver.default_id("classification") is None
     azure = {"AZURE_OPENAI_API_KEY": "k", "AZURE_OPENAI_DEPLOYMENT_NAME": "judge", "ANTHROPIC_API_KEY": "a"}
     assert GraderResolver(ProviderPool(azure), azure).default_id("text") == "azureopenai:chat:judge"
     anthropic = {"ANTHROPIC_API_KEY": "a", "OLLAMA_BASE_URL": "http://127.0.0.1:1"}
-    assert GraderResolver(ProviderPool(anthropic), anthropic).default_id("text") == "anthropic:messages:claude-sonnet-4-5"
+    assert GraderResolver(ProviderPool(anthropic), anthropic).default_id("text") == "anthropic:messages:claude-sonnet-4-6"
     assert GraderResolver(ProviderPool(anthropic), anthropic).default_id("embedding") is None
+
+
+@pytest.mark.parametrize(
+    ("env", "text", "embedding"),
+    [  # promptfoo 0.123.1's order and default models (src/providers/defaults.ts)
+        ({"AZURE_OPENAI_API_KEY": "k", "AZURE_DEPLOYMENT_NAME": "judge", "MISTRAL_API_KEY": "m"}, "azureopenai:chat:judge", "mistral:embedding:mistral-embed"),
+        ({"AZURE_API_KEY": "k", "AZURE_OPENAI_DEPLOYMENT_NAME": "judge", "GEMINI_API_KEY": "g"}, "azureopenai:chat:judge", "google:embedding:gemini-embedding-001"),
+        ({"AZURE_API_KEY": "k", "AZURE_OPENAI_DEPLOYMENT_NAME": "judge", "VOYAGE_API_KEY": "v"}, "azureopenai:chat:judge", "voyage:voyage-3.5"),
+        ({"ANTHROPIC_API_KEY": "a", "GEMINI_API_KEY": "g", "MISTRAL_API_KEY": "m"}, "anthropic:messages:claude-sonnet-4-6", None),
+        ({"GOOGLE_API_KEY": "g", "MISTRAL_API_KEY": "m", "XAI_API_KEY": "x"}, "google:gemini-3.8-flash", "vertex:embedding:gemini-embedding-001"),
+        ({"GOOGLE_APPLICATION_CREDENTIALS": "/adc.json", "MISTRAL_API_KEY": "m"}, "vertex:gemini-3.8-flash", "vertex:embedding:gemini-embedding-001"),
+        ({"MISTRAL_API_KEY": "m", "XAI_API_KEY": "x", "OLLAMA_BASE_URL": "http://127.0.0.1:1"}, "mistral:mistral-large-latest", "mistral:embedding:mistral-embed"),
+        ({"XAI_API_KEY": "x", "OLLAMA_BASE_URL": "http://127.0.0.1:1"}, "xai:grok-4.3", None),
+        ({"OLLAMA_BASE_URL": "http://127.0.0.1:1"}, "ollama:chat:llama3.1", "ollama:embedding:nomic-embed-text"),
+        ({}, None, None),
+    ],
+)
+def test_default_graders_follow_promptfoos_key_order_and_models(env: dict[str, str], text: str | None, embedding: str | None) -> None:
+    resolver = GraderResolver(ProviderPool(env), env)
+    assert (resolver.default_id("text"), resolver.default_id("embedding"), resolver.default_id("moderation")) == (text, embedding, None)
+
+
+def test_mistral_key_alone_grades_with_mistral_end_to_end(tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MISTRAL_API_KEY", "mistral-key-0123456789")
+    monkeypatch.setenv("MISTRAL_API_BASE_URL", llm_server.openai_base_url)
+    llm_server.on_chat("is polite", {"reason": "Polite.", "pass": True, "score": 1})
+    result = run_eval(tmp_path, "prompts: ['{{out}}']\nproviders: [echo]\ntests:\n  - vars: {out: Thanks}\n    assert:\n      - {type: llm-rubric, value: is polite}\n      - {type: similar, value: Thanks, threshold: 0.9}\n")
+    rubric, similar = result.rows[0]["gradingResult"]["componentResults"]
+    assert (rubric["pass"], rubric["metadata"]["ciGrade"]["grader"]) == (True, "mistral:mistral-large-latest")
+    assert (similar["pass"], similar["metadata"]["ciGrade"]["grader"]) == (True, "mistral:embedding:mistral-embed")
+    assert {r.headers.get("authorization") or r.headers.get("Authorization") for r in llm_server.requests} == {"Bearer mistral-key-0123456789"}
 
 
 def test_a_missing_embedding_or_moderation_grader_names_what_can_serve_it() -> None:
@@ -285,13 +316,13 @@ def test_a_missing_embedding_or_moderation_grader_names_what_can_serve_it() -> N
 @pytest.mark.parametrize(
     ("spec", "searching"),
     [
-        ({"id": "openai:responses:gpt-4.1", "config": {"tools": [{"type": "web_search_preview"}]}}, True),
-        ({"id": "openai:responses:gpt-4.1", "config": {"tools": [{"type": "web_search"}]}}, True),
-        ({"id": "openai:responses:gpt-4.1"}, False),
+        ({"id": "openai:responses:gpt-5.6-terra", "config": {"tools": [{"type": "web_search_preview"}]}}, True),
+        ({"id": "openai:responses:gpt-5.6-terra", "config": {"tools": [{"type": "web_search"}]}}, True),
+        ({"id": "openai:responses:gpt-5.6-terra"}, False),
         ({"id": "openai:chat:gpt-4o-search-preview"}, True),
-        ({"id": "openai:chat:gpt-4.1"}, False),
-        ({"id": "anthropic:messages:claude-sonnet-4-5", "config": {"tools": [{"type": "web_search_20250305", "name": "web_search"}]}}, True),
-        ({"id": "anthropic:messages:claude-sonnet-4-5"}, False),
+        ({"id": "openai:chat:gpt-5.6-sol"}, False),
+        ({"id": "anthropic:messages:claude-sonnet-4-6", "config": {"tools": [{"type": "web_search_20250305", "name": "web_search"}]}}, True),
+        ({"id": "anthropic:messages:claude-sonnet-4-6"}, False),
         ({"id": "perplexity:sonar"}, True),
         ({"id": "google:gemini-2.5-pro", "config": {"tools": [{"googleSearch": {}}]}}, True),
         ({"id": "xai:grok-4", "config": {"search_parameters": {"mode": "on"}}}, True),

@@ -210,7 +210,7 @@ def test_suite_scores_leave_errored_rows_out_and_repeats_are_numbered_from_one(t
             assert: [{type: contains, value: hello, metric: m}, {type: contains, value: zzz}]
           - description: broken
             vars: {q: hello}
-            assert: [{type: javascript, value: output.nope.deeper}]
+            assert: [{type: python, value: "__import__('os')._exit(3)"}]
         """)
     assert run_cli("eval", "--repeat", "2", "-o", "r.junit.xml", "--no-progress", cwd=tmp_path).code == 1
     root, cases = _cases(tmp_path / "r.junit.xml")

@@ -56,7 +56,7 @@ def test_identical_questions_score_one_with_three_chat_and_four_embedding_calls(
     meta = result.raw["metadata"]
     assert meta["generatedQuestions"] == [{"question": Q_SAME, "similarity": pytest.approx(1.0)}] * 3
     assert meta["averageSimilarity"] == pytest.approx(1.0) and meta["threshold"] == 0.5
-    assert meta["ciGrade"]["grader"] == "openai:chat:gpt-4.1, openai:embedding:text-embedding-3-large"
+    assert meta["ciGrade"]["grader"] == "openai:chat:gpt-5.6-sol, openai:embedding:text-embedding-3-large"
 
 
 def test_mean_cosine_at_and_just_below_the_threshold(tmp_path: Path, server: LLMServer) -> None:
@@ -99,7 +99,7 @@ def test_grader_errors_are_errors_and_never_inverted(tmp_path: Path, server: LLM
     plain, inverse = grade(tmp_path, {"type": "answer-relevance"}, {"type": "not-answer-relevance"})
     for result in (plain, inverse):
         assert result.status == "error" and result.passed is False and result.score == 0
-        assert "question generation call to openai:chat:gpt-4.1 failed" in result.reason and "500" in result.reason
+        assert "question generation call to openai:chat:gpt-5.6-sol failed" in result.reason and "500" in result.reason
 
 
 def test_rate_limits_are_retried(tmp_path: Path, server: LLMServer) -> None:
@@ -112,10 +112,19 @@ def test_rate_limits_are_retried(tmp_path: Path, server: LLMServer) -> None:
     assert len(server.requests_to("/v1/embeddings")) == 5
 
 
-def test_an_empty_question_is_an_error(tmp_path: Path, server: LLMServer) -> None:
+def test_an_empty_question_is_asked_again(tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI_GRADE_RETRY_BASE_SECONDS", "0.01")
     server.on_chat(ANSWER, questions(Q_SAME, "   ", Q_SAME))
     (result,) = grade(tmp_path, {"type": "answer-relevance"})
+    assert result.status == "pass" and len(server.requests_to("/v1/chat/completions")) == 4
+
+
+def test_a_question_that_stays_empty_is_an_error(tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI_GRADE_RETRY_BASE_SECONDS", "0.01")
+    server.on_chat(ANSWER, "   ")
+    (result,) = grade(tmp_path, {"type": "answer-relevance"})
     assert result.status == "error" and "empty reply" in result.reason
+    assert len(server.requests_to("/v1/chat/completions")) == 12  # three questions, each asked four times
 
 
 def test_embedding_failure_after_questions_keeps_the_chat_usage(tmp_path: Path, server: LLMServer) -> None:

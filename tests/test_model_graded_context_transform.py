@@ -355,7 +355,7 @@ def test_seed_static_context_example(tmp_path: Path, openai_env: LLMServer) -> N
     rag_script.install(openai_env)
     reimbursement, maternity = sorted(run_seed(tmp_path, SEED_STATIC), key=lambda r: r["testIdx"])
     models = [r.json["model"] for r in openai_env.requests_to("/v1/chat/completions")]
-    assert models.count("gpt-5") == 2 and set(models) == {"gpt-5", "gpt-4.1"}  # the chatbot, then the default grader
+    assert models.count("gpt-5") == 2 and set(models) == {"gpt-5", "gpt-5.6-sol"}  # the chatbot, then the default grader
     for row in (reimbursement, maternity):
         by_type = {c.raw["assertion"]["type"]: c for c in components(row)}
         for name, (status, score) in rag_script.EXPECTED[row["testIdx"]].items():

@@ -44,10 +44,10 @@ tests:
     good, bad = result.rows[0]["gradingResult"]["componentResults"]
     assert (good["pass"], good["score"], good["reason"]) == (True, 1.0, "It says hello.")
     assert (bad["pass"], bad["score"], bad["reason"]) == (False, 0.0, "It is English.")
-    assert good["metadata"]["ciGrade"]["grader"] == "openai:chat:gpt-4.1"
+    assert good["metadata"]["ciGrade"]["grader"] == "openai:chat:gpt-5.6-sol"
     assert result.rows[0]["gradingResult"]["reason"] == "It is English."
     body = calls_matching(openai_env, "greets the user")[0]
-    assert body["model"] == "gpt-4.1" and body["response_format"] == {"type": "json_object"}
+    assert body["model"] == "gpt-5.6-sol" and body["response_format"] == {"type": "json_object"}
 
 
 @pytest.mark.parametrize(
@@ -481,7 +481,7 @@ tests:
 """)
     (body,) = grader_calls(openai_env)
     assert "examples" not in all_text(body).lower()  # an empty list is truthy in nunjucks: the heading stood alone
-    assert (body["temperature"], body["max_tokens"]) == (0, 1024)  # promptfoo's defaults: graders do not sample
+    assert "temperature" not in body and "max_tokens" not in body  # the default grader is a reasoning model: promptfoo sends neither
 
 
 def test_token_usage_and_cost_per_assertion_test_and_run(tmp_path: Path, openai_env: LLMServer) -> None:
@@ -505,16 +505,16 @@ tests:
     a, b = first["gradingResult"]["componentResults"]
     assert (a["tokensUsed"]["prompt"], a["tokensUsed"]["completion"], a["tokensUsed"]["total"]) == (100, 10, 110)
     assert b["tokensUsed"]["total"] == 220 and b["tokensUsed"]["numRequests"] == 1
-    # gpt-4.1 list price: $2 / 1M input, $8 / 1M output
-    assert a["metadata"]["ciGrade"]["cost"] == pytest.approx(100 * 2e-6 + 10 * 8e-6)
+    # gpt-5.6-sol's price in promptfoo 0.123.1: $4 / 1M input, $20 / 1M output
+    assert a["metadata"]["ciGrade"]["cost"] == pytest.approx(100 * 4e-6 + 10 * 20e-6)
     assert first["gradingResult"]["tokensUsed"]["total"] == 330
-    assert first["metadata"]["ciGrade"]["gradingCost"] == pytest.approx(300 * 2e-6 + 30 * 8e-6)
+    assert first["metadata"]["ciGrade"]["gradingCost"] == pytest.approx(300 * 4e-6 + 30 * 20e-6)
     assert first["cost"] == 0 and result.data["results"]["prompts"][0]["metrics"]["cost"] == 0  # the provider's cost, as promptfoo records it (echo: none)
     assert second["gradingResult"]["tokensUsed"]["total"] == 110
     assert result.stats["tokenUsage"]["assertions"]["total"] == 440
     assert result.stats["tokenUsage"]["assertions"]["numRequests"] == 3
     assert "grading 440" in result.cli.out
-    assert "graders: openai:chat:gpt-4.1" in result.cli.out
+    assert "graders: openai:chat:gpt-5.6-sol" in result.cli.out
 
 
 def test_object_rubric_and_object_output_are_json_in_the_prompt(tmp_path: Path, openai_env: LLMServer) -> None:
@@ -576,7 +576,7 @@ tests:
     assert (group["pass"], group["score"], group["reason"]) == (False, 0.25, "Aggregate score 0.25 < 0.5 threshold")
     assert group["namedScores"] == {"judged": 0.5}
     assert group["tokensUsed"]["total"] == 110 and rubric["tokensUsed"]["total"] == 110
-    assert group["metadata"]["ciGrade"]["cost"] == pytest.approx(100 * 2e-6 + 10 * 8e-6) == rubric["metadata"]["ciGrade"]["cost"]
+    assert group["metadata"]["ciGrade"]["cost"] == pytest.approx(100 * 4e-6 + 10 * 20e-6) == rubric["metadata"]["ciGrade"]["cost"]
     assert (rubric["metadata"]["ciGrade"]["depth"], contains["metadata"]["ciGrade"]["depth"], plain["metadata"]["ciGrade"]["depth"]) == (1, 1, 0)
     assert row["namedScores"] == {"set_tone": 0.25, "judged": 0.5}
     assert row["gradingResult"]["tokensUsed"]["total"] == 110

@@ -35,10 +35,10 @@ def test_default_is_openai_responses_with_web_search(tmp_path: Path, openai_env:
     component = result.component()
     assert component["pass"] is True and component["reason"] == "Search confirms Nadella is CEO."
     assert component["metadata"]["webSearch"] is True
-    assert component["metadata"]["searchProvider"] == "openai:responses:gpt-4.1"
-    assert component["metadata"]["ciGrade"]["grader"] == "openai:responses:gpt-4.1"
+    assert component["metadata"]["searchProvider"] == "openai:responses:gpt-5.6-terra"
+    assert component["metadata"]["ciGrade"]["grader"] == "openai:responses:gpt-5.6-terra"
     (body,) = grader_calls(openai_env, "/v1/responses")
-    assert body["model"] == "gpt-4.1" and body["tools"] == [{"type": "web_search_preview"}]
+    assert body["model"] == "gpt-5.6-terra" and body["tools"] == [{"type": "web_search_preview"}]
     assert "text" not in body  # no forced JSON format, so the search tool stays usable
     assert grader_calls(openai_env) == []
     assert fenced_blocks(all_text(body))[0][1] == "Satya Nadella is the CEO of Microsoft"
@@ -138,7 +138,7 @@ def test_only_anthropic_key_grades_with_claude_web_search(tmp_path: Path, llm_se
     result = run_eval(tmp_path, one(value="gives the current bitcoin price", out="Bitcoin is $3"))
     component = result.component()
     assert component["pass"] is False and component["reason"] == "Bitcoin price is stale."
-    assert component["metadata"]["searchProvider"] == "anthropic:messages:claude-sonnet-4-5"
+    assert component["metadata"]["searchProvider"] == "anthropic:messages:claude-sonnet-4-6"
     (recorded,) = llm_server.requests_to("/v1/messages")
     assert recorded.json["tools"] == [{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}]
     assert "tool_choice" not in recorded.json

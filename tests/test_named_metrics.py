@@ -51,7 +51,7 @@ tests:
     vars: {q: alpha}
     assert:
       - {type: contains, value: alpha, metric: accuracy}
-      - {type: javascript, value: 'output.nope.deeper'}
+      - {type: python, value: "__import__('os')._exit(3)"}
 """
 
 

@@ -273,7 +273,11 @@ def test_llm_rubric_graded_by_gemini_when_only_a_gemini_key_is_set(server: Count
             return '{"reason": "It greets.", "pass": true, "score": 1}'
         return "Hello there!"
 
-    google_server.install_gemini(server, KEY, "gemini-2.5-pro", reply)
+    from ci_grade.grading.graders import DEFAULT_GEMINI_TEXT
+
+    grader = DEFAULT_GEMINI_TEXT.removeprefix("google:")
+    assert grader != FLASH
+    google_server.install_gemini(server, KEY, grader, reply)
     google_server.install_gemini(server, KEY, FLASH, lambda req: "Hello there!")
     code, rows = eval_rows(
         tmp_path,
@@ -285,7 +289,7 @@ def test_llm_rubric_graded_by_gemini_when_only_a_gemini_key_is_set(server: Count
         """,
     )
     assert code == 0 and rows[0]["success"] is True
-    (graded,) = server.requests_to("/v1beta/models/gemini-2.5-pro:generateContent")
+    (graded,) = server.requests_to(f"/v1beta/models/{grader}:generateContent")
     assert "Is a greeting" in json.dumps(graded.json)
     assert rows[0]["gradingResult"]["componentResults"][0]["reason"] == "It greets."
 

@@ -107,7 +107,7 @@ def test_exceptions_name_the_file_and_line(folder: Path) -> None:
         ("plain", "plain() in providers/provider.py must return a dict with 'output' or 'error', got str"),
         ("nothing", "nothing() in providers/provider.py returned a dict with neither 'output' nor 'error' (keys: result)"),
         ("refuse", "upstream refused"),
-        ("opaque", "opaque() in providers/provider.py returned an output that is not JSON data: Object of type object is not JSON serializable"),
+        ("opaque", "opaque() in provider.py returned a value that is not JSON data: Object of type object is not JSON serializable"),
         ("missing", "provider.py has no function 'missing'"),
     ],
 )
@@ -122,7 +122,7 @@ def test_missing_file_and_import_failure(folder: Path) -> None:
     assert missing.error == f"provider file not found: {(folder / 'providers' / 'nope.py').resolve()}"
     write(folder / "broken.py", "import json\nraise RuntimeError('no credentials configured')\n")
     broken = call("file://broken.py", "x", base_dir=folder)
-    assert broken.error == "importing broken.py failed: RuntimeError: no credentials configured"
+    assert broken.error == "importing broken.py failed: RuntimeError: no credentials configured (broken.py:2 in <module>)"
 
 
 def test_non_python_file_providers_fail_every_call_with_the_reason() -> None:

@@ -135,7 +135,7 @@ providers: [echo]
 tests:
   - {description: passes, vars: {q: hello}, assert: [{type: contains, value: hello, metric: greeting}]}
   - {description: fails, vars: {q: bye}, assert: [{type: contains, value: hello}, {type: assert-set, assert: [{type: icontains, value: BYE}]}]}
-  - {description: errors, vars: {q: x}, assert: [{type: javascript, value: 'throw new Error("broken")'}]}
+  - {description: errors, vars: {q: x}, assert: [{type: python, value: "__import__('os')._exit(3)"}]}
   - {description: structured, vars: {q: '{"a": 1}'}, assert: [{type: is-json}]}
 """)
     monkeypatch.chdir(tmp_path)

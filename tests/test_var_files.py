@@ -138,7 +138,7 @@ def test_python_and_javascript_var_loaders_run_per_row_and_failures_are_error_ro
         "loader error": "var 'ctx' (file://vars.py:broken): database is down",
         "no output": "var 'ctx' (file://vars.py:empty): returned no output",
         "not text": "var 'ctx' (file://vars.py:not_text): the output must be text, got list",
-        "exception": "var 'ctx' (file://vars.py:crash): KeyError: 'topic'",
+        "exception": "var 'ctx' (file://vars.py:crash): KeyError: 'topic' (vars.py:23 in crash)",
     }
     for name, reason in errors.items():
         row = rows[name]

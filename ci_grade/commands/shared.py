@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import gc
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -99,6 +100,7 @@ def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None,
     test `confirm` more times first and judge it on those fresh runs (`--confirm N`)."""
     from ci_grade.evaluate import confirm as rerun
     from ci_grade.gate.compare import compare
+    from ci_grade.gate.decision import cancel
 
     comparison = compare(outcome.run, baseline, policy, every_test=False)
     targets = [t.test_id for t in comparison.new_failures if not t.reproducible]
@@ -106,6 +108,8 @@ def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None,
         sys.stderr.write(f"confirming {len(targets)} newly failing sampled test(s) with {confirm} more run(s) each\n")
         outcome.run.confirmations = rerun(options, targets, confirm)
         comparison = compare(outcome.run, baseline, policy, every_test=False)
+    if options.stop.signum is not None:
+        cancel(comparison, signal.Signals(options.stop.signum).name)
     return comparison
 
 

@@ -27,7 +27,7 @@ from ci_grade.config.overrides import ConfigOverrides, apply_overrides
 from ci_grade.config.prompt_files import INLINE, PromptReader
 from ci_grade.config.refs import RefReader
 from ci_grade.config.sources import Location, SourceMap
-from ci_grade.errors import ConfigError
+from ci_grade.errors import ConfigError, ScriptError
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
@@ -271,9 +271,12 @@ class _Loader(RefReader):
             if not file.is_file():
                 raise files.missing_file_error(f"file not found: {files.display_path(file)}", self.where(holder, key), path)
             if function and file.suffix == ".py":
-                from ci_grade.scripting.python import call_function_sync
+                from ci_grade.workers.calls import call_file_sync
 
-                return call_function_sync(file, function)
+                try:
+                    return call_file_sync(file, function, [], base_dir=base)
+                except ScriptError as exc:
+                    raise ConfigError.at(f"{files.display_path(file)}: {function}() failed: {exc}", self.where(holder, key), path) from None
             if function and file.suffix in (".js", ".mjs", ".cjs"):
                 from ci_grade.scripting.js import call_js_file_function
 

@@ -84,6 +84,15 @@ def decide(c: Comparison) -> None:
     c.reason = _passed_reason(c, len(c.failures))
 
 
+def cancel(c: Comparison, stopped_by: str) -> None:
+    """A run stopped by a signal (`stopped_by`: "SIGTERM") says so: verdict "cancelled", gate
+    failed, and what its partial results showed after the cause."""
+    c.problems = [f"cancelled: stopped by {stopped_by} before the run finished", *c.problems]
+    c.verdict = "cancelled"
+    c.gate_failed = True
+    c.reason = f"stopped by {stopped_by} before the run finished; partial results: {c.reason}"
+
+
 def _passed_reason(c: Comparison, failing: int) -> str:
     rate = c.pass_rate_head
     head = f"all {_plural(rate.total, 'test')} passed" if rate.passed == rate.total else f"{rate.passed} of {_plural(rate.total, 'test')} passed"

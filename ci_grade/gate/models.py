@@ -200,7 +200,7 @@ class Rate(BaseModel):
 
 
 class Comparison(BaseModel):
-    verdict: Literal["passed", "regressed", "failed"]
+    verdict: Literal["passed", "regressed", "failed", "cancelled"]
     reason: str
     gate_failed: bool
     has_baseline: bool

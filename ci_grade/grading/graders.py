@@ -20,28 +20,37 @@ from ci_grade.providers.registry import ProviderPool, as_spec
 
 KINDS: tuple[Capability, ...] = ("text", "embedding", "classification", "moderation")
 
-DEFAULT_OPENAI_TEXT = "openai:chat:gpt-4.1"
+# promptfoo 0.123.1's default graders (src/providers/defaults.ts and each family's defaults).
+DEFAULT_OPENAI_TEXT = "openai:chat:gpt-5.6-sol"
 DEFAULT_OPENAI_EMBEDDING = "openai:embedding:text-embedding-3-large"
 DEFAULT_OPENAI_MODERATION = "openai:moderation:omni-moderation-latest"
-DEFAULT_ANTHROPIC_TEXT = "anthropic:messages:claude-sonnet-4-5"
-DEFAULT_GEMINI_TEXT = "google:gemini-2.5-pro"
+DEFAULT_ANTHROPIC_TEXT = "anthropic:messages:claude-sonnet-4-6"
+DEFAULT_GEMINI_TEXT = "google:gemini-3.8-flash"
+DEFAULT_GEMINI_EMBEDDING = "google:embedding:gemini-embedding-001"
+DEFAULT_VERTEX_TEXT = "vertex:gemini-3.8-flash"
+DEFAULT_VERTEX_EMBEDDING = "vertex:embedding:gemini-embedding-001"
+DEFAULT_MISTRAL_TEXT = "mistral:mistral-large-latest"
+DEFAULT_MISTRAL_EMBEDDING = "mistral:embedding:mistral-embed"
+DEFAULT_VOYAGE_EMBEDDING = "voyage:voyage-3.5"
+DEFAULT_XAI_TEXT = "xai:grok-4.3"
 DEFAULT_OLLAMA_TEXT = "ollama:chat:llama3.1"
 DEFAULT_OLLAMA_EMBEDDING = "ollama:embedding:nomic-embed-text"
-DEFAULT_OPENAI_SEARCH = ProviderSpec(id="openai:responses:gpt-4.1", config={"tools": [{"type": "web_search_preview"}]})
+DEFAULT_OPENAI_SEARCH = ProviderSpec(id="openai:responses:gpt-5.6-terra", config={"tools": [{"type": "web_search_preview"}]})
 DEFAULT_ANTHROPIC_SEARCH = ProviderSpec(
     id=DEFAULT_ANTHROPIC_TEXT, config={"tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}]}
 )
+GEMINI_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PALM_API_KEY")
 
 _HOW_TO = (
-    "set OPENAI_API_KEY (or ANTHROPIC_API_KEY, the Azure OpenAI variables, or OLLAMA_BASE_URL), "
-    "pass --grader, or set defaultTest.options.provider"
+    "set OPENAI_API_KEY (or ANTHROPIC_API_KEY, the Azure OpenAI variables, GEMINI_API_KEY, Google Application Default "
+    "Credentials, MISTRAL_API_KEY, XAI_API_KEY or OLLAMA_BASE_URL), pass --grader, or set defaultTest.options.provider"
 )
 _HOW_TO_KIND = {  # what can serve the kinds only some vendors serve
     "embedding": (
-        "set OPENAI_API_KEY (or, for Azure OpenAI, AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME with its variables; or "
-        "OLLAMA_BASE_URL), or give an embedding provider: options.provider: {text: ..., embedding: ...}"
+        "set OPENAI_API_KEY (or, for Azure OpenAI, AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME with its variables; GEMINI_API_KEY; "
+        "MISTRAL_API_KEY; VOYAGE_API_KEY; or OLLAMA_BASE_URL), or give an embedding provider: options.provider: {text: ..., embedding: ...}"
     ),
-    "moderation": "set OPENAI_API_KEY (or the Azure OpenAI variables), or give a moderation provider: options.provider: {text: ..., moderation: ...}",
+    "moderation": "set OPENAI_API_KEY, or give a moderation provider: options.provider: {text: ..., moderation: ...}",
 }
 
 
@@ -147,24 +156,45 @@ class GraderResolver:
         return self._create(ProviderSpec(id=provider_id), check)
 
     def default_id(self, kind: Capability) -> str | None:
-        """The built-in grader for `kind`, chosen from which credentials are present."""
+        """The built-in grader for `kind`, chosen from which credentials are present, in promptfoo
+        0.123.1's order: OpenAI, Azure OpenAI, Anthropic, Gemini (AI Studio), Vertex, Mistral, xAI;
+        then (ci-grade's own) Ollama. A family without embeddings or moderation gets OpenAI's, as
+        in promptfoo, which needs OPENAI_API_KEY (so none here: the assertion says what to set)."""
         env = self.env
-        has_openai = bool(env.get("OPENAI_API_KEY"))
-        azure_key = env.get("AZURE_OPENAI_API_KEY") or env.get("AZURE_API_KEY")
-        azure_deployment = env.get("AZURE_OPENAI_DEPLOYMENT_NAME") or env.get("AZURE_DEPLOYMENT_NAME")
         if kind == "classification":
             return None
-        if has_openai:
+        if env.get("OPENAI_API_KEY"):
             return {"text": DEFAULT_OPENAI_TEXT, "embedding": DEFAULT_OPENAI_EMBEDDING, "moderation": DEFAULT_OPENAI_MODERATION}[kind]
+        if kind == "moderation":
+            return None
+        gemini = any(env.get(name) for name in GEMINI_KEYS)
+        mistral = bool(env.get("MISTRAL_API_KEY"))
+        vertex = bool(env.get("GOOGLE_APPLICATION_CREDENTIALS"))
+        azure_key = env.get("AZURE_OPENAI_API_KEY") or env.get("AZURE_API_KEY")
+        azure_deployment = env.get("AZURE_OPENAI_DEPLOYMENT_NAME") or env.get("AZURE_DEPLOYMENT_NAME")
         if azure_key and azure_deployment:
             if kind == "text":
                 return f"azureopenai:chat:{azure_deployment}"
             embedding = env.get("AZURE_OPENAI_EMBEDDING_DEPLOYMENT_NAME")
-            return f"azureopenai:embedding:{embedding}" if kind == "embedding" and embedding else None
-        if env.get("ANTHROPIC_API_KEY"):
-            return DEFAULT_ANTHROPIC_TEXT if kind == "text" else None
-        if env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY") or env.get("PALM_API_KEY"):
-            return DEFAULT_GEMINI_TEXT if kind == "text" else None
+            if embedding:
+                return f"azureopenai:embedding:{embedding}"
+            if gemini:
+                return DEFAULT_GEMINI_EMBEDDING
+            if mistral:
+                return DEFAULT_MISTRAL_EMBEDDING
+            if env.get("VOYAGE_API_KEY"):
+                return DEFAULT_VOYAGE_EMBEDDING
+            return DEFAULT_VERTEX_EMBEDDING if vertex else None
+        families = (
+            (bool(env.get("ANTHROPIC_API_KEY")), DEFAULT_ANTHROPIC_TEXT, None),
+            (gemini, DEFAULT_GEMINI_TEXT, DEFAULT_VERTEX_EMBEDDING),  # promptfoo embeds with Vertex here
+            (vertex, DEFAULT_VERTEX_TEXT, DEFAULT_VERTEX_EMBEDDING),
+            (mistral, DEFAULT_MISTRAL_TEXT, DEFAULT_MISTRAL_EMBEDDING),
+            (bool(env.get("XAI_API_KEY")), DEFAULT_XAI_TEXT, None),
+        )
+        for present, text, embedding in families:
+            if present:
+                return text if kind == "text" else embedding
         if env.get("OLLAMA_BASE_URL"):
             if kind == "text":
                 return f"ollama:chat:{env.get('CI_GRADE_OLLAMA_GRADER_MODEL') or DEFAULT_OLLAMA_TEXT.split(':', 2)[2]}"

@@ -16,13 +16,14 @@ from typing import Any
 
 from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
-from ci_grade.errors import GraderError, ScriptError
+from ci_grade.errors import GraderError, ScriptAborted, ScriptError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.grading.structured.json import parse_json
 from ci_grade.results.models import AssertionResult
-from ci_grade.scripting import js, python
+from ci_grade.scripting import js
 from ci_grade.templating.nunjucks import js_string
+from ci_grade.workers import calls
 
 
 def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[str, Any]:
@@ -61,6 +62,8 @@ def _provider(spec: ProviderSpec | None, javascript: bool) -> dict[str, Any] | N
 
 @assertion("javascript", handles_inverse=True, value=ValueSpec("{type} needs code (an expression, a function body or file://x.js[:fn])", STRING))
 async def javascript(ctx: AssertionContext) -> Grade:
+    """Code that throws is a failure of this assertion, as in promptfoo; code stopped by a time or
+    memory limit is an ERROR."""
     code = ctx.value
     args = [ctx.output, script_context(ctx, javascript=True)]
     try:
@@ -72,33 +75,43 @@ async def javascript(ctx: AssertionContext) -> Grade:
             value, returned = await js.acall_js_file_function(path, function, args), True
         else:
             returned, value = await js.arun_inline(js.assertion_body(code), ("output", "context"), args)
+    except ScriptAborted as exc:
+        raise GraderError(str(exc)) from None
     except ScriptError as exc:
-        raise GraderError(f"JavaScript error: {exc}") from None
-    return _javascript_result(value if returned else None, ctx)
+        return Grade(False, 0.0, f"Custom function threw error: {exc}\n{code.rstrip()}")
+    _check_finite(value if returned else None)
+    try:
+        return _javascript_result(value if returned else None, ctx)
+    except ScriptError as exc:
+        return Grade(False, 0.0, f"Custom function threw error: {exc}")
 
 
 @assertion("python", handles_inverse=True, value=ValueSpec("{type} needs code (an expression, a function body or file://x.py[:fn])", STRING))
 async def python_assert(ctx: AssertionContext) -> Grade:
+    """In a worker process (`ci_grade.workers`). Code that raises, a missing function or a result
+    of the wrong shape is a failure of this assertion with promptfoo's reason; code that did not
+    finish (it exited, crashed, timed out or ran out of memory) is an ERROR naming why."""
     code = ctx.value
+    args = [ctx.output, script_context(ctx)]
     try:
         if code.startswith("file://"):
             path_text, function = files.split_function(code)
             path = files.resolve(path_text, ctx.run.base_dir)
             if not path.is_file():
                 raise GraderError(f"file not found: {path}")
-            fn = python.load_function(path, function or "get_assert")
+            value = await calls.call_file(path, function or "get_assert", args, base_dir=ctx.run.base_dir)
         else:
-            fn = python.compile_inline(code)
-        value = await python.call(fn, ctx.output, script_context(ctx))
-    except GraderError:
-        raise
-    except ScriptError as exc:
+            value = await calls.call_inline(code, ("output", "context"), args, base_dir=ctx.run.base_dir)
+    except ScriptAborted as exc:
         raise GraderError(str(exc)) from None
-    except SyntaxError as exc:
-        raise GraderError(f"Python syntax error: {exc.msg} (line {exc.lineno})") from None
-    except Exception as exc:
-        raise GraderError(f"Python error: {type(exc).__name__}: {exc}") from None
-    return _python_result(value, ctx)
+    except ScriptError as exc:
+        running = "Error running Python script" if code.startswith("file://") else "Python code execution failed"
+        return Grade(False, 0.0, f"{running}: {exc}")
+    _check_finite(value)
+    try:
+        return _python_result(value, ctx)
+    except ScriptError as exc:
+        return Grade(False, 0.0, f"Python code execution failed: {exc}")
 
 
 @dataclass(frozen=True)
@@ -121,7 +134,7 @@ def _javascript_result(value: Any, ctx: AssertionContext) -> Grade:
         return _from_mapping(value, ctx, language)
     if isinstance(value, bool | int | float):
         return _from_scalar(value, ctx, language)
-    raise GraderError(f"Custom function must return a boolean, number, or GradingResult object; got {_shown(value)}")
+    raise ScriptError(f"Custom function must return a boolean, number, or GradingResult object; got {_shown(value)}")
 
 
 def _python_result(value: Any, ctx: AssertionContext) -> Grade:
@@ -137,7 +150,7 @@ def _python_result(value: Any, ctx: AssertionContext) -> Grade:
             return _from_mapping(value, ctx, language)
     elif isinstance(value, bool | int | float):
         return _from_scalar(value, ctx, language)
-    raise GraderError(f"Python assertion must return a boolean, number, or {{pass, score, reason}} object; got {_shown(value)}")
+    raise ScriptError(f"Python assertion must return a boolean, number, or {{pass, score, reason}} object; got {_shown(value)}")
 
 
 _NUMBER_PREFIX = re.compile(r"\s*([+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))")
@@ -150,7 +163,7 @@ def _from_text(text: str) -> Any:
     if text.startswith("{"):
         ok, parsed = parse_json(text)
         if not ok:
-            raise GraderError(f"Python assertion returned invalid JSON: {text[:100]!r}")
+            raise ScriptError(f"Python assertion returned invalid JSON: {text[:100]!r}")
         return parsed
     number = _NUMBER_PREFIX.match(text)
     return float(number.group(1)) if number else text
@@ -182,6 +195,14 @@ def _is_result(value: dict[str, Any]) -> bool:
     )
 
 
+def _check_finite(value: Any) -> None:
+    """A NaN or infinite score is no verdict at all: an ERROR of the assertion, never a pass or a
+    failure (whatever its weight, so `weight: 0` cannot hide it)."""
+    score = value.get("score") if isinstance(value, dict) else value
+    if isinstance(score, float) and not math.isfinite(score):
+        raise GraderError(f"script returned a non-finite score ({_shown(value)}): a score must be a finite number")
+
+
 def _shown(value: Any) -> str:
     return "nothing" if value is None else json.dumps(value, default=str)[:200]
 
@@ -194,7 +215,7 @@ def _from_scalar(value: bool | float, ctx: AssertionContext, language: _Language
     else:
         score = float(value)
         if not math.isfinite(score):
-            raise GraderError(f"script returned a non-finite score: {value}")
+            raise ScriptError(f"script returned a non-finite score: {value}")
         verdict = score >= ctx.threshold if ctx.threshold is not None else score > 0
     passed = verdict != ctx.inverse
     if score is None:
@@ -222,7 +243,7 @@ def _named_scores(named: Any) -> dict[str, float]:
     if not named:
         return {}
     if not isinstance(named, dict) or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in named.values()):
-        raise GraderError(f"script result's namedScores must map names to numbers, got {named!r}")
+        raise ScriptError(f"script result's namedScores must map names to numbers, got {named!r}")
     return {str(k): float(v) for k, v in named.items()}
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from ci_grade.config import files
 from ci_grade.errors import ScriptError, TransformError
-from ci_grade.scripting import js, python
+from ci_grade.scripting import js
+from ci_grade.workers import calls
 
 _JS_SUFFIXES = (".js", ".cjs", ".mjs")
 
@@ -28,10 +29,9 @@ async def run_script(code: str, args: list[Any], base_dir: Path, params: tuple[s
             raise TransformError(f"file not found: {path}")
         if path.suffix == ".py":
             try:
-                fn = python.load_function(path, function or python_default)
+                value = await calls.call_file(path, function or python_default, args, base_dir=base_dir)
             except ScriptError as exc:
                 raise TransformError(str(exc)) from None
-            value = await python.call(fn, *args)
             return value is not None, value
         value = await js.acall_js_file_function(path, function, args)
         return value is not None, value

@@ -225,12 +225,19 @@ def _is_forced(choice: Any) -> bool:
     return isinstance(choice, dict) and choice.get("type") in ("tool", "any")
 
 
+def check_id(provider_id: str) -> str | None:
+    """Why ci-grade cannot run this Anthropic id (the legacy Text Completions API), or None."""
+    if provider_id.startswith("anthropic:completion"):
+        return f"{provider_id}: Anthropic's legacy Text Completions API is not supported; use anthropic:messages:<model>"
+    return None
+
+
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> AnthropicMessagesProvider:
     """`anthropic:messages:<model>` or `anthropic:<model>`."""
+    if problem := check_id(spec.id):
+        raise UnknownProviderError(problem)
     rest = spec.id.split(":", 1)[1] if ":" in spec.id else ""
     kind, _, model = rest.partition(":")
     if kind == "messages":
         return AnthropicMessagesProvider(spec, env, model or None, max_concurrency)
-    if kind == "completion":
-        raise UnknownProviderError(f"{spec.id}: Anthropic's legacy Text Completions API is not supported; use anthropic:messages:<model>")
     return AnthropicMessagesProvider(spec, env, rest or None, max_concurrency)

@@ -111,15 +111,22 @@ class AzureEmbeddingProvider(AzureClientMixin, OpenAIEmbeddingProvider):
         return f"{self.family}:embedding:{self._model}"
 
 
+def check_id(provider_id: str) -> str | None:
+    """Why ci-grade cannot run this Azure id (assistants, Foundry agents, responses, ... or no deployment), or None."""
+    parts = provider_id.split(":", 2)
+    kind = parts[1] if len(parts) > 1 else ""
+    if kind not in ("chat", "embedding", "embeddings"):
+        return f"{provider_id}: {parts[0]}:{kind} is not supported by ci-grade; it runs {parts[0]}:chat:<deployment> and {parts[0]}:embedding:<deployment>"
+    if len(parts) < 3 or not parts[2]:
+        return f"{provider_id}: name the deployment, e.g. {parts[0]}:{kind}:my-gpt-4o"
+    return None
+
+
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> OpenAIProvider:
     """Build the Azure provider an `azureopenai:...` or `azure:...` id names."""
-    parts = spec.id.split(":", 2)
-    kind = parts[1] if len(parts) > 1 else ""
-    deployment = parts[2] if len(parts) > 2 else ""
-    if kind not in ("chat", "embedding", "embeddings"):
-        raise UnknownProviderError(f"{spec.id}: ci-grade supports {parts[0]}:chat:<deployment> and {parts[0]}:embedding:<deployment>")
-    if not deployment:
-        raise UnknownProviderError(f"{spec.id}: name the deployment, e.g. {parts[0]}:{kind}:my-gpt-4o")
+    if problem := check_id(spec.id):
+        raise UnknownProviderError(problem)
+    _, kind, deployment = spec.id.split(":", 2)
     if kind == "chat":
         return AzureChatProvider(spec, env, deployment, max_concurrency)
     return AzureEmbeddingProvider(spec, env, deployment, max_concurrency)

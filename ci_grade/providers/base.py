@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import NotSupportedError
 from ci_grade.providers.limiter import ADAPTIVE_CEILING, ADAPTIVE_START, Limiter
+from ci_grade.providers.retry import again_if_empty
 from ci_grade.results.usage import TokenUsage
 from ci_grade.safe_text import well_formed
 
@@ -187,7 +188,7 @@ class Provider:
         started = time.perf_counter()
         async with self._slot():
             try:
-                response = await self._call(prompt, context)
+                response = await (again_if_empty(lambda: self._call(prompt, context)) if self.cacheable else self._call(prompt, context))
             except NotSupportedError:
                 raise
             except Exception as exc:  # a provider bug must not crash the run

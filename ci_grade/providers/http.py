@@ -30,8 +30,9 @@ from ci_grade.providers.http_api import HttpApiProvider, excerpt
 from ci_grade.providers.response_dict import response_from_dict, token_usage
 from ci_grade.providers.retry import RetryPolicy
 from ci_grade.results.usage import TokenUsage
-from ci_grade.scripting import js, python
+from ci_grade.scripting import js
 from ci_grade.templating import nunjucks
+from ci_grade.workers import calls
 
 if TYPE_CHECKING:
     import httpx
@@ -148,7 +149,7 @@ class HttpProvider(HttpApiProvider):
             if path.suffix == ".py":
                 if not function:
                     raise ScriptError(f"name the function to call: file://{path_text}:<function>")
-                return await python.call(python.load_function(path, function), *args)
+                return await calls.call_file(path, function, args, base_dir=self.base_dir)
             return js.call_js_file_function(path, function, args)
         if _FUNCTION_EXPRESSION.match(code):
             code = f"return ({code.strip().rstrip(';')})(json, text, context);"

@@ -109,13 +109,21 @@ def _label_scores(data: Any) -> dict[str, float] | None:
     return scores
 
 
+def check_id(provider_id: str) -> str | None:
+    """Why ci-grade cannot run this Hugging Face id (a task it does not run, no model), or None.
+    (`huggingface:chat:<model>` is the OpenAI-compatible router, served by `compatible`.)"""
+    parts = provider_id.split(":", 2)
+    task = parts[1] if len(parts) > 1 else ""
+    if task not in TASKS:
+        return (f"{provider_id}: Hugging Face task {task!r} is not supported by ci-grade; it runs huggingface:chat:<model> (the "
+                f"OpenAI-compatible router, for text generation) and {', '.join(f'huggingface:{t}:<model>' for t in TASKS)}")
+    if len(parts) < 3 or not parts[2]:
+        return f"{provider_id}: name a model, e.g. huggingface:text-classification:ProtectAI/deberta-v3-base-prompt-injection-v2"
+    return None
+
+
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> HuggingFaceClassificationProvider:
     """`huggingface:<task>:<model>` / `hf:<task>:<model>`; only text classification is offered."""
-    parts = spec.id.split(":", 2)
-    task = parts[1] if len(parts) > 1 else ""
-    model = parts[2] if len(parts) > 2 else ""
-    if task not in TASKS:
-        raise UnknownProviderError(f"{spec.id}: ci-grade supports Hugging Face tasks {', '.join(TASKS)} (e.g. huggingface:text-classification:<model>)")
-    if not model:
-        raise UnknownProviderError(f"{spec.id}: name a model, e.g. huggingface:text-classification:ProtectAI/deberta-v3-base-prompt-injection-v2")
-    return HuggingFaceClassificationProvider(spec, env, model, max_concurrency)
+    if problem := check_id(spec.id):
+        raise UnknownProviderError(problem)
+    return HuggingFaceClassificationProvider(spec, env, spec.id.split(":", 2)[2], max_concurrency)

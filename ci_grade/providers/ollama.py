@@ -179,6 +179,15 @@ def _missing_embeddings(data: Any) -> str | None:
     return None if isinstance(embeddings, list) and embeddings and isinstance(embeddings[0], list) else "API reply has no embeddings"
 
 
+def check_id(provider_id: str) -> str | None:
+    """Why ci-grade cannot run this Ollama id (no model), or None."""
+    rest = provider_id.split(":", 1)[1]
+    kind, _, model = rest.partition(":")
+    if (kind in ("chat", "completion", "embedding", "embeddings") and not model) or not rest:
+        return f"{provider_id}: name a model, e.g. ollama:{kind or 'chat'}:llama3.1"
+    return None
+
+
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> OllamaProvider:
     """Build the Ollama provider an `ollama:...` id names."""
     rest = spec.id.split(":", 1)[1]
@@ -189,8 +198,8 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
         return OllamaCompletionProvider(spec, env, model, max_concurrency)
     if kind in ("embedding", "embeddings") and model:
         return OllamaEmbeddingProvider(spec, env, model, max_concurrency)
-    if kind in ("chat", "completion", "embedding", "embeddings") or not rest:
-        raise UnknownProviderError(f"{spec.id}: name a model, e.g. ollama:{kind or 'chat'}:llama3.1")
+    if problem := check_id(spec.id):
+        raise UnknownProviderError(problem)
     return OllamaCompletionProvider(spec, env, rest, max_concurrency)
 
 

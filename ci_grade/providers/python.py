@@ -1,16 +1,17 @@
 """Python functions as providers: `file://provider.py[:function]` and `python:provider.py[:function]`.
 
-The file (relative to the config's folder) is imported once per run; the function (default
-`call_api`) is called as `fn(prompt, options, context)` with `options = {id, label, config}` and
-`context = {vars, prompt: {raw, label}}`. Plain functions run in a worker thread, coroutine
-functions on the event loop. It returns a dict with `output` and/or `error`, optionally
+The file (relative to the config's folder) runs in a worker process (`ci_grade.workers`), which
+imports it once; the function (default `call_api`) is called as `fn(prompt, options, context)`
+with `options = {id, label, config}` and `context = {vars, prompt: {raw, label}}`, and a
+coroutine it returns is awaited. It returns a dict with `output` and/or `error`, optionally
 `tokenUsage`, `cost`, `metadata`, `cached`, `finishReason`, `isRefusal` (snake_case works too).
-An exception becomes an error naming the file and line it came from.
+An exception becomes an error naming the file and line it came from; a call that takes longer
+than the provider's `timeout` (else CI_GRADE_CALL_TIMEOUT_SECONDS, else 120 s), or whose worker
+exits or crashes, is an error naming why.
 """
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,9 @@ from ci_grade.errors import ScriptError
 from ci_grade.providers import unavailable
 from ci_grade.providers.base import CallContext, Provider, ProviderResponse
 from ci_grade.providers.response_dict import response_from_dict
+from ci_grade.providers.retry import call_timeout
 from ci_grade.providers.unavailable import UnavailableProvider
-from ci_grade.scripting import python
+from ci_grade.workers import calls
 
 DEFAULT_FUNCTION = "call_api"
 
@@ -42,16 +44,12 @@ class PythonProvider(Provider):
         path = self.path()
         if not path.is_file():
             return ProviderResponse(error=f"provider file not found: {path}")
-        try:
-            function = python.load_function(path, self.function)
-        except ScriptError as exc:
-            return ProviderResponse(error=str(exc))
         options = {"id": self.id, "label": self.spec.label, "config": self.spec.config}
         call_context = {"vars": context.vars, "prompt": {"raw": context.prompt_raw, "label": context.prompt_label}}
         try:
-            result = await python.call(function, prompt, options, call_context)
-        except Exception as exc:
-            return ProviderResponse(error=f"{type(exc).__name__}: {exc}{_where(exc, path)}")
+            result = await calls.call_file(path, self.function, [prompt, options, call_context], base_dir=self.base_dir, timeout=call_timeout(self.spec.config))
+        except ScriptError as exc:
+            return ProviderResponse(error=str(exc))
         return self.to_response(result)
 
     def to_response(self, result: Any) -> ProviderResponse:
@@ -59,15 +57,6 @@ class PythonProvider(Provider):
         if not isinstance(result, dict):
             return ProviderResponse(error=f"{source} must return a dict with 'output' or 'error', got {type(result).__name__}")
         return response_from_dict(result, source)
-
-
-def _where(exc: BaseException, path: Path) -> str:
-    """` (provider.py:12 in call_api)`: the deepest frame of the user's file, if any."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    return f" ({path.name}:{frame.lineno} in {frame.name})"
 
 
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:

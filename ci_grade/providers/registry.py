@@ -1,6 +1,9 @@
 """Provider ids -> provider classes, and a pool that shares one instance per configuration.
 
 Families are imported on first use so that `ci-grade --version` and echo-only runs stay fast.
+A family module may define `check_id(provider_id) -> str | None`: the reason it cannot serve an id
+its prefix takes (`google:live:...`, `azure:assistant:...`), asked before any model is called
+(`id_problem`) and without building a client.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider
 from ci_grade.providers.cache import ResponseCache
+from ci_grade.providers.compatible import PREFIXES as COMPATIBLE_PREFIXES
 
 # (prefix, module, attribute): the first matching prefix wins.
 _FAMILIES: list[tuple[str, str, str]] = [
@@ -24,7 +28,12 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("azure:", "ci_grade.providers.azure", "create"),
     ("anthropic:", "ci_grade.providers.anthropic", "create"),
     ("ollama:", "ci_grade.providers.ollama", "create"),
+    *sorted(((f"{p}:", "ci_grade.providers.compatible", "create") for p in COMPATIBLE_PREFIXES), key=lambda row: -len(row[0])),
     ("huggingface:", "ci_grade.providers.huggingface", "create"),
+    ("cohere:", "ci_grade.providers.cohere", "create"),
+    ("voyage:", "ci_grade.providers.voyage", "create"),
+    ("replicate:", "ci_grade.providers.replicate", "create"),
+    ("watsonx:", "ci_grade.providers.watsonx", "create"),
     ("hf:", "ci_grade.providers.huggingface", "create"),
     ("google:", "ci_grade.providers.google.ai_studio", "create"),
     ("vertex:", "ci_grade.providers.google.vertex", "create"),
@@ -57,6 +66,14 @@ def is_known(provider_id: str) -> bool:
     return _family(provider_id) is not None
 
 
+def id_problem(provider_id: str) -> str | None:
+    """Why a family that takes this id's prefix cannot run it (a kind of call it does not offer,
+    no model), from the family module's `check_id`; None when it can, or the prefix is unknown."""
+    family = _family(provider_id)
+    check = getattr(importlib.import_module(family[0]), "check_id", None) if family is not None else None
+    return check(provider_id) if check is not None else None
+
+
 def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None) -> Provider:
     """Build the provider `spec.id` names (raises UnknownProviderError for unknown ids).
 
@@ -75,6 +92,8 @@ def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency:
             f"unknown provider {spec.id!r}; ci-grade supports: {', '.join(SUPPORTED_PREFIXES)}"
         )
     module_name, attribute = family
+    if problem := id_problem(spec.id):
+        raise UnknownProviderError(f"{spec.id}: {problem}")
     factory: Any = getattr(importlib.import_module(module_name), attribute)
     provider: Provider = factory(spec, env, max_concurrency=max_concurrency) if isinstance(factory, type) else factory(spec, env, max_concurrency)
     provider.base_dir = base_dir

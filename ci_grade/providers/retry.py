@@ -11,6 +11,8 @@ CI_GRADE_CALL_TIMEOUT_SECONDS, else 120). A timed-out call is retried once; it i
 (up to the usual attempts) only while the endpoint is answering other calls, as its `Liveness`
 records. An endpoint that never answers costs two timeouts per call, not one per attempt, while
 a busy endpoint that drops the odd request does not turn a second unlucky timeout into an error.
+Attempts that get no answer at all also count towards declaring the endpoint down (`health`):
+from then on its calls fail at once, before any attempt and instead of any further retry.
 
 With the provider's `Limiter`, each attempt holds a slot while it is sent and answered (none
 while it waits to retry) and reports what it found: a success grows the limit, an overloaded
@@ -28,13 +30,26 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ci_grade import settings
 from ci_grade.errors import ProviderError, TransientError
+from ci_grade.providers.health import Liveness as Liveness
 from ci_grade.providers.limiter import Limiter
 
 T = TypeVar("T")
+
+
+class Reply(Protocol):
+    """What `again_if_empty` reads of a provider's reply."""
+
+    output: Any
+    error: str | None
+    finish_reason: str | None
+    is_refusal: bool
+
+
+R = TypeVar("R", bound=Reply)
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 OVERLOAD_STATUS = frozenset({429, 529})
@@ -52,16 +67,6 @@ def call_timeout(config: Mapping[str, Any]) -> float:
     if configured is not None:
         return float(configured)
     return settings.number("CI_GRADE_CALL_TIMEOUT_SECONDS", DEFAULT_CALL_TIMEOUT_SECONDS)
-
-
-class Liveness:
-    """When an endpoint last answered anything (any HTTP status): proof that it is not dead."""
-
-    def __init__(self) -> None:
-        self.last_answer = float("-inf")
-
-    def answered(self) -> None:
-        self.last_answer = time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,8 @@ async def with_retries(
     policy = policy or RetryPolicy.from_env()
     attempt, timeouts, tries, free = 1, 0, 1, 0
     while True:
+        if liveness is not None:
+            liveness.check()
         began = time.monotonic()
         ticket = await limiter.acquire() if limiter is not None else (0, 0)
         try:
@@ -169,7 +176,35 @@ async def with_retries(
                 continue
         timeouts += failure.timeout
         dead = failure.timeout and (liveness is None or liveness.last_answer < began)
+        if liveness is not None and (failure.timeout or failure.status is None):
+            liveness.failed(failure, began)
+            liveness.check()
         if attempt >= policy.attempts or (timeouts >= policy.timeouts and dead):
             raise failure
         await asyncio.sleep(wait)
         attempt += 1
+
+
+NOT_RETRIED_WHEN_EMPTY = frozenset({"length", "content_filter"})
+"""Finish reasons that explain an empty reply (the token limit spent on reasoning, a filter): asking again gives the same."""
+
+
+def is_empty(reply: Reply) -> bool:
+    """A reply that came back without error, refusal or anything in it (`""`, nothing, blanks)."""
+    output = reply.output
+    blank = output is None or (isinstance(output, str) and not output.strip())
+    return blank and reply.error is None and not reply.is_refusal and reply.finish_reason not in NOT_RETRIED_WHEN_EMPTY
+
+
+async def again_if_empty(call: Callable[[], Awaitable[R]], policy: RetryPolicy | None = None) -> R:
+    """`call()`, asked again (with the usual backoff and attempts) while its reply is empty: a
+    200 completion with empty content is a transient fault like an empty body. A reply still
+    empty after the last attempt is returned as it is: what the model said."""
+    policy = policy or RetryPolicy.from_env()
+    reply = await call()
+    for attempt in range(1, policy.attempts):
+        if not is_empty(reply):
+            break
+        await asyncio.sleep(policy.delay(attempt, None))
+        reply = await call()
+    return reply

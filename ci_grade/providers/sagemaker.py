@@ -28,7 +28,8 @@ from ci_grade.errors import ProviderError, ScriptError, UnknownProviderError
 from ci_grade.providers.aws_client import AwsProvider
 from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, ProviderResponse
 from ci_grade.results.usage import TokenUsage
-from ci_grade.scripting import js, python
+from ci_grade.scripting import js
+from ci_grade.workers import calls
 
 MODEL_TYPES = ("openai", "llama", "huggingface", "jumpstart", "custom")
 _FUNCTION = re.compile(r"^\s*(async\s+)?(function\b|\(?[\w\s,]*\)?\s*=>)")
@@ -111,7 +112,7 @@ class SageMakerProvider(AwsProvider):
             path_text, function = files.split_function(code)
             path = files.resolve(path_text, self.base_dir or Path.cwd())
             if path.suffix == ".py":
-                return await python.call(python.load_function(path, function or "get_transform"), *args)
+                return await calls.call_file(path, function or "get_transform", args, base_dir=self.base_dir)
             return await js.acall_js_file_function(path, function, args)
         if _FUNCTION.match(code):
             body = f"return ({code.strip().rstrip(';')})({', '.join(names)});"

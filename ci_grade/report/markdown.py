@@ -27,7 +27,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 EXPANDED = 10
 MAX_METRIC_ROWS = 50
 _DETAILS_OVERHEAD = 80
-VERDICTS = {"passed": "✅ **Passed**", "regressed": "📉 **Regressed**", "failed": "❌ **Failed**"}
+VERDICTS = {"passed": "✅ **Passed**", "regressed": "📉 **Regressed**", "failed": "❌ **Failed**", "cancelled": "⏹️ **Cancelled**"}
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 

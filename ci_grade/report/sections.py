@@ -15,7 +15,7 @@ from ci_grade.report.markdown import VERDICTS, render_markdown
 from ci_grade.report.markdown_escape import Escaper
 from ci_grade.results.models import EvalRun
 
-_ORDER = ("passed", "regressed", "failed")
+_ORDER = ("passed", "regressed", "failed", "cancelled")
 
 
 @dataclass
@@ -32,7 +32,7 @@ def gate_failed(sections: list[Section]) -> bool:
 
 
 def verdict(sections: list[Section]) -> str:
-    """The worst verdict: failed, else regressed, else passed."""
+    """The worst verdict: cancelled, else failed, else regressed, else passed."""
     return max((s.comparison.verdict for s in sections), key=_ORDER.index, default="failed")
 
 

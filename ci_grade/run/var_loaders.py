@@ -1,7 +1,7 @@
 """Variables computed by scripts, run per row as promptfoo's `renderPrompt` runs them.
 
 `file://vars.py` calls `get_var(var_name, prompt, other_vars)` (another function with
-`file://vars.py:fn`) in-process; it returns `{"output": text}` or `{"error": ...}`, and the text is
+`file://vars.py:fn`) in a worker process (`ci_grade.workers`); it returns `{"output": text}` or `{"error": ...}`, and the text is
 trimmed. `file://vars.js` calls the module's export (or `:fn`) as `(varName, prompt, otherVars)` in
 the embedded V8, which has no Node.js modules or I/O. `prompt` is the prompt template before
 rendering; `other_vars` are the row's variables so far (loaders run in variable order). A loader
@@ -15,7 +15,8 @@ from typing import Any
 
 from ci_grade.config import files
 from ci_grade.errors import ScriptError
-from ci_grade.scripting import js, python
+from ci_grade.scripting import js
+from ci_grade.workers import calls
 
 DEFAULT_FUNCTION = "get_var"
 _TYPESCRIPT = (".ts", ".cts", ".mts")
@@ -37,11 +38,7 @@ async def _run(name: str, ref: str, prompt: str, variables: dict[str, Any], base
     path_text, function = files.split_function(ref)
     path = files.resolve(path_text, base_dir)
     if path.suffix == ".py":
-        loader = python.load_function(path, function or DEFAULT_FUNCTION)
-        try:
-            result = await python.call(loader, name, prompt, dict(variables))
-        except Exception as exc:
-            raise ScriptError(f"{type(exc).__name__}: {exc}") from None
+        result = await calls.call_file(path, function or DEFAULT_FUNCTION, [name, prompt, dict(variables)], base_dir=base_dir)
         output = _output(result)
         if not isinstance(output, str):
             raise ScriptError(f"the output must be text, got {type(output).__name__}")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ci_grade import settings
-from ci_grade.errors import ScriptError
+from ci_grade.errors import ScriptAborted, ScriptError
 
 T = TypeVar("T")
 Outcome = tuple[tuple[bool, Any], None] | tuple[None, ScriptError]
@@ -75,7 +75,7 @@ _SETTLED = "JSON.stringify(__cigrade_settled)"
 _PENDING = {"pending": True}
 
 
-class _Limit(ScriptError):
+class _Limit(ScriptAborted):
     """A call stopped by the time or memory limit (the batch's: it may not have had all of it)."""
 
 
@@ -188,7 +188,7 @@ class JsRuntime:
             done = await self._read(_DONE)
             if done is None:  # the isolate cannot say which calls ran: each runs again alone
                 if len(batch) == 1:
-                    return [(None, ScriptError(str(exc)))]
+                    return [(None, _fresh(exc))]
                 return [outcome for call in batch for outcome in await self._run_batch([call])]
             raws = done
         settled = (await self._read(_SETTLED) or []) if _PENDING in raws else []  # microtasks ran when the batch returned
@@ -206,7 +206,7 @@ class JsRuntime:
         if isinstance(failure, _Limit) and stopped > 0:
             outcomes += await self._run_batch([batch[stopped]])  # it may not have had the whole time limit
         else:
-            outcomes.append((None, ScriptError(str(failure))))
+            outcomes.append((None, _fresh(failure)))
         if stopped + 1 < len(batch):
             outcomes += await self._run_batch(batch[stopped + 1 :])
         return outcomes
@@ -299,6 +299,11 @@ class JsRuntime:
         self._run(dispose())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+
+
+def _fresh(error: ScriptError) -> ScriptError:
+    """A new error like `error` (a limit stays one), for a call of its own."""
+    return (ScriptAborted if isinstance(error, ScriptAborted) else ScriptError)(str(error))
 
 
 def _args_json(args: list[Any]) -> str:

@@ -90,7 +90,7 @@ def test_half_the_calls_failing_loses_no_row_and_passes_nothing_falsely(tmp_path
         assert outcome == clean[name] or outcome == ("error", 0.0)  # a verdict, or an error: nothing else
     for row in faulty.rows:
         if row["metadata"]["ciGrade"]["status"] == "error":
-            assert not row["success"] and "grader call to openai:chat:gpt-4.1 failed" in row["gradingResult"]["reason"]
+            assert not row["success"] and "grader call to openai:chat:gpt-5.6-sol failed" in row["gradingResult"]["reason"]
 
 
 def test_a_grader_reply_without_what_it_needs_is_an_error(tmp_path: Path, openai_env: LLMServer) -> None:
@@ -114,3 +114,33 @@ def test_a_grader_reply_without_what_it_needs_is_an_error(tmp_path: Path, openai
     assert "no choices" in outcomes["rubric"].reason and "(after retries)" in outcomes["rubric"].reason
     assert "malformed body" in outcomes["similar"].reason
     assert len(openai_env.requests_to("/v1/moderations")) == 8  # each of the two calls was tried 4 times
+
+
+def test_empty_completions_are_retried_until_the_model_says_something(tmp_path: Path, grader: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 200 completion whose content is "" is a transient fault: 30% of them over 60 rows change nothing."""
+    monkeypatch.setenv("CI_GRADE_RETRY_BASE_SECONDS", "0.01")
+    clean = run_eval(tmp_path, suite(60), "-j", "16")
+    grader.fault_rate(0.3, kinds=("empty_content",), seed=5)
+    faulty = run_eval(tmp_path, suite(60), "-j", "16")
+    assert grader.injected["empty_content"] >= 15
+    assert faulty.stats["errors"] == 0, [r["error"] or r["gradingResult"]["reason"] for r in faulty.rows if r["metadata"]["ciGrade"]["status"] == "error"]
+    assert verdicts(faulty) == verdicts(clean)
+
+
+def test_a_target_whose_replies_stay_empty_is_asked_four_times_then_graded_as_it_answered(tmp_path: Path, openai_env: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI_GRADE_RETRY_BASE_SECONDS", "0.01")
+    openai_env.fail(kind="empty_content", times=10)
+    config = "prompts: ['{{q}}']\nproviders: [openai:chat:target-model]\ntests:\n  - vars: {q: say nothing}\n    assert: [{type: equals, value: ''}]\n"
+    result = run_eval(tmp_path, config)
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 4
+    (row,) = result.rows
+    assert (row["metadata"]["ciGrade"]["status"], row["response"]["output"]) == ("pass", "")
+
+
+def test_an_empty_reply_that_its_finish_reason_explains_is_not_asked_again(tmp_path: Path, openai_env: LLMServer) -> None:
+    """The token limit spent before any text (finish_reason "length"): asking again gives the same."""
+    openai_env.on_chat("think hard", "", finish_reason="length")
+    config = "prompts: ['{{q}}']\nproviders: [openai:chat:target-model]\ntests:\n  - vars: {q: think hard}\n"
+    result = run_eval(tmp_path, config)
+    assert len(openai_env.requests_to("/v1/chat/completions")) == 1
+    assert result.rows[0]["response"]["output"] == ""

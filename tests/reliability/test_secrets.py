@@ -251,3 +251,95 @@ def test_a_secret_split_by_invisible_characters_stays_masked_in_reports(tmp_path
     assert result.code == 1, result.err
     texts = {"stdout": result.out, "stderr": result.err, **written(tmp_path, "promptfooconfig.yaml")}
     assert set(texts) >= {"r.md", "r.json", "r.xml"} and leaks(texts, {"split secret": secret}) == []
+
+
+# Credentials under names that do not look secret, and a secret (learned by its name) that a
+# grader's JSON reply quotes, so the results JSON holds it escaped twice (JSON inside JSON).
+SHAPED = {
+    "DEPLOY": "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5",
+    "SESSION_JWT": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJkZXBsb3kiLCJpYXQiOjE3MDAwMDAwMDB9.c2lnbmF0dXJlLW9mLXRoZS1zZXNzaW9u",
+    "CLOUD_LOGIN": "AKIA" + "Q3EGRUVOYKZ4NB7P",
+    "CLOUD_SIGNING": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKY",
+    "RELEASE_NOTE_FEED": "github_pat_11ABCDEFG0" + "aBcDeFgHiJkLmN_oPqRsTuVwXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567",
+}
+QUOTED_PASSWORD = 'Pa"ss\\wörd/<1>'
+SHAPED_CONFIG = """
+prompts: ['deploy={{ env.DEPLOY }} jwt={{ env.SESSION_JWT }} id={{ env.CLOUD_LOGIN }} key={{ env.CLOUD_SIGNING }} feed={{ env.RELEASE_NOTE_FEED }} pass={{ env.SERVICE_PASSWORD }} q={{ q }}']
+providers: [echo]
+tests:
+  - description: a grader quotes what it saw
+    vars: {q: hello}
+    assert:
+      - {type: model-graded-closedqa, value: reveals no credential}
+      - {type: contains, value: never-there}
+"""
+
+
+def _quoting_grader(request: dict[str, object]) -> str:
+    """A grader whose JSON reply quotes every credential, written as Python's json writes it (\\u escapes)."""
+    quoted = {"password": QUOTED_PASSWORD, **{name.lower(): value for name, value in SHAPED.items()}}
+    return json.dumps({"quoted": quoted}) + "\nN"
+
+
+def _decoded(value: object) -> Iterator[str]:
+    """Every string in JSON `value`, and in JSON written inside those strings, decoded."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _decoded(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _decoded(item)
+    elif isinstance(value, str):
+        yield value
+        decoder = json.JSONDecoder()
+        for start in (i for i, char in enumerate(value) if char in "{["):
+            try:
+                inner, _ = decoder.raw_decode(value, start)
+            except ValueError:
+                continue
+            yield from _decoded(inner)
+
+
+def _shaped_leaks(texts: dict[str, str]) -> list[str]:
+    secrets = {**SHAPED, "SERVICE_PASSWORD": QUOTED_PASSWORD}
+    found = leaks(texts, secrets)
+    nested = {s: {json.dumps(json.dumps(s, ensure_ascii=a)[1:-1], ensure_ascii=a)[1:-1] for a in (True, False)} for s in secrets.values()}
+    found += [f"{name} nested in {where}" for where, text in texts.items() for name, secret in secrets.items() for spelling in nested[secret] if spelling in text]
+    for where, text in texts.items():
+        if where.endswith(".json"):
+            found += [f"{name} decoded from {where}" for text_ in _decoded(json.loads(text)) for name, secret in secrets.items() if secret in text_]
+    return found
+
+
+def test_credentials_under_innocent_names_and_a_grader_quoting_a_secret_reach_no_output_of_eval(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat(None, _quoting_grader)
+    write(tmp_path / "promptfooconfig.yaml", SHAPED_CONFIG)
+    env = {**SHAPED, "SERVICE_PASSWORD": QUOTED_PASSWORD}
+    result = run_cli_process("eval", "--no-progress", "--baseline", "none.json", "-o", "r.json", "-o", "r.xml", "-o", "r.md", "--cache-dir", "cache", cwd=tmp_path, env=env)
+    assert result.code == 1, result.err
+    (grading,) = openai_env.requests_to("/v1/chat/completions")
+    assert SHAPED["DEPLOY"] in json.dumps(grading.json) and SHAPED["CLOUD_SIGNING"] in json.dumps(grading.json), "the grader saw them: the run was real"
+    (row,) = json.loads((tmp_path / "r.json").read_text())["results"]["results"]
+    (reply,) = [c["metadata"]["graderReply"] for c in row["gradingResult"]["componentResults"] if "graderReply" in c.get("metadata", {})]
+    quoted, _ = json.JSONDecoder().raw_decode(reply)
+    assert quoted == {"quoted": {"password": "***", **{name.lower(): "***" for name in SHAPED}}}
+    texts = {"stdout": result.out, "stderr": result.err, **written(tmp_path, "promptfooconfig.yaml")}
+    assert {"r.json", "r.xml", "r.md"} <= set(texts)
+    assert _shaped_leaks(texts) == []
+
+
+def test_credentials_under_innocent_names_reach_no_comment_summary_or_output_of_the_action(tmp_path: Path, openai_env: LLMServer) -> None:
+    from tests.test_action_e2e import TOKEN as RUNNER_TOKEN
+    from tests.test_action_e2e import run_action
+
+    openai_env.on_chat(None, _quoting_grader)
+    ws = tmp_path / "workspace"
+    write(ws / "evals" / "promptfooconfig.yaml", SHAPED_CONFIG)
+    with GitHubServer(token=RUNNER_TOKEN, repository="octo/demo") as github:
+        run = run_action(ws, github, baseline="", process=True, env_extra={**SHAPED, "SERVICE_PASSWORD": QUOTED_PASSWORD, "OPENAI_API_KEY": "sk-test-0123456789", "OPENAI_BASE_URL": openai_env.openai_base_url})
+        assert run.code == 1, run.result.err
+        (comment,) = github.comments[7]
+    assert "a grader quotes what it saw" in comment["body"]
+    log = "\n".join(line for line in run.result.out.splitlines() if not line.startswith("::add-mask::"))
+    texts = {"stdout": log, "stderr": run.result.err, "summary": run.summary, "outputs": json.dumps(run.outputs), "comment": comment["body"], **written(ws / "evals", "promptfooconfig.yaml")}
+    assert _shaped_leaks(texts) == []

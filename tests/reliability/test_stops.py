@@ -2,7 +2,8 @@
 
 A real `ci-grade` process is stopped with SIGTERM or SIGINT while rows wait on a loopback model
 that never answers and on a Python provider stuck in user code: every row is still in the results
-JSON, the JUnit and the Markdown (the unfinished ones as "cancelled" errors) and the process
+JSON, the JUnit and the Markdown (the unfinished ones as "cancelled" errors), the verdict is
+"cancelled" (console, comment, job summary, the action's `verdict` output) and the process
 exits 143 or 130. `--max-duration` (and the action's `max-duration`) cuts a run the same way with
 "timed out" errors and the gate's exit code; a dead grader costs two timed-out attempts per call.
 """
@@ -31,7 +32,7 @@ from tests.test_action_e2e import run_action
 
 sdk()  # imported up front: the time limits below measure runs, not a cold import
 
-JUNIT_XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit-10.xsd"
+JUNIT_XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit-10-file-line.xsd"
 CONFIG = """
 prompts: ['{{q}}']
 providers: [openai:chat:target-model]
@@ -117,6 +118,7 @@ def test_a_signal_mid_run_writes_every_report_and_exits_with_its_code(tmp_path: 
     assert (tmp_path / "out.md").read_text(encoding="utf-8").count("cancelled: stopped by") == 6
     assert f"{name}: 6 of 8 rows did not finish" in err
     assert "2 passed, 0 failed, 6 errors" in out
+    assert f"verdict: CANCELLED (gate failed): stopped by {name} before the run finished; partial results: 6 errors (max 0)" in out
     assert "warning: the run was stopped: no baseline saved to baseline.json" in err and not (tmp_path / "baseline.json").exists()
 
 
@@ -208,7 +210,9 @@ def test_action_max_duration_publishes_everything(tmp_path: Path, model: LLMServ
     assert any("2 of 4 rows did not finish" in line for line in run.result.out.splitlines() if line.startswith("::warning"))
 
 
-def test_action_sigterm_publishes_everything_then_exits_143(tmp_path: Path, model: LLMServer, gh: GitHubServer) -> None:
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_action_signal_publishes_everything_as_cancelled_then_exits_with_its_code(tmp_path: Path, model: LLMServer, gh: GitHubServer, signum: int, code: int) -> None:
+    name = signal.Signals(signum).name
     ws = tmp_path / "workspace"
     write(ws / "evals" / "promptfooconfig.yaml", CONFIG + "  - {description: stuck three, vars: {q: stuck three}}\n")
     step, log = tmp_path / "step", tmp_path / "stderr.txt"
@@ -216,17 +220,20 @@ def test_action_sigterm_publishes_everything_then_exits_143(tmp_path: Path, mode
     try:
         wait_for(lambda: len(model.requests_to("/v1/chat/completions")) == 5, "every row in flight")
         wait_for(lambda: "2/5 rows done" in log.read_text(), "the quick rows graded")
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         out, _ = process.communicate(timeout=60)
-        assert "verdict: failed" in out
+        assert f"verdict: cancelled: stopped by {name} before the run finished; partial results: 3 errors (max 0)" in out
     finally:
         process.kill()
-    assert process.returncode == 143, log.read_text()
+    assert process.returncode == code, log.read_text()
     outputs = parse_outputs(step / "output.txt")
     assert outputs["errors"] == "3" and outputs["passed"] == "false" and outputs["comment-url"]
-    assert "cancelled: stopped by SIGTERM" in (step / "summary.md").read_text(encoding="utf-8")
+    assert outputs["verdict"] == "cancelled"
+    summary = (step / "summary.md").read_text(encoding="utf-8")
+    verdict_line = f"⏹️ **Cancelled**: stopped by {name} before the run finished; partial results: 3 errors (max 0)"
+    assert verdict_line in summary and f"cancelled: stopped by {name}" in summary and "**Failed**" not in summary
     (comment,) = gh.comments[7]
-    assert "cancelled: stopped by SIGTERM" in comment["body"] and "could not run" not in comment["body"]
+    assert verdict_line in comment["body"] and "could not run" not in comment["body"]
     assert statuses(ws / "evals" / "ci-grade-results" / "results.json")["openai:chat:target-model stuck two"][0] == "error"
 
 

@@ -7,7 +7,8 @@ scripted answers, per-rule latency and injected faults, and records every reques
 Faults (`fail` for the next requests, `fault_rate` for a seeded random share of them):
 error statuses with Retry-After, `timeout` (the request is never answered), `reset` (the
 connection is reset), `drop` (closed without a reply), `malformed` (a 200 with truncated JSON),
-`empty` (a 200 with no body), `no_choices` (a 200 completion without choices). A chat reply given
+`empty` (a 200 with no body), `no_choices` (a 200 completion without choices), `empty_content`
+(a 200 completion whose message content is ""). A chat reply given
 as bytes is sent raw inside the JSON body (e.g. invalid UTF-8).
 
 A concurrency limit (`limit_concurrency`) answers 429 with Retry-After to any request that would
@@ -372,7 +373,7 @@ class LLMServer:
         was sent before, not on the order concurrent requests arrive in: with the same seed, the
         same requests fail the same way on every run. `injected` counts the faults by kind.
         """
-        unknown = set(kinds) - {*FAULT_KINDS, "no_choices", "drop"}
+        unknown = set(kinds) - {*FAULT_KINDS, "no_choices", "empty_content", "drop"}
         if unknown or not kinds:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}")
         with self._lock:
@@ -574,6 +575,9 @@ def _faulty(fault: _Fault) -> Response | _Hang | _Reset | None:
         return Response(200, body=b'{"id": "chatcmpl-cut", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assis', headers=json_type)
     if fault.kind == "empty":
         return Response(200, body=b"", headers=json_type)
+    if fault.kind == "empty_content":
+        choice = {"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}
+        return Response(200, json={"id": "chatcmpl-empty", "object": "chat.completion", "created": int(time.time()), "model": "test-model", "choices": [choice]})
     if fault.kind == "no_choices":
         return Response(200, json={"id": "chatcmpl-none", "object": "chat.completion", "created": int(time.time()), "model": "test-model", "choices": []})
     headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
