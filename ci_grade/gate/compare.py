@@ -88,6 +88,7 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
         policy=policy,
         head_info=run.info,
         base_info=baseline.info,
+        base_measured=baseline.measured,
         tests=cases,
         mean_score=mean,
         pass_rate=rate,

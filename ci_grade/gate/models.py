@@ -214,6 +214,8 @@ class Comparison(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     head_info: RunInfo = Field(default_factory=RunInfo)
     base_info: RunInfo | None = None
+    base_measured: str | None = None
+    """Set when the baseline was evaluated in this job (`--baseline run:REF`): which commit."""
     tests: list[CaseDelta] = Field(default_factory=list)
     mean_score: MetricDelta = Field(default_factory=lambda: MetricDelta(name="mean score"))
     pass_rate: MetricDelta = Field(default_factory=lambda: MetricDelta(name="pass rate"))
