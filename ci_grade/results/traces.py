@@ -35,3 +35,17 @@ class Trace(_Model):
     spans: list[Span] = Field(default_factory=list)
     dropped_spans: int = Field(default=0, alias="droppedSpans")
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def trajectory_steps(metadata: dict[str, Any]) -> list[str]:
+    """A failing trajectory check's steps as `type:name args` lines (arguments shortened)."""
+    steps = metadata.get("trajectory")
+    if not isinstance(steps, list):
+        return []
+    lines = []
+    for step in steps:
+        if isinstance(step, dict):
+            args = str(step.get("args") or "")
+            args = args if len(args) <= 80 else f"{args[:79]}…"
+            lines.append(f"{step.get('type')}:{step.get('name')}" + (f" {args}" if args else ""))
+    return lines
