@@ -76,13 +76,18 @@ def decode(body: bytes, content_type: str) -> list[tuple[str, Span]]:
                     span_id=span.span_id.hex(),
                     parent_span_id=span.parent_span_id.hex() or None,
                     name=_text(span.name),
-                    start_time=span.start_time_unix_nano / 1e6,
-                    end_time=span.end_time_unix_nano / 1e6 if span.end_time_unix_nano else None,
+                    start_time=_ms(span.start_time_unix_nano),
+                    end_time=_ms(span.end_time_unix_nano) if span.end_time_unix_nano else None,
                     attributes=attributes,
                     status_code=span.status.code,
                     status_message=_text(span.status.message) or None,
                 )))
     return spans
+
+
+def _ms(nanoseconds: int) -> float:
+    """Milliseconds, exact to the microsecond (nanoseconds since 1970 do not fit a float exactly)."""
+    return nanoseconds // 1000 / 1000
 
 
 def _ids_as_base64(data: dict[str, Any]) -> dict[str, Any]:
