@@ -142,3 +142,28 @@ def test_trace_assertions_without_tracing_are_errors(tmp_path: Path) -> None:
     row = _results(tmp_path)["results"]["results"][0]
     assert result.code == 1 and row["failureReason"] == 2
     assert "No trace data available for trajectory:tool-used assertion" in row["gradingResult"]["componentResults"][0]["reason"]
+
+
+def test_goal_success_asks_the_grader_with_the_trajectory(tmp_path: Path, openai_env: LLMServer) -> None:
+    openai_env.on_chat("Goal:", {"reason": "Looked up the weather and reported it.", "pass": True, "score": 0.9})
+    script_model(openai_env)
+    port = free_port()
+    agent_provider_file(tmp_path)
+    write_config(tmp_path, {
+        "prompts": ["What is the weather in Paris?"],
+        "providers": [agent_provider(openai_env.openai_base_url, port)],
+        "defaultTest": {"options": {"provider": "openai:chat:gpt-4.1-mini"}},
+        "tests": [{"assert": [
+            {"type": "trajectory:goal-success", "value": "Tell the user the weather in Paris", "threshold": 0.8},
+            {"type": "not-trajectory:goal-success", "value": {"goal": "Tell the user the weather in Paris"}},
+        ]}],
+    }, port)
+    run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    components = _results(tmp_path)["results"]["results"][0]["gradingResult"]["componentResults"]
+    assert [(c["pass"], c["score"], c["reason"]) for c in components] == [
+        (True, 0.9, "Looked up the weather and reported it."),
+        (False, pytest.approx(0.1), "Agent unexpectedly achieved the goal: Tell the user the weather in Paris"),
+    ]
+    asked = [r for r in openai_env.requests_to("/v1/chat/completions") if "Goal:" in json.dumps(r.json)]
+    prompt = asked[0].json["messages"][-1]["content"]
+    assert '"type": "tool",\n      "name": "get_weather"' in prompt and "It is sunny" in prompt
