@@ -167,3 +167,15 @@ def test_goal_success_asks_the_grader_with_the_trajectory(tmp_path: Path, openai
     asked = [r for r in openai_env.requests_to("/v1/chat/completions") if "Goal:" in json.dumps(r.json)]
     prompt = asked[0].json["messages"][-1]["content"]
     assert '"type": "tool",\n      "name": "get_weather"' in prompt and "It is sunny" in prompt
+
+
+def test_the_bundled_example_runs_offline(tmp_path: Path) -> None:
+    from tests.tracing_helpers import REPO
+
+    folder = REPO / "examples" / "agent-trajectory"
+    result = run_cli("eval", "-o", str(tmp_path / "out.json"), "--no-progress", cwd=folder)
+    rows = {r["description"]: r for r in json.loads((tmp_path / "out.json").read_text())["results"]["results"]}
+    assert result.code == 1, result.err
+    assert [rows[name]["success"] for name in sorted(rows)] == [False, True, True]
+    failing = rows["a refund request (fails on purpose: the agent calls issue_refund)"]["gradingResult"]["componentResults"]
+    assert failing[0]["reason"] == "Forbidden tool(s) were used: issue_refund. Actual tools: tool:lookup_order, tool:issue_refund"
