@@ -36,6 +36,7 @@ from ci_grade.run import spending
 from ci_grade.run.runner import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
 from ci_grade.run.spending import Observed, SpendingPlan
 from ci_grade.run.stop import Stop
+from ci_grade.tracing.session import Tracing
 
 DEFAULT_CONCURRENCY: int | None = None
 """Without -j or maxConcurrency: adaptive (each provider finds its rate limit, `providers.limiter`)."""
@@ -240,8 +241,13 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     )
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
-    with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
-        run = _run_to_completion(plan, run_options)
+    run_options.tracing = _tracing(loaded)
+    try:
+        with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
+            run = _run_to_completion(plan, run_options)
+    finally:
+        if run_options.tracing is not None:
+            run_options.tracing.stop()
     if kept is not None:
         run = retry.combine(kept, run)
     run.info.ci_grade_version = __version__
@@ -257,6 +263,20 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     run.info.repeat = repeat
     run.warnings = [*loaded.warnings, *run.warnings]
     return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=kept.rerun if kept else None, config_for_output=config_for_output)
+
+
+def _tracing(loaded: LoadedConfig) -> Tracing | None:
+    """The run's tracing, its receiver listening (before any model is called), when the config enables it."""
+    config = loaded.config.tracing
+    if config is None or not config.enabled:
+        return None
+    raw = loaded.raw.get("tracing")
+    place = loaded.sources.location(raw, "otlp") if isinstance(raw, dict) else None
+    if config.receiver is None:
+        loaded.warnings.append("tracing is enabled without an OTLP receiver (tracing.otlp.http): rows get a traceparent but no spans")
+    tracing = Tracing(config, place)
+    tracing.start()
+    return tracing
 
 
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:

@@ -7,7 +7,7 @@ about them once. Field names keep promptfoo's camelCase so error paths match wha
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -188,6 +188,39 @@ class EvaluateOptions(_Model):
     maxEvalTimeMs: int | None = Field(default=None, ge=0)
 
 
+_OTLP_FORMATS: tuple[Literal["json", "protobuf"], ...] = ("json", "protobuf")
+
+
+class OtlpHttp(_Model):
+    """`tracing.otlp.http`: the OTLP/HTTP receiver (promptfoo's defaults)."""
+
+    enabled: bool = True
+    port: int = Field(default=4318, ge=0, le=65535)
+    host: str = "127.0.0.1"
+    acceptFormats: list[Literal["json", "protobuf"]] = Field(default_factory=lambda: list(_OTLP_FORMATS))
+    redactAttributes: list[str] | None = None
+
+
+class Otlp(_Model):
+    http: OtlpHttp | None = None
+
+
+class Tracing(_Model):
+    """`tracing:` as promptfoo reads it. `forwarding`, `storage` and `otlp.grpc` are accepted and
+    not used (promptfoo 0.123.1 does not forward either; spans live only for the run)."""
+
+    enabled: bool = False
+    failOnReceiverStartFailure: bool | None = None
+    commandToolNames: list[str] | None = None
+    otlp: Otlp | None = None
+
+    @property
+    def receiver(self) -> OtlpHttp | None:
+        """The receiver to serve: tracing on and `otlp.http` enabled."""
+        http = self.otlp.http if self.otlp else None
+        return http if self.enabled and http is not None and http.enabled else None
+
+
 class Config(_Model):
     """A whole, loaded config: prompts, providers and tests are already expanded from files."""
 
@@ -200,6 +233,7 @@ class Config(_Model):
     env: dict[str, str | int | float | bool | None] | None = None
     evaluateOptions: EvaluateOptions = Field(default_factory=EvaluateOptions)
     outputPath: list[str] | None = None
+    tracing: Tracing | None = None
     metadata: Any = None
     tags: dict[str, Any] | None = None
     commandLineOptions: dict[str, Any] | None = None

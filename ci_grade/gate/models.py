@@ -44,6 +44,8 @@ class AssertionDelta(BaseModel):
     base_passed: bool | None = None
     head_passed: bool | None = None
     reason: str = ""
+    steps: list[str] = Field(default_factory=list)
+    """A failing trajectory check's agent steps (`type:name args`), for reports."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -43,6 +43,8 @@ from ci_grade.run.conversation import Conversations, template_of
 from ci_grade.run.stop import Stop
 from ci_grade.run.window import RowWindow, window_size
 from ci_grade.templating import nunjucks
+from ci_grade.tracing import sanitize
+from ci_grade.tracing.session import TraceContext, Tracing
 
 Progress = Callable[[TestResult, int, int], None]
 _UNORDERED: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
@@ -69,6 +71,8 @@ class RunOptions:
     release_rows: bool = False
     """The run takes the plan's rows (`plan.rows` is emptied) and lets each go once it is stored,
     so a test's models are freed as its rows end (for a caller that reads no row after the run)."""
+    tracing: Tracing | None = None
+    """The run's tracing (started by the caller): each row gets a trace context and its spans."""
 
 
 @dataclass
@@ -164,10 +168,10 @@ def _row_of(outcome: _Row | BaseException | None, planned: PlannedRow, stop: Sto
 async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, options: RunOptions, conversations: Conversations) -> _Row:
     timeout_ms = options.timeout_ms
     if not timeout_ms:
-        return await _run_row(planned, pool, run, conversations, options.delay_ms)
+        return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing)
     try:
         async with asyncio.timeout(timeout_ms / 1000):
-            return await _run_row(planned, pool, run, conversations, options.delay_ms)
+            return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing)
     except TimeoutError:
         result = _base_result(planned, planned.prompt.raw)
         result.status, result.error = "error", f"test timed out after {timeout_ms} ms"
@@ -175,7 +179,24 @@ async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: Ru
         return _Row(planned, result)
 
 
-async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int) -> _Row:
+async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, tracing: Tracing | None = None) -> _Row:
+    if tracing is None:
+        return await _run_traced_row(planned, pool, run, conversations, delay_ms, None)
+    trace = tracing.open(_test_case_id(planned))
+    try:
+        return await _run_traced_row(planned, pool, run, conversations, delay_ms, (tracing, trace))
+    finally:
+        tracing.store.close(trace.trace_id)
+
+
+def _test_case_id(planned: PlannedRow) -> str:
+    """promptfoo's: the test's `metadata.testCaseId`, else `<test index>-<prompt column>`."""
+    metadata = planned.test.metadata if isinstance(planned.test.metadata, dict) else {}
+    given = metadata.get("testCaseId")
+    return str(given) if given else f"{planned.test_index}-{planned.column_index if planned.column_index is not None else planned.prompt_index}"
+
+
+async def _run_traced_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, traced: tuple[Tracing, TraceContext] | None) -> _Row:
     template = template_of(planned)
     try:
         planned = await row_vars.prepare(planned, template, run.base_dir, conversations)
@@ -188,8 +209,13 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
         return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     result = _base_result(planned, prompt)
     try:
-        response = await _respond(planned, prompt, pool, delay_ms)
+        response = await _respond(planned, prompt, pool, delay_ms, traced[1] if traced else None)
         conversations.record(planned, prompt, response)
+        trace = None
+        if traced is not None:
+            tracing, row_trace = traced
+            trace = await tracing.collect(row_trace, wait=not response.error and registry.uses_trace(test.assert_ or []))
+            result.trace = sanitize.for_results(trace)
         result.latency_ms = response.latency_ms
         result.cached = response.cached
         result.finish_reason = response.finish_reason
@@ -205,7 +231,10 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
             context = {"vars": planned.vars, "prompt": {"label": planned.prompt.label, "raw": prompt}, "metadata": response.metadata}
             response.output = await apply_transform(planned.provider.transform, response.output, context, run.base_dir)
             result.output = response.output
-        grading_input = engine.GradingInput(test, conversations.graded_variables(planned), prompt, planned.prompt.label, response, planned.provider)
+        grading_input = engine.GradingInput(
+            test, conversations.graded_variables(planned), prompt, planned.prompt.label, response, planned.provider,
+            trace=trace, traceparent=traced[1].child() if traced else None,
+        )
         graded = await engine.grade(grading_input, run)
     except TransformError as exc:
         return _fail_row(planned, result, f"provider transform failed: {exc}")
@@ -225,7 +254,7 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
     return _Row(planned, result, grading_input, graded.output)
 
 
-async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int) -> ProviderResponse:
+async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int, trace: TraceContext | None = None) -> ProviderResponse:
     test = planned.test
     if test.providerOutput is not None:
         return ProviderResponse(output=test.providerOutput, token_usage=TokenUsage(), cost=0.0)
@@ -236,6 +265,8 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_m
         spec = as_spec(test.provider)
     provider = pool.get(spec)
     context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw)
+    if trace is not None:
+        context.traceparent, context.evaluation_id, context.test_case_id = trace.traceparent, trace.evaluation_id, trace.test_case_id
     response = await provider.call(prompt, context)
     delay = spec.delay if spec.delay is not None else delay_ms  # promptfoo's: the provider's own first
     if delay and not response.cached:
