@@ -275,10 +275,10 @@ def test_unknown_keys_warn_once_on_stderr_and_never_crash(tmp_path: Path) -> Non
 def test_unsupported_promptfoo_keys_are_named(tmp_path: Path) -> None:
     result, _ = eval_config(
         tmp_path,
-        "prompts: [hello]\nproviders: [echo]\nextensions: ['file://hooks.py:beforeAll']\nsharing: false\n",
+        "prompts: [hello]\nproviders: [echo]\ntracing: {enabled: true}\nsharing: false\n",
     )
     assert result.code == 0, result.err
-    assert "warning: promptfooconfig.yaml:3: 'extensions' is not supported by ci-grade and is ignored" in result.err.splitlines()
+    assert "warning: promptfooconfig.yaml:3: 'tracing' is not supported by ci-grade and is ignored" in result.err.splitlines()
     assert "sharing" not in result.err
 
 

@@ -54,7 +54,10 @@ def load_module(path: Path) -> ModuleType:
 
 
 def load_function(path: Path, name: str) -> Callable[..., Any]:
-    function = getattr(load_module(path), name, None)
+    """The function `name` of the file at `path`; a dotted name reaches into a class (`Prompt.render`)."""
+    function: Any = load_module(path)
+    for part in name.split("."):
+        function = getattr(function, part, None)
     if not callable(function):
         raise ScriptError(f"{path.name} has no function {name!r}")
     return cast(Callable[..., Any], function)
