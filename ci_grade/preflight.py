@@ -53,6 +53,9 @@ def check(loaded: LoadedConfig) -> list[str]:
             )
     raw_prompts = _list(loaded.raw.get("prompts"))
     for index, prompt in enumerate(loaded.config.prompts):
+        if prompt.function:
+            _check_python_file(f"file://{prompt.function}", loaded, sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
+            continue
         try:
             nunjucks.check(prompt.raw)
         except TemplateError as exc:

@@ -36,7 +36,7 @@ from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef
 from ci_grade.results.spool import RowSpool
 from ci_grade.results.summary import summarize
 from ci_grade.results.usage import TokenUsage
-from ci_grade.run import collect, row_vars
+from ci_grade.run import collect, prompt_functions, row_vars
 from ci_grade.run.conversation import Conversations, template_of
 from ci_grade.run.stop import Stop
 from ci_grade.run.window import RowWindow, window_size
@@ -172,13 +172,19 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
     except ScriptError as exc:
         return _error_row(planned, template, str(exc))
     test = planned.test
+    prompt_config = None
+    if planned.prompt.function:
+        try:
+            template, prompt_config = await prompt_functions.template(planned.prompt.function, planned.vars, planned.provider, run.base_dir)
+        except ScriptError as exc:
+            return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     try:
         prompt = nunjucks.render_prompt(template, planned.vars, run.env_overrides)
     except TemplateError as exc:
         return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     result = _base_result(planned, prompt)
     try:
-        response = await _respond(planned, prompt, pool, delay_ms)
+        response = await _respond(planned, prompt, pool, delay_ms, prompt_config)
         conversations.record(planned, prompt, response)
         result.latency_ms = response.latency_ms
         result.cached = response.cached
@@ -215,7 +221,8 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
     return _Row(planned, result, grading_input, graded.output)
 
 
-async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int) -> ProviderResponse:
+async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int, prompt_config: dict[str, Any] | None = None) -> ProviderResponse:
+    """The provider's answer; `prompt_config` (from a prompt function) is laid over its config."""
     test = planned.test
     if test.providerOutput is not None:
         return ProviderResponse(output=test.providerOutput, token_usage=TokenUsage(), cost=0.0)
@@ -224,6 +231,8 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_m
         from ci_grade.providers.registry import as_spec
 
         spec = as_spec(test.provider)
+    if prompt_config:
+        spec = spec.model_copy(update={"config": {**spec.config, **prompt_config}})
     provider = pool.get(spec)
     context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw)
     response = await provider.call(prompt, context)
