@@ -31,6 +31,7 @@ from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_fold
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
+from ci_grade.run import hooks
 from ci_grade.run.runner import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
 from ci_grade.run.stop import Stop
 
@@ -109,6 +110,7 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     env = build_env(options, loaded)
     learn_secrets(options, loaded, env)
     loaded.config.providers = [render_spec(spec, provider_env(spec, env)) for spec in loaded.config.providers]
+    hooks.before_all(loaded, hooks.check(loaded))
     loaded.warnings += preflight.check(loaded)
     paths = list(options.outputs)
     if not paths:
@@ -212,13 +214,18 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         cache=_cache(options, loaded, env, plan.repeat),
         stop=options.stop,
         release_rows=True,
+        hooks=hooks.Hooks(config.extensions or [], loaded.base_dir),
     )
+    suite = hooks.suite_of(loaded) if run_options.hooks else None
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
     with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
         run = _run_to_completion(plan, run_options)
     if kept is not None:
         run = retry.combine(kept, run)
+    if suite is not None:
+        shown_config = redact.current().data({k: v for k, v in loaded.raw.items() if k not in ("tests", "scenarios", "assertionTemplates")})
+        run.warnings += hooks.after_all(run_options.hooks, run, suite, shown_config)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
     run.info.description = options.description or cli_defaults.description or config.description

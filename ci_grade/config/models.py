@@ -189,6 +189,13 @@ class EvaluateOptions(_Model):
     maxEvalTimeMs: int | None = Field(default=None, ge=0)
 
 
+class DerivedMetric(_Model):
+    """A metric computed from the named metrics: `value` is an expression (`tp / (tp + fp)`)."""
+
+    name: str
+    value: str
+
+
 class Config(_Model):
     """A whole, loaded config: prompts, providers and tests are already expanded from files."""
 
@@ -203,6 +210,9 @@ class Config(_Model):
     outputPath: list[str] | None = None
     metadata: Any = None
     tags: dict[str, Any] | None = None
+    extensions: list[str] | None = None
+    """`file://hooks.py:fn` hooks run around the eval (`run.hooks`)."""
+    derivedMetrics: list[DerivedMetric] | None = None
     commandLineOptions: dict[str, Any] | None = None
     """Defaults for promptfoo's flags; its values are checked where they are read (`command_line`)."""
 
@@ -210,6 +220,11 @@ class Config(_Model):
     @classmethod
     def _none_eval_options(cls, v: Any) -> Any:
         return {} if v is None else v
+
+    @field_validator("extensions", mode="before")
+    @classmethod
+    def _one_extension(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
 
     @field_validator("outputPath", mode="before")
     @classmethod
