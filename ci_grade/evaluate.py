@@ -237,6 +237,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         run.info.shard = ShardInfo(index=plan.shard.index, count=plan.shard.count, groups=plan.groups, rows=plan.total_rows)
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
+    run.info.derived_metrics = [metric.model_dump(include={"name", "value"}) for metric in config.derivedMetrics or []]
     run.warnings = [*loaded.warnings, *run.warnings]
     return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=kept.rerun if kept else None, config_for_output=config_for_output)
 

@@ -61,6 +61,12 @@ def check(loaded: LoadedConfig) -> list[str]:
         except TemplateError as exc:
             loc = sources.location(_item(raw_prompts, index))
             raise ConfigError.at(str(exc), loc, f"prompts[{index}]") from None
+    if loaded.config.derivedMetrics:
+        from ci_grade.results.derived_metrics import check as check_derived
+
+        problem = check_derived([metric.model_dump() for metric in loaded.config.derivedMetrics])
+        if problem:
+            raise ConfigError.at(f"derivedMetrics {problem}", sources.location(loaded.raw, "derivedMetrics"), "derivedMetrics")
     raw_tests = _list(loaded.raw.get("tests"))
     for index, test in enumerate(loaded.config.tests):
         _check_test(test, _item(raw_tests, index), loaded, f"tests[{index}]", warnings)
