@@ -32,7 +32,7 @@ from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_fold
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
-from ci_grade.run import spending
+from ci_grade.run import hooks, spending
 from ci_grade.run.runner import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
 from ci_grade.run.spending import Observed, SpendingPlan
 from ci_grade.run.stop import Stop
@@ -122,6 +122,7 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     learn_secrets(options, loaded, env)
     loaded.warnings += unset_env_warnings(loaded.raw, env, loaded.sources)
     loaded.config.providers = [render_spec(spec, provider_env(spec, env)) for spec in loaded.config.providers]
+    hooks.before_all(loaded, hooks.check(loaded))
     loaded.warnings += preflight.check(loaded)
     paths = list(options.outputs)
     if not paths:
@@ -238,7 +239,9 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         stop=options.stop,
         budget=options.budget,
         release_rows=True,
+        hooks=hooks.Hooks(config.extensions or [], loaded.base_dir),
     )
+    suite = hooks.suite_of(loaded) if run_options.hooks else None
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
     run_options.tracing = _tracing(loaded)
@@ -250,6 +253,9 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
             run_options.tracing.stop()
     if kept is not None:
         run = retry.combine(kept, run)
+    if suite is not None:
+        shown_config = redact.current().data({k: v for k, v in loaded.raw.items() if k not in ("tests", "scenarios", "assertionTemplates")})
+        run.warnings += hooks.after_all(run_options.hooks, run, suite, shown_config)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
     run.info.description = options.description or cli_defaults.description or config.description
@@ -261,6 +267,7 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         run.info.shard = ShardInfo(index=plan.shard.index, count=plan.shard.count, groups=plan.groups, rows=plan.total_rows)
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
+    run.info.derived_metrics = [metric.model_dump(include={"name", "value"}) for metric in config.derivedMetrics or []]
     run.warnings = [*loaded.warnings, *run.warnings]
     return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=kept.rerun if kept else None, config_for_output=config_for_output)
 

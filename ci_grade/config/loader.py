@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from ci_grade.config import command_line, files
+from ci_grade.config import command_line, files, generators, test_sources
 from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.config.command_line import CommandLineDefaults
 from ci_grade.config.csv_tests import read_csv_tests
@@ -32,7 +32,6 @@ from ci_grade.errors import ConfigError, ScriptError
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
-_IGNORED_KEYS = ("derivedMetrics", "extensions")
 TEST_KEYS = ("assert", "vars", "options", "metadata", "provider", "providerOutput", "threshold")
 """A test has one of these (promptfoo's rule): a tests file holding one mapping without any is not a test."""
 MAX_FILE_NESTING = 20
@@ -135,6 +134,13 @@ def load_config(
     if merged["prompts"] == []:
         where = sources.location(merged, "prompts")
         raise ConfigError("the prompts list is empty: add a prompt or leave prompts out", file=where.file if where else None, line=where.line if where else None, path="prompts")
+    if merged.get("redteam") and not merged.get("tests") and not merged.get("scenarios"):
+        where = sources.location(merged, "redteam")
+        raise ConfigError(
+            "this config holds a red-team block and no tests: generating attacks is out of ci-grade's scope. Generate them with "
+            "`promptfoo redteam generate -c CONFIG -o redteam.yaml`, then evaluate the generated file with `ci-grade eval -c redteam.yaml`",
+            file=where.file if where else None, line=where.line if where else None, path="redteam",
+        )
     if not merged.get("providers"):
         where = sources.location(merged, "providers") or Location(files.display_path(config_files[0]))
         raise ConfigError("no providers: add a providers: list (e.g. - echo)", file=where.file, line=where.line, path="providers")
@@ -209,9 +215,8 @@ class _Loader(RefReader):
             for name, ref in filters.items():
                 if isinstance(ref, str) and ref.strip():
                     filters[name] = str(files.resolve(ref, base))
-        for key in _IGNORED_KEYS:
-            if data.get(key):
-                self.warnings.append(f"{self.where(data, key) or shown}: {key!r} is not supported by ci-grade and is ignored")
+        if data.get("redteam") and data.get("tests"):
+            self.warnings.append(f"{self.where(data, 'redteam') or shown}: 'redteam' is ignored: ci-grade runs the tests this config holds and generates no attacks")
         return data
 
     def structured_ref(self, ref: str, base: Path, holder: Any, key: Any, kind: type, path: str | None = None) -> Any:
@@ -317,11 +322,7 @@ class _Loader(RefReader):
             if isinstance(item, str):
                 out.extend(self.test_files(item, base, raw, i, path if single else f"{path}[{i}]"))
             elif isinstance(item, dict) and "path" in item and "vars" not in item and "assert" not in item:
-                ref = item["path"]
-                _, function = files.split_function(str(ref))
-                if function or str(ref).endswith((".py", ".js", ".ts")):
-                    raise self.error("test generators (.py/.js) are not supported by ci-grade; list tests in YAML, JSON, JSONL or CSV", item, "path", f"{path}[{i}].path")
-                out.extend(self.test_files(str(ref), base, item, "path", f"{path}[{i}].path"))
+                out.extend(self.test_files(str(item["path"]), base, item, "path", f"{path}[{i}].path", item.get("config")))
             else:
                 if isinstance(item, dict):
                     if not any(k in item for k in TEST_KEYS):  # as promptfoo refuses it
@@ -331,10 +332,17 @@ class _Loader(RefReader):
                 out.append(item)
         return out
 
-    def test_files(self, ref: str, base: Path, holder: Any, key: Any, path: str) -> list[Any]:
-        if not ref.startswith("file://") and not ref.endswith((".yaml", ".yml", ".json", ".jsonl", ".csv")):
-            raise self.error(f"expected a test mapping or a file:// path, got {ref!r}", holder, key, path)
+    def test_files(self, ref: str, base: Path, holder: Any, key: Any, path: str, config: Any = None) -> list[Any]:
         referenced_from = self.where(holder, key)
+        remote = test_sources.remote(ref, self.vocabulary, referenced_from, path)
+        if remote is not None:
+            return self.checked_tests(remote(), base, referenced_from, path)
+        if generators.is_generator(ref):
+            return self.checked_tests(generators.generate(ref, base, config, referenced_from, path), base, referenced_from, path)
+        if test_sources.is_spreadsheet(ref):
+            return self.spreadsheet_tests(ref, base, referenced_from, path)
+        if not ref.startswith("file://") and not ref.endswith((".yaml", ".yml", ".json", ".jsonl", ".csv", ".xlsx", ".xls")) and "#" not in ref:
+            raise self.error(f"expected a test mapping or a file:// path, got {ref!r}", holder, key, path)
         out: list[Any] = []
         for file in files.expand_glob(ref, base, referenced_from, path):
             shown = files.display_path(file)
@@ -371,6 +379,29 @@ class _Loader(RefReader):
                         out.extend(self.test_files(test, file.parent, loaded, i, f"{path} > {shown}[{i}]"))
                 else:
                     out.append(test)
+        return out
+
+    def checked_tests(self, tests: list[dict[str, Any]], base: Path, referenced_from: Location | None, path: str) -> list[Any]:
+        """Tests made by a generator or read from a remote source, checked as written ones are and
+        located at the reference that made them."""
+        for index, test in enumerate(tests):
+            if not any(k in test for k in TEST_KEYS):
+                keys = ", ".join(map(str, test)) or "none"
+                raise ConfigError.at(f"test {index} it gave needs one of {', '.join(TEST_KEYS)}; it has {keys}", referenced_from, path)
+            if referenced_from is not None:
+                self.sources.register(test, referenced_from.file, referenced_from.line, dict.fromkeys(test, referenced_from.line))
+            self.test_vars_file(test, base, path)
+        return list(tests)
+
+    def spreadsheet_tests(self, ref: str, base: Path, referenced_from: Location | None, path: str) -> list[Any]:
+        """An .xlsx file's tests (`tests.xlsx#Sheet` names the sheet)."""
+        name, _, sheet = files.strip_file_prefix(ref).partition("#")
+        file = files.expand_glob(name, base, referenced_from, path)[0]
+        shown = files.display_path(file)
+        out = []
+        for test, line in test_sources.xlsx_tests(file, sheet or None, self.vocabulary, shown):
+            self.sources.register(test, shown, line, dict.fromkeys(test, line))
+            out.append(test)
         return out
 
     def test_vars_file(self, test: dict[str, Any], base: Path, path: str) -> None:

@@ -120,6 +120,9 @@ class Prompt(_Model):
     id: str | None = None
     key: str
     config: dict[str, Any] | None = None
+    function: str | None = None
+    """A Python prompt function (`/abs/prompts.py:fn`) or script (`/abs/prompt.py`) that makes the
+    template per row; `raw` is then its source."""
 
     def allowed_by(self, patterns: list[str] | None) -> bool:
         """Whether a `prompts:` filter (None: no filter) selects this prompt, by label or id."""
@@ -221,6 +224,13 @@ class Tracing(_Model):
         return http if self.enabled and http is not None and http.enabled else None
 
 
+class DerivedMetric(_Model):
+    """A metric computed from the named metrics: `value` is an expression (`tp / (tp + fp)`)."""
+
+    name: str
+    value: str
+
+
 class Config(_Model):
     """A whole, loaded config: prompts, providers and tests are already expanded from files."""
 
@@ -236,6 +246,9 @@ class Config(_Model):
     tracing: Tracing | None = None
     metadata: Any = None
     tags: dict[str, Any] | None = None
+    extensions: list[str] | None = None
+    """`file://hooks.py:fn` hooks run around the eval (`run.hooks`)."""
+    derivedMetrics: list[DerivedMetric] | None = None
     commandLineOptions: dict[str, Any] | None = None
     """Defaults for promptfoo's flags; its values are checked where they are read (`command_line`)."""
 
@@ -243,6 +256,11 @@ class Config(_Model):
     @classmethod
     def _none_eval_options(cls, v: Any) -> Any:
         return {} if v is None else v
+
+    @field_validator("extensions", mode="before")
+    @classmethod
+    def _one_extension(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
 
     @field_validator("outputPath", mode="before")
     @classmethod

@@ -204,6 +204,8 @@ class RunInfo(_Model):
     grader_templates: dict[str, str] = Field(default_factory=dict)
     repeat: int = 1
     source: Literal["ci-grade", "promptfoo"] = "ci-grade"
+    derived_metrics: list[dict[str, str]] = Field(default_factory=list)
+    """The config's `derivedMetrics` ({name, value}), computed per prompt column from the named scores."""
 
 
 class StoredRows(Sequence[TestResult]):

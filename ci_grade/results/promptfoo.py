@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from ci_grade import __version__
 from ci_grade.errors import ConfigError, UsageError
+from ci_grade.results.derived_metrics import derive
 from ci_grade.results.models import (
     AssertionResult,
     EvalRun,
@@ -191,6 +193,10 @@ def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
             metrics["namedScores"][name] = total.weighted
             metrics["namedScoresCount"][name] = total.count
             metrics["namedScoreWeights"][name] = total.weight
+        if run.info.derived_metrics:
+            rows = metrics["testPassCount"] + metrics["testFailCount"] + metrics["testErrorCount"]
+            derived = derive(metrics["namedScores"], rows, run.info.derived_metrics)
+            metrics["namedScores"].update({name: value if math.isfinite(value) else None for name, value in derived.items()})  # NaN: null, as JSON.stringify
     return [{k: v for k, v in entry.items() if k != "column"} for entry in sorted(prompts.values(), key=lambda entry: entry["column"])]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -22,6 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from ci_grade.config.models import TestCase
 from ci_grade.errors import ScriptError, TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
@@ -35,11 +39,13 @@ from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.limiter import ADAPTIVE_CEILING, Limiter
 from ci_grade.providers.registry import ProviderPool
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
+from ci_grade.results.promptfoo import row_to_promptfoo
 from ci_grade.results.spool import RowSpool
 from ci_grade.results.summary import summarize
 from ci_grade.results.usage import TokenUsage
-from ci_grade.run import collect, row_vars
+from ci_grade.run import collect, prompt_functions, row_vars
 from ci_grade.run.conversation import Conversations, template_of
+from ci_grade.run.hooks import Hooks
 from ci_grade.run.stop import Stop
 from ci_grade.run.window import RowWindow, window_size
 from ci_grade.templating import nunjucks
@@ -68,6 +74,8 @@ class RunOptions:
     stop: Stop = field(default_factory=Stop)
     budget: Budget | None = None
     """The run's spending limit (`--max-cost`): rows whose calls it refuses are recorded as not run."""
+    hooks: Hooks | None = None
+    """The config's extension hooks (beforeEach and afterEach run per row)."""
     release_rows: bool = False
     """The run takes the plan's rows (`plan.rows` is emptied) and lets each go once it is stored,
     so a test's models are freed as its rows end (for a caller that reads no row after the run)."""
@@ -168,10 +176,10 @@ def _row_of(outcome: _Row | BaseException | None, planned: PlannedRow, stop: Sto
 async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, options: RunOptions, conversations: Conversations) -> _Row:
     timeout_ms = options.timeout_ms
     if not timeout_ms:
-        return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing)
+        return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing, options.hooks)
     try:
         async with asyncio.timeout(timeout_ms / 1000):
-            return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing)
+            return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing, options.hooks)
     except TimeoutError:
         result = _base_result(planned, planned.prompt.raw)
         result.status, result.error = "error", f"test timed out after {timeout_ms} ms"
@@ -179,7 +187,31 @@ async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: Ru
         return _Row(planned, result)
 
 
-async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, tracing: Tracing | None = None) -> _Row:
+async def _run_row(
+    planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, tracing: Tracing | None = None, hooks: Hooks | None = None,
+) -> _Row:
+    if not hooks:
+        return await _run_row_unhooked(planned, pool, run, conversations, delay_ms, tracing)
+    try:
+        context = await hooks.run("beforeEach", {"test": _test_data(planned.test)})
+        if context["test"] != _test_data(planned.test):
+            test = TestCase.model_validate(context["test"])
+            planned = dataclasses.replace(planned, test=test, vars=test.vars or {}, shown_vars=None)
+    except (ScriptError, ValidationError) as exc:
+        return _error_row(planned, planned.prompt.raw, f"beforeEach: {exc}")
+    row = await _run_row_unhooked(planned, pool, run, conversations, delay_ms, tracing)
+    try:
+        await hooks.run("afterEach", {"test": _test_data(planned.test), "result": row_to_promptfoo(row.result)})
+    except ScriptError as exc:
+        _fail_row(planned, row.result, f"afterEach: {exc}")
+    return row
+
+
+def _test_data(test: TestCase) -> dict[str, Any]:
+    return test.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+
+
+async def _run_row_unhooked(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, tracing: Tracing | None) -> _Row:
     if tracing is None:
         return await _run_traced_row(planned, pool, run, conversations, delay_ms, None)
     trace = tracing.open(_test_case_id(planned))
@@ -203,13 +235,19 @@ async def _run_traced_row(planned: PlannedRow, pool: ProviderPool, run: RunConte
     except ScriptError as exc:
         return _error_row(planned, template, str(exc))
     test = planned.test
+    prompt_config = None
+    if planned.prompt.function:
+        try:
+            template, prompt_config = await prompt_functions.template(planned.prompt.function, planned.vars, planned.provider, run.base_dir)
+        except ScriptError as exc:
+            return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     try:
         prompt = nunjucks.render_prompt(template, planned.vars, run.env_overrides)
     except TemplateError as exc:
         return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     result = _base_result(planned, prompt)
     try:
-        response = await _respond(planned, prompt, pool, delay_ms, traced[1] if traced else None)
+        response = await _respond(planned, prompt, pool, delay_ms, prompt_config, traced[1] if traced else None)
         conversations.record(planned, prompt, response)
         trace = None
         if traced is not None:
@@ -254,7 +292,10 @@ async def _run_traced_row(planned: PlannedRow, pool: ProviderPool, run: RunConte
     return _Row(planned, result, grading_input, graded.output)
 
 
-async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int, trace: TraceContext | None = None) -> ProviderResponse:
+async def _respond(
+    planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int, prompt_config: dict[str, Any] | None = None, trace: TraceContext | None = None,
+) -> ProviderResponse:
+    """The provider's answer; `prompt_config` (from a prompt function) is laid over its config."""
     test = planned.test
     if test.providerOutput is not None:
         return ProviderResponse(output=test.providerOutput, token_usage=TokenUsage(), cost=0.0)
@@ -263,6 +304,8 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_m
         from ci_grade.providers.registry import as_spec
 
         spec = as_spec(test.provider)
+    if prompt_config:
+        spec = spec.model_copy(update={"config": {**spec.config, **prompt_config}})
     provider = pool.get(spec)
     context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw)
     if trace is not None:
