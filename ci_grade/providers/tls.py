@@ -40,12 +40,17 @@ def trust_failure(exc: BaseException) -> str | None:
     machine does not accept, or CA certificates it cannot read; None for any other failure."""
     seen: set[int] = set()
     cause: BaseException | None = exc
+    refused: ssl.SSLCertVerificationError | None = None
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
         if isinstance(cause, TrustStoreError):
             return str(cause)
         if isinstance(cause, ssl.SSLCertVerificationError):
-            detail = cause.verify_message or cause.reason or str(cause)
-            return f"the server's TLS certificate was refused ({detail}); if it is signed by a private CA, name that CA's certificates in {_VARIABLES}"
+            refused = cause
+            if getattr(cause, "verify_message", None):  # OpenSSL's own (aiohttp's error is one too, raised from it)
+                break
         cause = cause.__cause__ or cause.__context__
-    return None
+    if refused is None:
+        return None
+    detail = getattr(refused, "verify_message", None) or getattr(refused, "reason", None) or str(refused)
+    return f"the server's TLS certificate was refused ({detail}); if it is signed by a private CA, name that CA's certificates in {_VARIABLES}"
