@@ -169,6 +169,8 @@ def test_calls_share_one_keep_alive_connection(family: str, llm_server: LLMServe
     responses = use(FAMILIES[family](llm_server.url), three, env={})
     assert [r.output for r in responses] == [f"echo: question {n}" for n in range(3)]
     assert llm_server.connections == 1
+    agents = {request.headers["user-agent"].split("/")[0] for request in llm_server.requests}
+    assert agents == ({"AsyncOpenAI"} if family == "openai" else {"python-httpx"})  # the SDK's own client; httpx
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -420,3 +422,27 @@ def test_closing_a_provider_closes_its_connections_before_it_returns(llm_server:
 
     before, after = asyncio.run(main())
     assert (before, after) == (0, 3)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_sdk_import_leaves_the_collector_as_it_was(enabled: bool) -> None:
+    """No collection runs during the SDK's import (it creates many objects and no garbage; one may
+    run as it begins or ends), and the collector is on afterwards only if it was before."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        import gc
+        from ci_grade.providers.http_clients import sdk
+        {'gc.enable()' if enabled else 'gc.disable()'}
+        runs = []
+        gc.callbacks.append(lambda phase, info: phase == "start" and runs.append(info["generation"]))
+        sdk()
+        print(len(runs), gc.isenabled())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    collections, left_enabled = done.stdout.split()
+    assert int(collections) <= 2 and left_enabled == str(enabled)  # unpaused, the import runs ~150 collections
