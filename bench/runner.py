@@ -101,7 +101,7 @@ class Tool:
 
     def eval_command(self, suite: Suite, output: Path, concurrency: int | None) -> list[str]:
         jobs = ["-j", str(concurrency)] if concurrency is not None else []
-        if self.name == "ci-grade":
+        if self.name.startswith("ci-grade"):
             return [*self.base, "eval", "-c", str(suite.path), "-o", str(output), "--no-progress", "--no-cache", *jobs]
         flags = ["--no-write", "--no-cache", "--no-table", "--no-progress-bar", "--no-share"]
         return [*self.base, "eval", "-c", str(suite.path), "-o", str(output), *flags, *jobs]

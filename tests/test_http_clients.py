@@ -115,6 +115,20 @@ def test_a_call_that_gets_no_answer_ends_at_the_clients_timeout_as_an_error(fami
     assert 0.45 <= elapsed < 3, elapsed
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_refused_connection_is_reported_as_such_not_as_a_timeout(family: str, no_proxy_variables: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The aiohttp clients raise a timeout exception for any failure to connect; a refused
+    connection is still reported as what it is (and is not counted as a timed-out attempt)."""
+    monkeypatch.setenv("CI_GRADE_MAX_RETRIES", "0")
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    response = use(FAMILIES[family](f"http://127.0.0.1:{port}"), lambda p: p.call("hello"), env={})
+    assert response.error is not None and "timed out" not in response.error
+    assert f"connection failed: ClientConnectorError: Cannot connect to host 127.0.0.1:{port}" in response.error, response.error
+
+
 def test_an_eval_whose_grader_never_answers_has_error_rows_at_the_timeout(silent_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end, no outer deadline: each `llm-rubric` grader call ends after two 0.5 s timeouts
     (a dead endpoint's allowance), each row an ERROR naming the timeout."""

@@ -170,7 +170,7 @@ class OpenAIProvider(Provider):
                 failed = failure(exc, timeout=isinstance(exc, openai.APITimeoutError))
                 if failed is None:
                     raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None
-                raise TransientError(f"APIConnectionError: {type(failed).__name__}: {failed}" if failed is not exc else f"{type(exc).__name__}: {exc}") from None
+                raise TransientError(f"{type(exc).__name__}: {exc}" if failed is exc else f"connection failed: {type(failed).__name__}: {failed}") from None
             except (ValueError, TypeError, AttributeError) as exc:  # the SDK could not decode or read the body
                 self.liveness.answered()
                 raise TransientError(f"API returned a malformed body: {type(exc).__name__}: {exc}") from None
