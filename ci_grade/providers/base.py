@@ -323,11 +323,13 @@ def parse_chat_messages(prompt: str) -> list[dict[str, Any]]:
         if _is_messages(data):
             return cast(list[dict[str, Any]], data)
     elif stripped.startswith("- role:"):
+        import yaml
+
         from ci_grade.config.yaml12 import loads
 
         try:
             data = loads(stripped)
-        except Exception:
+        except yaml.YAMLError:  # not YAML after all: the prompt is one user message
             data = None
         if _is_messages(data):
             return cast(list[dict[str, Any]], data)
