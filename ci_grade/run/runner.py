@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ci_grade.config.models import Assertion
 from ci_grade.errors import ScriptError, TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
@@ -225,6 +226,14 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
     return _Row(planned, result, grading_input, graded.output)
 
 
+LOGPROB_TYPES = frozenset({"perplexity", "perplexity-score"})
+
+
+def _grades_logprobs(assertions: list[Assertion]) -> bool:
+    """Whether an assertion (in an assert-set too) grades the output's token log probabilities."""
+    return any(a.base_type in LOGPROB_TYPES or _grades_logprobs(a.assert_ or []) for a in assertions)
+
+
 async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int) -> ProviderResponse:
     test = planned.test
     if test.providerOutput is not None:
@@ -235,7 +244,7 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_m
 
         spec = as_spec(test.provider)
     provider = pool.get(spec)
-    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw)
+    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw, logprobs=_grades_logprobs(test.assert_ or []))
     response = await provider.call(prompt, context)
     delay = spec.delay if spec.delay is not None else delay_ms  # promptfoo's: the provider's own first
     if delay and not response.cached:
