@@ -125,6 +125,11 @@ def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: L
             raise ConfigError.at(files.not_a_file(path), loc, where)
         if path.suffix == ".py" and item.base_type == "python":
             _check_python_file(value, loaded, loc, where)
+        if path.suffix in (".js", ".cjs", ".mjs") and item.base_type == "javascript":
+            from ci_grade.scripting.js import file_syntax_error
+
+            if problem := file_syntax_error(path, files.display_path(path)):
+                raise ConfigError.at(f"javascript assertion: {problem}", loc, where)
         if item.base_type == "ruby":
             _check_ruby(path.read_text(encoding="utf-8", errors="replace"), files.display_path(path), loc, where)
         return
