@@ -17,7 +17,8 @@ COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
 RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,xlsx]'
 
-# Runtime stage: only the installed package, git (for git:REF:PATH baselines) and tini (PID 1).
+# Runtime stage: only the installed package, git (for git:REF:PATH baselines), ruby (for `ruby`
+# assertions) and tini (PID 1).
 FROM python:3.11-slim
 ARG DEBIAN_FRONTEND=noninteractive
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -28,7 +29,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # to another user than the container's, so git must be told it is safe.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git tini \
+    && apt-get install -y --no-install-recommends git tini ruby \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ci_grade.config import command_line, files
-from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
+from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES, REFUSED_ASSERTION_TYPES
 from ci_grade.config.errors import describe, suggest, validation_error
 from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, ProviderSpec, TestCase
@@ -112,6 +112,8 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
             continue
         base = item.base_type
         if base not in known:
+            if base in REFUSED_ASSERTION_TYPES:
+                raise ConfigError.at(f"assertion type {item.type!r} is not supported by ci-grade: {REFUSED_ASSERTION_TYPES[base]}", loc, where)
             if base in PROMPTFOO_ASSERTION_TYPES:
                 raise ConfigError.at(f"assertion type {item.type!r} is not yet supported by ci-grade", loc, where)
             raise ConfigError.at(f"unknown assertion type {item.type!r}{suggest(base, known)}", loc, where)
@@ -132,7 +134,18 @@ def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: L
             raise ConfigError.at(files.not_a_file(path), loc, where)
         if path.suffix == ".py" and item.base_type == "python":
             _check_python_file(value, loaded, loc, where)
+        if path.suffix in (".js", ".cjs", ".mjs") and item.base_type == "javascript":
+            from ci_grade.scripting.js import file_syntax_error
+
+            if problem := file_syntax_error(path, files.display_path(path)):
+                raise ConfigError.at(f"javascript assertion: {problem}", loc, where)
+        if item.base_type == "ruby":
+            _check_ruby(path.read_text(encoding="utf-8", errors="replace"), files.display_path(path), loc, where)
         return
+    if item.base_type == "ruby" and isinstance(value, str) and "{{" not in value and "{%" not in value:
+        _check_ruby(value, None, loc, where)
+    elif item.base_type == "ruby":
+        _check_ruby(None, None, loc, where)
     if isinstance(value, str) and "{{" not in value and "{%" not in value:
         _check_inline_code(item.base_type, value, loc, where)
     if spec is None or spec.value is None or not spec.value.at_load or value is None or isinstance(value, str):
@@ -162,6 +175,17 @@ def _check_inline_code(kind: str, code: str, loc: Location | None, where: str) -
             line = re.match(r"<anonymous>:(\d+): ", str(exc))  # the line in the wrapping function
             problem = f"{str(exc)[line.end():]} (line {max(1, int(line.group(1)) - 1)} of the code)" if line else str(exc)
             raise ConfigError.at(f"javascript assertion: {problem}", loc, where) from None
+
+
+def _check_ruby(source: str | None, shown: str | None, loc: Location | None, where: str) -> None:
+    """A `ruby` assertion needs Ruby (PROMPTFOO_RUBY or `ruby` on PATH), and its code must compile."""
+    from ci_grade.scripting import ruby
+
+    if ruby.interpreter() is None:
+        raise ConfigError.at("ruby assertions need Ruby: install it (ruby on PATH) or set PROMPTFOO_RUBY to its executable", loc, where)
+    problem = None if source is None else ruby.syntax_error(source, shown or "", inline=shown is None)
+    if problem:
+        raise ConfigError.at(f"ruby assertion: {problem}", loc, where)
 
 
 def _check_python_provider(provider_id: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:

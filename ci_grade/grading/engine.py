@@ -33,7 +33,7 @@ from ci_grade.templating import nunjucks
 from ci_grade.templating.nunjucks import js_string
 
 ASSERTION_CONCURRENCY = 4
-_SCRIPT_TYPES = {"javascript", "python"}
+_SCRIPT_TYPES = {"javascript", "python", "ruby"}
 
 
 @dataclass

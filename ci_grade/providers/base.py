@@ -48,6 +48,10 @@ class ProviderResponse(BaseModel):
     finish_reason: str | None = None
     is_refusal: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
+    guardrails: dict[str, Any] | None = None
+    """The provider's safety checks (`flagged`, `flaggedInput`, `flaggedOutput`, `reason`), as promptfoo's `guardrails`."""
+    logprobs: list[float] | None = None
+    """The log probability of each output token, when the provider returned them (promptfoo's `logProbs`)."""
 
 
 class EmbeddingResponse(BaseModel):
@@ -100,6 +104,8 @@ class CallContext:
             return {}
         fields = {"traceparent": self.traceparent, "evaluationId": self.evaluation_id, "testCaseId": self.test_case_id}
         return {key: value for key, value in fields.items() if value is not None}
+    logprobs: bool = False
+    """Whether the output's token log probabilities are wanted (a perplexity assertion grades them)."""
 
 
 class Provider:
@@ -300,7 +306,8 @@ _NO_SLOT: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext(
 
 def _text_request(prompt: str, context: CallContext) -> dict[str, Any]:
     """What identifies a text call in the response cache."""
-    return {"kind": "text", "prompt": prompt, "schema": context.response_schema}
+    request = {"kind": "text", "prompt": prompt, "schema": context.response_schema}
+    return {**request, "logprobs": True} if context.logprobs else request
 
 
 def _from_cache(response: ProviderResponse) -> ProviderResponse:

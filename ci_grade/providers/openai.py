@@ -80,6 +80,15 @@ CHAT_OPTIONS = (
 )
 
 
+def _logprobs(choice: dict[str, Any]) -> list[float] | None:
+    """The log probability of each output token (`choices[0].logprobs.content[].logprob`), if returned."""
+    content = (choice.get("logprobs") or {}).get("content")
+    if not isinstance(content, list):
+        return None
+    values = [item.get("logprob") if isinstance(item, dict) else None for item in content]
+    return [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)] or None
+
+
 def _finish_reason(value: str | None) -> str | None:
     return {"function_call": "tool_calls", "max_tokens": "length", "end_turn": "stop"}.get(value or "", value)
 
@@ -211,6 +220,8 @@ class OpenAIChatProvider(OpenAIProvider):
         body.update({k: config[k] for k in CHAT_OPTIONS if config.get(k) is not None and k not in dropped})
         if context is not None and context.response_schema is not None and "response_format" not in body:
             body["response_format"] = {"type": "json_object"}
+        if context is not None and context.logprobs and "logprobs" not in body:
+            body["logprobs"] = True
         passthrough = config.get("passthrough")
         if isinstance(passthrough, dict):
             body.update(passthrough)
@@ -236,7 +247,7 @@ class OpenAIChatProvider(OpenAIProvider):
         message = choice.get("message") or {}
         usage = usage_of(completion.get("usage"))
         finish = choice.get("finish_reason")
-        common = {"token_usage": usage, "cost": self.cost(usage), "finish_reason": _finish_reason(finish), "cached": False}
+        common = {"token_usage": usage, "cost": self.cost(usage), "finish_reason": _finish_reason(finish), "cached": False, "logprobs": _logprobs(choice)}
         if message.get("refusal"):
             return ProviderResponse(output=message["refusal"], is_refusal=True, **common)
         content = message.get("content")

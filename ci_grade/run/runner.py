@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ci_grade.config.models import TestCase
+from ci_grade.config.models import Assertion, TestCase
 from ci_grade.errors import ScriptError, TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
@@ -292,6 +292,14 @@ async def _run_traced_row(planned: PlannedRow, pool: ProviderPool, run: RunConte
     return _Row(planned, result, grading_input, graded.output)
 
 
+LOGPROB_TYPES = frozenset({"perplexity", "perplexity-score"})
+
+
+def _grades_logprobs(assertions: list[Assertion]) -> bool:
+    """Whether an assertion (in an assert-set too) grades the output's token log probabilities."""
+    return any(a.base_type in LOGPROB_TYPES or _grades_logprobs(a.assert_ or []) for a in assertions)
+
+
 async def _respond(
     planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int, prompt_config: dict[str, Any] | None = None, trace: TraceContext | None = None,
 ) -> ProviderResponse:
@@ -307,7 +315,7 @@ async def _respond(
     if prompt_config:
         spec = spec.model_copy(update={"config": {**spec.config, **prompt_config}})
     provider = pool.get(spec)
-    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw)
+    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw, logprobs=_grades_logprobs(test.assert_ or []))
     if trace is not None:
         context.traceparent, context.evaluation_id, context.test_case_id = trace.traceparent, trace.evaluation_id, trace.test_case_id
     response = await provider.call(prompt, context)

@@ -94,6 +94,7 @@ class _Rule:
     finish_reason: str
     tool_calls: list[dict[str, Any]] | None
     hang: bool = False
+    logprobs: list[float] | None = None
 
     def matches(self, request: dict[str, Any], text: str) -> bool:
         if self.times is not None and self.times <= 0:
@@ -346,11 +347,13 @@ class LLMServer:
         finish_reason: str = "stop",
         tool_calls: list[dict[str, Any]] | None = None,
         hang: bool = False,
+        logprobs: list[float] | None = None,
     ) -> LLMServer:
         """Answer chat/responses requests whose text matches `match` (substring, regex or predicate);
-        with `hang`, never answer them (the connection is held until the client gives up)."""
+        with `hang`, never answer them (the connection is held until the client gives up);
+        `logprobs`: the tokens' log probabilities, sent (as the API does) only when asked for."""
         with self._lock:
-            self._rules.append(_Rule(match, reply, status, headers or {}, latency, times, usage, finish_reason, tool_calls, hang))
+            self._rules.append(_Rule(match, reply, status, headers or {}, latency, times, usage, finish_reason, tool_calls, hang, logprobs))
         return self
 
     def fail(
@@ -504,6 +507,9 @@ class LLMServer:
             "choices": [{"index": 0, "message": message, "finish_reason": rule.finish_reason if rule else "stop"}],
             "usage": usage,
         }
+        if request.get("logprobs") is True and rule and rule.logprobs is not None:
+            content_logprobs = [{"token": f"t{i}", "logprob": p, "bytes": None, "top_logprobs": []} for i, p in enumerate(rule.logprobs)]
+            body["choices"][0]["logprobs"] = {"content": content_logprobs, "refusal": None}
         if raw is not None:
             encoded = json.dumps(body).encode().replace(json.dumps(_RAW).encode(), b'"' + raw + b'"')
             return Response(200, body=encoded, headers={**(rule.headers if rule else {}), "Content-Type": "application/json"})
