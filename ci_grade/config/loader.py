@@ -8,8 +8,6 @@ Variables that point at files stay references until planning (they may be globs 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +15,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from ci_grade.config import command_line, files, generators, test_sources
+from ci_grade.config import command_line, digest, files, generators, nunjucks_filters, test_sources
 from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.config.command_line import CommandLineDefaults
 from ci_grade.config.csv_tests import read_csv_tests
@@ -55,7 +53,7 @@ class LoadedConfig:
     @property
     def config_hash(self) -> str:
         if self._hash is None:
-            self._hash = canonical_digest(self.raw)[:16]
+            self._hash = digest.canonical_digest(self.raw)[:16]
         return self._hash
 
     def release(self) -> None:
@@ -67,32 +65,6 @@ class LoadedConfig:
         self.raw.pop("scenarios", None)
         self.sources.retain(self.raw)
         self.config = self.config.model_copy(update={"tests": [], "scenarios": None})
-
-
-def canonical_digest(raw: dict[str, Any]) -> str:
-    """sha256 of `json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)`, encoded a
-    top-level value (or a top-level list's item) at a time: a config of 100,000 tests is never one
-    string in memory."""
-    digest = hashlib.sha256()
-
-    def encode(value: Any) -> str:
-        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-
-    if not all(isinstance(key, str) for key in raw):  # keys json turns into text: sorted as they are
-        digest.update(encode(raw).encode())
-        return digest.hexdigest()
-    digest.update(b"{")
-    for n, (key, value) in enumerate(sorted(raw.items())):
-        digest.update(f"{', ' if n else ''}{encode(key)}: ".encode())
-        if isinstance(value, list):
-            digest.update(b"[")
-            for i, item in enumerate(value):
-                digest.update(f"{', ' if i else ''}{encode(item)}".encode())
-            digest.update(b"]")
-        else:
-            digest.update(encode(value).encode())
-    digest.update(b"}")
-    return digest.hexdigest()
 
 
 def find_default_config(cwd: Path, overrides: ConfigOverrides | None = None) -> list[Path]:
@@ -145,7 +117,7 @@ def load_config(
         where = sources.location(merged, "providers") or Location(files.display_path(config_files[0]))
         raise ConfigError("no providers: add a providers: list (e.g. - echo)", file=where.file, line=where.line, path="providers")
     config = _validate(merged, sources, files.display_path(config_files[0]) if config_files else None)
-    warnings = loader.warnings + _use_filters(merged, sources)
+    warnings = loader.warnings + nunjucks_filters.use(merged, sources)
     return LoadedConfig(
         config=config,
         files=config_files,
@@ -448,27 +420,6 @@ class _Loader(RefReader):
             else:
                 raise self.error(f"expected a scenario mapping, got {describe(item)}", raw, i, f"scenarios[{i}]")
         return out
-
-
-def _use_filters(merged: dict[str, Any], sources: SourceMap) -> list[str]:
-    """Load the config's `nunjucksFilters` (JavaScript) and make them the filters every template sees."""
-    from ci_grade.templating import nunjucks
-
-    spec = merged.get("nunjucksFilters") or {}
-    if not isinstance(spec, dict):
-        raise ConfigError.at(f"expected a mapping of filter names to JavaScript files, got {describe(spec)}", sources.location(merged, "nunjucksFilters"), "nunjucksFilters")
-    filters: dict[str, Any] = {}
-    problems: dict[str, str] = {}
-    if spec:
-        from ci_grade.config import nunjucks_filters
-
-        try:
-            filters, problems = nunjucks_filters.load(spec, Path.cwd())
-        except ConfigError as exc:
-            name = (exc.path or "").removeprefix("nunjucksFilters.")
-            raise ConfigError.at(exc.message, sources.location(spec, name), exc.path) from None
-    nunjucks.use_filters(filters)
-    return [f"{ConfigError.at(problem, sources.location(spec, name), f'nunjucksFilters.{name}')}; templates that use it will be ERRORs" for name, problem in problems.items()]
 
 
 def _validate(merged: dict[str, Any], sources: SourceMap, first_file: str | None) -> Config:

@@ -22,13 +22,24 @@ import math
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ci_grade.errors import BudgetExhausted
 from ci_grade.results.usage import TokenUsage
 
-if TYPE_CHECKING:
-    from ci_grade.providers.base import Provider
+
+class Provider(Protocol):
+    """What the budget reads of a provider (`providers.base.Provider` has it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def budget(self) -> Budget | None: ...
+
+    def price(self) -> tuple[float, float] | None: ...
+
+    def max_output_tokens(self) -> int | None: ...
 
 DEFAULT_REPLY_TOKENS = 4096
 """Reply tokens reserved for a call whose provider sets no `max_tokens` (or kin)."""
