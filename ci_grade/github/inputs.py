@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ci_grade.errors import UsageError
+from ci_grade.gate.models import GatePolicy
 from ci_grade.plan.shard import Shard, parse_shard
 
 FailOn = Literal["failures", "regressions", "never"]
@@ -105,6 +106,13 @@ class ActionInputs:
     max_cost: float | None = None
     max_cost_increase: float | None = None
     dry_run: bool = False
+
+    def gate_policy(self) -> GatePolicy:
+        """The gate the inputs set."""
+        return GatePolicy(
+            fail_on=self.fail_on, max_score_drop=self.max_score_drop, max_metric_drop=self.max_metric_drop, min_pass_rate=self.min_pass_rate,
+            max_errors=self.max_errors, alpha=self.alpha, cluster_key=self.cluster_key, max_cost_increase=self.max_cost_increase,
+        )
 
     def secrets(self) -> list[str]:
         """The values of the secret inputs (and of GITHUB_TOKEN when it stands in for `github-token`)."""
