@@ -97,12 +97,12 @@ def test_exit_3_when_an_output_cannot_be_written(tmp_path: Path, llm_server: LLM
 
 def test_exit_3_names_every_output_it_could_not_write(tmp_path: Path) -> None:
     from ci_grade.errors import InfrastructureError
-    from ci_grade.report.outputs import write_outputs
+    from ci_grade.report.formats import Document, Part, write_files
     from ci_grade.results.models import EvalRun
 
     (tmp_path / "blocked").write_text("a file")
     try:
-        write_outputs([str(tmp_path / "ok.json"), str(tmp_path / "blocked" / "x.md"), str(tmp_path / "ok.md")], EvalRun(), None)
+        write_files([str(tmp_path / "ok.json"), str(tmp_path / "blocked" / "x.md"), str(tmp_path / "ok.md")], Document([Part("", EvalRun())]))
     except InfrastructureError as exc:
         assert str(exc).startswith(f"cannot write {tmp_path / 'blocked' / 'x.md'}: ")
     else:

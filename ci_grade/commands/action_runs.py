@@ -12,7 +12,7 @@ from ci_grade.github.publishing import Graded, publish
 
 if TYPE_CHECKING:
     from ci_grade.evaluate import EvalOptions, EvalOutcome
-    from ci_grade.gate.models import GatePolicy
+    from ci_grade.gate.models import Comparison, GatePolicy
     from ci_grade.github.inputs import ActionInputs
     from ci_grade.github.workflow_commands import WorkflowCommands
     from ci_grade.run.spending import Observed
@@ -79,7 +79,8 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
     from ci_grade.commands.shared import judge
     from ci_grade.gate.store import load_baselines
     from ci_grade.github.ownership import hand_over
-    from ci_grade.report import console, outputs
+    from ci_grade.report import console
+    from ci_grade.report.formats import Document, Part, write_files
     from ci_grade.report.sections import Section
 
     with _in_folder(workdir):
@@ -88,13 +89,18 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
         problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
+
+        def document(comparison: Comparison | None) -> Document:
+            part = Part(run.info.config_name, run, comparison, outcome.config_for_output)
+            return Document([part], title=inputs.comment_title, max_output_chars=inputs.max_output_chars)
+
         try:
             with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
                 comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm)
         except Exception:  # the run's results are written whatever becomes of the comparison
-            hand_over(outputs.write_outputs(paths, run, outcome.config_for_output, max_output_chars=inputs.max_output_chars, problems=problems), workspace)
+            hand_over(write_files(paths, document(None), problems=problems), workspace)
             raise
-        written = outputs.write_outputs(paths, run, outcome.config_for_output, comparison.gate_notes(), max_output_chars=inputs.max_output_chars, problems=problems)
+        written = write_files(paths, document(comparison), problems=problems)
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
             print(console.summary(run))
@@ -129,13 +135,15 @@ def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: Action
     from ci_grade.errors import ExitCode
     from ci_grade.github.annotations import workspace_path
     from ci_grade.github.ownership import hand_over
-    from ci_grade.report import console, outputs
+    from ci_grade.report import console
+    from ci_grade.report.formats import Document, Part, write_files
 
     with _in_folder(workdir):
         outcome, _, cache = _evaluate(commands, inputs, workdir, stop)
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
-        written = outputs.write_outputs(paths, run, outcome.config_for_output, max_output_chars=inputs.max_output_chars)
+        doc = Document([Part(run.info.config_name, run, None, outcome.config_for_output)], title=inputs.comment_title, max_output_chars=inputs.max_output_chars)
+        written = write_files(paths, doc)
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
             print(console.summary(run), flush=True)
