@@ -87,7 +87,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
         baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
         outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
         run = outcome.run
-        paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
+        paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path, inputs.html_path]))
         problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
 
         def document(comparison: Comparison | None) -> Document:
@@ -107,7 +107,8 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
             print(redact.text(f"verdict: {comparison.verdict}: {comparison.reason}"), flush=True)
         warnings = [f"baseline {inputs.baseline} not found: judged by thresholds only"] if inputs.baseline and baseline is None else []
         section = Section(run.info.config_name, run, comparison)
-        return Graded([section], [Path(inputs.results_path).resolve()], Path(inputs.junit_path).resolve(), [*problems, *warnings])
+        results, junit, html = (Path(path).resolve() for path in (inputs.results_path, inputs.junit_path, inputs.html_path))
+        return Graded([section], [results], junit, html, [*problems, *warnings])
 
 
 def merge_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path) -> Graded:
@@ -118,7 +119,7 @@ def merge_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: 
 
     with _in_folder(workdir):
         merged = merging.merge(inputs.merge, workdir, inputs.baseline, policy)
-        written = merging.write_outputs([inputs.results_path, inputs.junit_path], merged, inputs.comment_title)
+        written = merging.write_outputs([inputs.results_path, inputs.junit_path, inputs.html_path], merged, inputs.comment_title)
         hand_over(written, workspace)
         with commands.commands_stopped():
             for part, section in zip(merged.pooled, merged.sections, strict=True):
@@ -126,7 +127,7 @@ def merge_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: 
                 print(console.summary(part.run))
                 print(redact.text(f"verdict: {section.comparison.verdict}: {section.comparison.reason}"), flush=True)
         results = [Path(merging.for_config(inputs.results_path, part, merged.several)).resolve() for part in merged.pooled]
-        return Graded(merged.sections, results, Path(inputs.junit_path).resolve(), merged.warnings)
+        return Graded(merged.sections, results, Path(inputs.junit_path).resolve(), Path(inputs.html_path).resolve(), merged.warnings)
 
 
 def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: ActionInputs, workdir: Path, workspace: Path, stop: Stop) -> int:

@@ -41,6 +41,7 @@ DEFAULTS: dict[str, str] = {
     "working-directory": ".",
     "junit-path": "ci-grade-results/results.junit.xml",
     "results-path": "ci-grade-results/results.json",
+    "html-path": "ci-grade-results/report.html",
     "cache-dir": "",
     "shard": "",
     "merge": "",
@@ -95,6 +96,7 @@ class ActionInputs:
     working_directory: str
     junit_path: str
     results_path: str
+    html_path: str
     cache_dir: str | None
     shard: Shard | None
     merge: list[str]
@@ -238,6 +240,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         working_directory=get("working-directory"),
         junit_path=_path("junit-path", get("junit-path"), (".xml",)),
         results_path=_path("results-path", get("results-path"), (".json",)),
+        html_path=_path("html-path", get("html-path"), (".html",)),
         cache_dir=optional("cache-dir"),
         shard=shard,
         merge=merge,

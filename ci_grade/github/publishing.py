@@ -26,6 +26,7 @@ class Graded(NamedTuple):
     sections: list[Section]
     results_paths: list[Path]
     junit_path: Path
+    html_path: Path
     warnings: list[str]
     """About the run: a missing baseline, result files that could not be written."""
 

@@ -39,6 +39,7 @@ def step_outputs(graded: Graded, workspace: Path, comment_url: str) -> dict[str,
         "baseline": "mismatched" if any(c.baseline_mismatch for c in comparisons) else "compared" if any(c.has_baseline for c in comparisons) else "none",
         "results-path": "\n".join(shown(path) for path in graded.results_paths),
         "junit-path": shown(graded.junit_path),
+        "html-path": shown(graded.html_path),
         "comment-url": comment_url,
     }
 

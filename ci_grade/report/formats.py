@@ -95,6 +95,12 @@ def _markdown(doc: Document) -> str:
     return redact.text("\n".join(outputs.markdown_table(part.run) for part in doc.parts))
 
 
+def _html(doc: Document) -> str:
+    from ci_grade.report.html import render_html
+
+    return render_html(doc)
+
+
 def _comparison_json(doc: Document) -> str:
     comparison = doc.only.comparison
     assert comparison is not None, "compare writes its comparison"
@@ -106,6 +112,7 @@ FORMATS = (
     OutputFormat("results JSON lines", (".jsonl",), lambda doc: outputs.jsonl_parts(doc.only.run, doc.max_output_chars), reports_gate=False, several=False),
     OutputFormat("JUnit XML", (".junit.xml", ".xml"), _junit, reports_gate=True, several=True),
     OutputFormat("Markdown", (".md",), _markdown, reports_gate=True, several=True),
+    OutputFormat("HTML report", (".html",), _html, reports_gate=True, several=True),
     OutputFormat("CSV", (".csv",), lambda doc: outputs.csv_text(doc.only.run, doc.max_output_chars), reports_gate=False, several=False),
     OutputFormat("results YAML", (".yaml", ".yml", ".txt"), lambda doc: outputs.yaml_text(doc.only.run, doc.only.config, doc.max_output_chars), reports_gate=False, several=False),
 )
