@@ -71,7 +71,7 @@ def test_exit_2_on_usage_errors(tmp_path: Path) -> None:
     not_a_number = run_cli("eval", "-j", "many", cwd=tmp_path)
     assert not_a_number.code == 2
     assert not_a_number.err.strip() == "ci-grade: error: argument -j/--max-concurrency: invalid int value: 'many' (see 'ci-grade eval --help')"
-    unknown_output = run_cli_process("eval", "-o", "results.html", cwd=tmp_path)
+    unknown_output = run_cli_process("eval", "-o", "results.pdf", cwd=tmp_path)
     assert unknown_output.code == 2
     assert "unsupported output type" in unknown_output.err
     no_command = run_cli(cwd=tmp_path)
