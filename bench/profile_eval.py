@@ -42,7 +42,7 @@ PHASES = [
     ("  of which: TestResult building incl. test_case dump", "ci_grade.run.runner", "_base_result"),
     ("compare with baseline / gate", "ci_grade.gate.compare", "compare"),
     ("results JSON: to_promptfoo()", "ci_grade.report.outputs", "to_promptfoo"),
-    ("results files total (build, encode, redact, write)", "ci_grade.report.outputs", "write_outputs"),
+    ("results files total (build, encode, redact, write)", "ci_grade.report.formats", "write_files"),
     ("console summary", "ci_grade.report.console", "summary"),
 ]
 # (label, file suffix, function): functions whose cProfile totals the phase map quotes.

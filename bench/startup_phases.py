@@ -51,14 +51,14 @@ def child(argv: list[str]) -> None:
     from ci_grade import cli, evaluate
     from ci_grade.commands import eval_cmd  # noqa: F401 (imported by `eval` itself; counted here)
     from ci_grade.providers import openai as openai_provider
-    from ci_grade.report import outputs
+    from ci_grade.report import formats
 
     mark("imports done")
     after(evaluate, "prepare", "config loaded")
     after(evaluate, "build_plan", "plan built")
     after(evaluate, "_run_to_completion", "run done")
     after(openai_provider, "sdk", "SDK imported")
-    after(outputs, "write_outputs", "results written")
+    after(formats, "write_files", "results written")
     request = openai_provider.OpenAIProvider.request
 
     async def first_request(self: Any, *args: Any, **kwargs: Any) -> Any:

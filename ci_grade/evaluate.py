@@ -29,7 +29,7 @@ from ci_grade.plan.filters import EvalFilters
 from ci_grade.plan.shard import Shard
 from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_folder
-from ci_grade.report import outputs
+from ci_grade.report import formats, outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
 from ci_grade.run import hooks, spending
@@ -131,7 +131,7 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
         paths = [str(p if Path(p).is_absolute() else base / p) for p in paths]
     if not paths:
         paths = list(loaded.command_line.output)
-    outputs.check_outputs(paths)
+    formats.check_outputs(paths)
     return loaded, env, paths
 
 

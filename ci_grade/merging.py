@@ -14,15 +14,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci_grade.atomic import write_atomic
 from ci_grade.errors import UsageError
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
 from ci_grade.gate.store import load_baselines, save_baseline
-from ci_grade.report import outputs
-from ci_grade.report.junit import render_junit_sections
-from ci_grade.report.sections import Section, render_report
+from ci_grade.report import formats
+from ci_grade.report.sections import Section
 from ci_grade.results.pooling import Pooled, ShardFile, pool_files
 from ci_grade.results.promptfoo import read_results_and_config
 
@@ -91,32 +89,14 @@ def merge(patterns: list[str], cwd: Path, baseline: str | None, policy: GatePoli
 
 def check_outputs(paths: list[str]) -> None:
     """Unsupported types exit 2 before anything is read (a `{config}` in a path is allowed)."""
-    outputs.check_outputs([path.replace(PLACEHOLDER, "config") for path in paths])
+    formats.check_outputs([path.replace(PLACEHOLDER, "config") for path in paths])
 
 
 def write_outputs(paths: list[str], merged: Merged, title: str) -> list[Path]:
-    """`.md`: the report; `.junit.xml`/`.xml`: every config's suites; other formats: one file per config."""
-    written = []
-    for path in paths:
-        kind = outputs.output_kind(path)
-        if kind == ".md":
-            text = render_report(merged.sections, title=title, max_chars=1_000_000, max_bytes=1_000_000)
-        elif kind in (".junit.xml", ".xml"):
-            runs = [s.run for s in merged.sections]
-            text = render_junit_sections(
-                [(s.name if merged.several else "", s.run, s.comparison.gate_notes()) for s in merged.sections],
-                name=(runs[0].info.description if len(runs) == 1 else None) or "ci-grade",
-                duration_ms=max(run.stats.duration_ms for run in runs),
-            )
-        else:
-            for part, section in zip(merged.pooled, merged.sections, strict=True):
-                target = Path(for_config(path, part, merged.several))
-                write_atomic(target, outputs.render(target, part.run, part.config, section.comparison.gate_notes()))
-                written.append(target)
-            continue
-        write_atomic(Path(path), text)
-        written.append(Path(path))
-    return written
+    """Reports (Markdown, JUnit, HTML) hold every config; other formats are written once per config."""
+    parts = [formats.Part(s.name, s.run, s.comparison, p.config) for p, s in zip(merged.pooled, merged.sections, strict=True)]
+    doc = formats.Document(parts, title=title, gate_report=True)
+    return formats.write_files(paths, doc, per_config=lambda path, index: for_config(path, merged.pooled[index], merged.several))
 
 
 def save_baselines(path: str, merged: Merged) -> list[Path]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 from ci_grade.results.models import AssertionResult, EvalRun, PromptInfo, ProviderInfo, RunInfo, TestResult
@@ -53,3 +54,10 @@ def run_of(*rows: TestResult, repeat: int = 1, **info: Any) -> EvalRun:
     run = EvalRun(info=RunInfo(repeat=repeat, **info), results=results, stats=EvalRun.summarize(results))
     run.stats.duration_ms = 1500
     return run
+
+
+def render(path: str | Path, run: EvalRun, config: Any = None, *, max_output_chars: int = 100_000) -> str:
+    """The text an output format writes for `run` at `path` (no comparison), as one string."""
+    from ci_grade.report.formats import Document, Part, format_of
+
+    return "".join(format_of(path).write(Document([Part("", run, None, config)], max_output_chars=max_output_chars)))

@@ -199,8 +199,12 @@ def test_outputs_files_and_annotations(workspace: Path, gh: GitHubServer) -> Non
         "baseline": "compared",
         "results-path": "evals/ci-grade-results/results.json",
         "junit-path": "evals/ci-grade-results/results.junit.xml",
+        "html-path": "evals/ci-grade-results/report.html",
         "comment-url": gh.comments[7][0]["html_url"],
     }
+    page = (workspace / run.outputs["html-path"]).read_text()
+    assert '<span class="verdict v-regressed" id="verdict">Regressed</span>' in page
+    assert "greets the user" in page and "says goodbye" in page
     results = json.loads((workspace / run.outputs["results-path"]).read_text())
     assert len(results["results"]["results"]) == 3
     junit = (workspace / run.outputs["junit-path"]).read_text()
@@ -396,7 +400,7 @@ def test_results_are_handed_to_the_workspace_owner(workspace: Path, gh: GitHubSe
     safe = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
     run = run_action(workspace, gh, env_extra=safe)
     assert run.code == 0
-    for name in ("results-path", "junit-path"):
+    for name in ("results-path", "junit-path", "html-path"):
         target = workspace / run.outputs[name]
         assert (target.stat().st_uid, target.parent.stat().st_uid) == (4321, 4321)
 

@@ -71,7 +71,7 @@ def test_exit_2_on_usage_errors(tmp_path: Path) -> None:
     not_a_number = run_cli("eval", "-j", "many", cwd=tmp_path)
     assert not_a_number.code == 2
     assert not_a_number.err.strip() == "ci-grade: error: argument -j/--max-concurrency: invalid int value: 'many' (see 'ci-grade eval --help')"
-    unknown_output = run_cli_process("eval", "-o", "results.html", cwd=tmp_path)
+    unknown_output = run_cli_process("eval", "-o", "results.pdf", cwd=tmp_path)
     assert unknown_output.code == 2
     assert "unsupported output type" in unknown_output.err
     no_command = run_cli(cwd=tmp_path)
@@ -97,12 +97,12 @@ def test_exit_3_when_an_output_cannot_be_written(tmp_path: Path, llm_server: LLM
 
 def test_exit_3_names_every_output_it_could_not_write(tmp_path: Path) -> None:
     from ci_grade.errors import InfrastructureError
-    from ci_grade.report.outputs import write_outputs
+    from ci_grade.report.formats import Document, Part, write_files
     from ci_grade.results.models import EvalRun
 
     (tmp_path / "blocked").write_text("a file")
     try:
-        write_outputs([str(tmp_path / "ok.json"), str(tmp_path / "blocked" / "x.md"), str(tmp_path / "ok.md")], EvalRun(), None)
+        write_files([str(tmp_path / "ok.json"), str(tmp_path / "blocked" / "x.md"), str(tmp_path / "ok.md")], Document([Part("", EvalRun())]))
     except InfrastructureError as exc:
         assert str(exc).startswith(f"cannot write {tmp_path / 'blocked' / 'x.md'}: ")
     else:

@@ -184,7 +184,7 @@ def test_compare_against_the_base_branch_in_git(saved: Path) -> None:
         (("compare", "results.txt"), "not valid JSON"),
         (("compare", "huge.json"), "huge.json: not a results file"),
         (("compare", "deep.json"), "deep.json: not a results file: arrays or objects nested too deep"),
-        (("compare", "good.json", "-o", "report.html"), "compare writes .md, .junit.xml, .xml, .json"),
+        (("compare", "good.json", "-o", "report.csv"), "unsupported output type (use one of .junit.xml, .xml, .md, .html, .json)"),
         (("compare", "good.json", "--min-pass-rate", "80"), "expected a fraction from 0 to 1"),
         (("compare", "good.json", "--max-score-drop", "-1"), "expected a score drop from 0 to 1"),
         (("compare", "good.json", "--max-errors", "many"), "expected a whole number"),

@@ -124,7 +124,7 @@ def test_action_yml_documents_every_input_with_the_same_defaults() -> None:
     assert set(action["outputs"]) == {
         "passed", "verdict", "pass-rate", "score", "score-delta", "p-value", "regressions", "failures", "known-failures",
         "not-significant", "errors", "baseline",
-        "results-path", "junit-path", "comment-url",
+        "results-path", "junit-path", "html-path", "comment-url",
     }
     assert all(spec.get("description") for spec in action["outputs"].values())
     assert action["runs"] ["using"] == "docker" and action["runs"]["image"] == "Dockerfile"

@@ -16,10 +16,10 @@ import xmlschema
 from ci_grade import redact
 from ci_grade.evaluate import EvalOptions, evaluate
 from ci_grade.redact import Redactor
-from ci_grade.report import outputs
 from ci_grade.results.models import EvalRun
 from ci_grade.results.promptfoo import from_promptfoo
 from tests.conftest import run_cli, write
+from tests.results_factory import render
 from tests.servers.llm_server import LLMServer
 
 JUNIT_XSD = Path(__file__).resolve().parent / "fixtures" / "junit-10-file-line.xsd"
@@ -68,7 +68,7 @@ def evaluated(tmp_path: Path, openai_env: LLMServer, monkeypatch: pytest.MonkeyP
 
 def test_json_has_promptfoos_shape(evaluated: tuple[Path, Any]) -> None:
     folder, outcome = evaluated
-    data = json.loads(outputs.render(folder / "r.json", outcome.run, outcome.config_for_output))
+    data = json.loads(render(folder / "r.json", outcome.run, outcome.config_for_output))
     summary = data["results"]
     assert summary["version"] == 3
     rows = summary["results"]
@@ -124,7 +124,7 @@ def _essentials(run: EvalRun) -> list[dict[str, Any]]:
 def test_json_reads_back_losslessly(evaluated: tuple[Path, Any]) -> None:
     folder, outcome = evaluated
     with redact.use(Redactor()):  # no secrets known: what is written reads back unchanged
-        text = outputs.render(folder / "r.json", outcome.run, outcome.config_for_output)
+        text = render(folder / "r.json", outcome.run, outcome.config_for_output)
     back = from_promptfoo(json.loads(text))
     assert _essentials(back) == _essentials(outcome.run)
     assert (back.stats.successes, back.stats.failures, back.stats.errors) == (outcome.run.stats.successes, outcome.run.stats.failures, 2)
@@ -133,7 +133,7 @@ def test_json_reads_back_losslessly(evaluated: tuple[Path, Any]) -> None:
 
 def test_jsonl_has_one_row_per_line(evaluated: tuple[Path, Any]) -> None:
     folder, outcome = evaluated
-    lines = outputs.render(folder / "r.jsonl", outcome.run, None).splitlines()
+    lines = render(folder / "r.jsonl", outcome.run, None).splitlines()
     assert len(lines) == 12
     rows = [json.loads(line) for line in lines]
     assert [r["testId"] for r in rows] == [r.test_id for r in outcome.run.results]
@@ -143,7 +143,7 @@ def test_jsonl_has_one_row_per_line(evaluated: tuple[Path, Any]) -> None:
 @pytest.mark.parametrize("name", ["r.junit.xml", "r.xml"])
 def test_junit_validates_and_carries_reasons(evaluated: tuple[Path, Any], name: str) -> None:
     folder, outcome = evaluated
-    text = outputs.render(folder / name, outcome.run, None)
+    text = render(folder / name, outcome.run, None)
     xmlschema.XMLSchema(str(JUNIT_XSD)).validate(text)
     root = ET.fromstring(text)
     suites = root.findall("testsuite")
@@ -169,7 +169,7 @@ def test_junit_validates_and_carries_reasons(evaluated: tuple[Path, Any], name: 
 
 def test_markdown_and_csv(evaluated: tuple[Path, Any]) -> None:
     folder, outcome = evaluated
-    markdown = outputs.render(folder / "r.md", outcome.run, None)
+    markdown = render(folder / "r.md", outcome.run, None)
     lines = markdown.splitlines()
     assert lines[0] == "# ci-grade results: outputs"
     stats = outcome.run.stats
@@ -180,7 +180,7 @@ def test_markdown_and_csv(evaluated: tuple[Path, Any]) -> None:
     assert "| FAIL | beta fails on a reason | Q {{q}} | mirror | 0.33 | Expected output" in markdown
     assert all(line.count(" | ") == 5 for line in table)  # no cell breaks the table
 
-    rows = list(csv.DictReader(io.StringIO(outputs.render(folder / "r.csv", outcome.run, None))))
+    rows = list(csv.DictReader(io.StringIO(render(folder / "r.csv", outcome.run, None))))
     assert len(rows) == 12
     assert list(rows[0].keys())[:2] == ["test_id", "description"]
     assert {"q", "key", "prompt", "provider", "status", "score", "reason", "output"} <= rows[0].keys()
@@ -214,9 +214,9 @@ def test_markdown_and_csv_keep_untrusted_text_inert(tmp_path: Path) -> None:
 
 def test_unsupported_extension_is_rejected_before_running(tmp_path: Path, openai_env: LLMServer) -> None:
     write(tmp_path / "promptfooconfig.yaml", "prompts: [hi]\nproviders: [openai:gpt-4o-mini]\n")
-    result = run_cli("eval", "--no-progress", "-o", "ok.json", "-o", "report.html", cwd=tmp_path)
+    result = run_cli("eval", "--no-progress", "-o", "ok.json", "-o", "report.pdf", cwd=tmp_path)
     assert result.code == 2
-    assert result.err.startswith("ci-grade: error: cannot write report.html: unsupported output type")
+    assert result.err.startswith("ci-grade: error: cannot write report.pdf: unsupported output type")
     assert openai_env.requests == []
     assert not (tmp_path / "ok.json").exists()
 

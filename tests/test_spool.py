@@ -29,7 +29,7 @@ from ci_grade.results.summary import summaries_of
 from ci_grade.run.collect import store
 from ci_grade.run.stop import Stop
 from tests.conftest import write
-from tests.results_factory import row, run_of
+from tests.results_factory import render, row, run_of
 from tests.servers.llm_server import LLMServer
 
 SECRET = "sk-live-0123456789abcdef"
@@ -121,7 +121,7 @@ def test_stored_rows_are_masked_and_results_files_mask_secrets_learned_later(tmp
     run = EvalRun(results=spool, stats=run_of().stats)
     with redact.use(Redactor([SECRET, later])):
         for name in ("r.json", "r.jsonl"):
-            text = outputs.render(tmp_path / name, run, {"providers": [{"id": "x", "config": {"apiKey": SECRET}}]})
+            text = render(tmp_path / name, run, {"providers": [{"id": "x", "config": {"apiKey": SECRET}}]})
             assert SECRET not in text and later not in text and text.count("***") >= 2
 
 
@@ -151,7 +151,7 @@ def test_an_eval_keeps_its_rows_in_a_spool_and_writes_the_same_files_as_from_mem
     config = result.config_for_output  # type: ignore[attr-defined]
 
     def rendered(name: str, source: EvalRun, limit: int = outputs.DEFAULT_MAX_OUTPUT_CHARS) -> str:
-        return EXPORTED_AT.sub("", outputs.render(folder / name, source, config, max_output_chars=limit))  # the time of writing differs
+        return EXPORTED_AT.sub("", render(folder / name, source, config, max_output_chars=limit))  # the time of writing differs
 
     for name in ("r.json", "r.jsonl", "r.csv", "r.md", "r.junit.xml", "r.yaml"):
         assert rendered(name, run) == rendered(name, in_memory), name

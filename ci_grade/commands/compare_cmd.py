@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-COMPARE_OUTPUTS = (".md", ".junit.xml", ".xml", ".json")
-
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -15,7 +13,7 @@ def add_parser(subparsers: Any) -> None:
         description="Judge a results file against a baseline, write the reports, and exit per the gate.",
     )
     parser.add_argument("results", metavar="RESULTS", help="results JSON from `ci-grade eval -o` (or promptfoo's own)")
-    parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH", help="write .md (report), .junit.xml/.xml (JUnit with regressions), .json (the comparison); repeatable")
+    parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH", help="write .md (report), .html (report to browse), .junit.xml/.xml (JUnit with regressions), .json (the comparison); repeatable")
     from ci_grade.commands.shared import add_gate_arguments
 
     add_gate_arguments(parser)
@@ -24,20 +22,19 @@ def add_parser(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from ci_grade.commands.shared import gate_policy, read_baseline
-    from ci_grade.errors import ExitCode, UsageError
+    from ci_grade.errors import ExitCode
     from ci_grade.gate.compare import compare
+    from ci_grade.report.formats import REPORTS, Document, Part, check_outputs, write_files
     from ci_grade.report.gate_summary import terminal_summary
-    from ci_grade.report.outputs import write_reports
     from ci_grade.results.promptfoo import read_results
 
-    for path in args.output:
-        if not path.lower().endswith(COMPARE_OUTPUTS):
-            raise UsageError(f"cannot write {path}: compare writes {', '.join(COMPARE_OUTPUTS)}")
+    check_outputs(args.output, REPORTS)
     policy = gate_policy(args)
     baseline = read_baseline(args.baseline, Path.cwd())
     run = read_results(args.results)
     comparison = compare(run, baseline, policy)
-    written = write_reports(args.output, run, comparison, args.title, json_is_comparison=True)
+    doc = Document([Part(run.info.config_name, run, comparison)], title=args.title, gate_report=True)
+    written = write_files(args.output, doc, formats=REPORTS)
     print(terminal_summary(comparison))
     for path in written:
         print(f"  wrote {path}")

@@ -79,8 +79,8 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     from ci_grade.gate.baseline import baseline_from_run
     from ci_grade.gate.store import save_baseline
     from ci_grade.report import console, outputs
+    from ci_grade.report.formats import Document, Part, write_files
     from ci_grade.report.gate_summary import terminal_summary
-    from ci_grade.report.outputs import write_reports
     from ci_grade.safe_text import terminal
 
     policy = gate_policy(args)
@@ -111,15 +111,14 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
         with _log_group("ci-grade: evaluate the base"):
             baseline, notes = measure(base, options)
         problems += notes
+    part = Part(outcome.run.info.config_name, outcome.run, None, outcome.config_for_output)
     try:
-        comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
+        part.comparison = comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
     except Exception:  # the run's results are written whatever becomes of the comparison
-        outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output, max_output_chars=cap, problems=problems)
+        write_files(outcome.output_paths, Document([part], title=args.title, max_output_chars=cap), problems=problems)
         raise
-    if args.baseline:
-        written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output, max_output_chars=cap, problems=problems)
-    else:
-        written = outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output, max_output_chars=cap, problems=problems)
+    doc = Document([part], title=args.title, gate_report=bool(args.baseline), max_output_chars=cap)
+    written = write_files(outcome.output_paths, doc, problems=problems)
     if args.save_baseline and options.stop.requested:
         problems.append(f"the run was stopped: no baseline saved to {args.save_baseline}")
     elif args.save_baseline:
@@ -157,12 +156,13 @@ def _base_commit(source: str | None) -> BaseCommit | None:
 def _shard_done(outcome: EvalOutcome, max_output_chars: int) -> int:
     """A shard writes its results and exits 0 whatever its tests did: the merge gives the verdict."""
     from ci_grade.errors import ExitCode
-    from ci_grade.report import console, outputs
+    from ci_grade.report import console
+    from ci_grade.report.formats import Document, Part, write_files
 
     run = outcome.run
     shard = run.info.shard
     assert shard is not None
-    written = outputs.write_outputs(outcome.output_paths, run, outcome.config_for_output, max_output_chars=max_output_chars)
+    written = write_files(outcome.output_paths, Document([Part(run.info.config_name, run, None, outcome.config_for_output)], max_output_chars=max_output_chars))
     print(console.summary(run))
     print(f"shard {shard.index}/{shard.count}: {len(run.results)} of {shard.rows} rows; merge the shards with `ci-grade merge` for the verdict")
     for path in written:

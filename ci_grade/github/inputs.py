@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ci_grade.errors import UsageError
+from ci_grade.gate.models import GatePolicy
 from ci_grade.plan.shard import Shard, parse_shard
 
 FailOn = Literal["failures", "regressions", "never"]
@@ -40,6 +41,7 @@ DEFAULTS: dict[str, str] = {
     "working-directory": ".",
     "junit-path": "ci-grade-results/results.junit.xml",
     "results-path": "ci-grade-results/results.json",
+    "html-path": "ci-grade-results/report.html",
     "cache-dir": "",
     "shard": "",
     "merge": "",
@@ -94,6 +96,7 @@ class ActionInputs:
     working_directory: str
     junit_path: str
     results_path: str
+    html_path: str
     cache_dir: str | None
     shard: Shard | None
     merge: list[str]
@@ -105,6 +108,13 @@ class ActionInputs:
     max_cost: float | None = None
     max_cost_increase: float | None = None
     dry_run: bool = False
+
+    def gate_policy(self) -> GatePolicy:
+        """The gate the inputs set."""
+        return GatePolicy(
+            fail_on=self.fail_on, max_score_drop=self.max_score_drop, max_metric_drop=self.max_metric_drop, min_pass_rate=self.min_pass_rate,
+            max_errors=self.max_errors, alpha=self.alpha, cluster_key=self.cluster_key, max_cost_increase=self.max_cost_increase,
+        )
 
     def secrets(self) -> list[str]:
         """The values of the secret inputs (and of GITHUB_TOKEN when it stands in for `github-token`)."""
@@ -230,6 +240,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         working_directory=get("working-directory"),
         junit_path=_path("junit-path", get("junit-path"), (".xml",)),
         results_path=_path("results-path", get("results-path"), (".json",)),
+        html_path=_path("html-path", get("html-path"), (".html",)),
         cache_dir=optional("cache-dir"),
         shard=shard,
         merge=merge,

@@ -1,9 +1,9 @@
-"""Writing result files, the format chosen by extension, always atomically and redacted.
+"""The results files' writers (JSON, JSONL, YAML, CSV) and the plain Markdown table; which one a
+path gets is `report/formats.py`'s registry.
 
 Results files (JSON, JSONL, YAML, CSV) keep at most `max_output_chars` characters of each row's
 output (default 100,000; 0 keeps everything): the output is masked, then cut, and the row says
-so (`response.metadata.outputCut`). A caller that passes `problems` gets the paths that could not
-be written there instead of an error, so a full disk never changes a verdict.
+so (`response.metadata.outputCut`).
 """
 
 from __future__ import annotations
@@ -15,23 +15,17 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 from ci_grade import redact
-from ci_grade.atomic import write_atomic
-from ci_grade.errors import InfrastructureError, UsageError
-from ci_grade.gate.models import Comparison, GateNote
-from ci_grade.report.junit import render_junit
+from ci_grade.errors import InfrastructureError
 from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.results.promptfoo import row_to_promptfoo, to_promptfoo
 from ci_grade.results.spool import RowSpool
 from ci_grade.safe_text import json_dumps, well_formed
 
-SUPPORTED = (".json", ".jsonl", ".junit.xml", ".xml", ".md", ".csv", ".yaml", ".yml", ".txt")
 DEFAULT_MAX_OUTPUT_CHARS = 100_000
-_RESULTS_FILES = (".json", ".jsonl", ".csv", ".yaml", ".yml", ".txt")
 
 
 class EncodedConfig:
@@ -92,22 +86,6 @@ def _config_data(config: ConfigForOutput) -> dict[str, Any] | None:
     return config.data() if isinstance(config, EncodedConfig) else config
 
 
-def output_kind(path: str | Path) -> str:
-    name = str(path).lower()
-    for suffix in SUPPORTED:
-        if name.endswith(suffix):
-            return suffix
-    raise UsageError(f"cannot write {path}: unsupported output type (use one of {', '.join(SUPPORTED)})")
-
-
-def check_outputs(paths: list[str]) -> None:
-    """Reject unsupported output types (usage) and unwritable places (infrastructure) before running."""
-    for path in paths:
-        output_kind(path)
-    for path in paths:
-        check_writable(path)
-
-
 def check_writable(path: str) -> None:
     """Exit 3 now if `path` could not be written: a folder, under a file, or in a read-only folder."""
     target = Path(path)
@@ -159,7 +137,7 @@ def _compact(data: Any) -> str:
     return json_dumps(data, separators=(",", ":"), default=str)
 
 
-def _json_parts(run: EvalRun, config: ConfigForOutput, limit: int) -> Iterator[str]:
+def json_parts(run: EvalRun, config: ConfigForOutput, limit: int) -> Iterator[str]:
     """The results JSON in parts, each masked, the rows streamed in one at a time: the same text
     as `to_promptfoo` encoded whole."""
     redactor = redact.current()
@@ -193,97 +171,20 @@ def _spliced(data: dict[str, Any], path: tuple[str, ...], rows: Iterator[str], e
     yield "}"
 
 
-def _jsonl_parts(run: EvalRun, limit: int) -> Iterator[str]:
+def jsonl_parts(run: EvalRun, limit: int) -> Iterator[str]:
     redactor = redact.current()
     for text in _row_texts(run, limit):
         yield redactor.text(json_dumps(json.loads(text), default=str) + "\n")
 
 
-def render_parts(path: str | Path, run: EvalRun, config: ConfigForOutput, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> Iterator[str]:
-    """`render` in parts: results JSON and JSONL rows one at a time, other formats whole."""
-    kind = output_kind(path)
-    if kind == ".json":
-        return _json_parts(run, config, max_output_chars)
-    if kind == ".jsonl":
-        return _jsonl_parts(run, max_output_chars)
-    return iter([render(path, run, config, regressions, max_output_chars)])
+def yaml_text(run: EvalRun, config: ConfigForOutput, limit: int) -> str:
+    """The results as YAML (promptfoo's `.yaml`, `.yml` and `.txt`), masked, outputs cut to `limit`."""
+    return _yaml(redact.data(to_promptfoo(capped(run, limit), _config_data(config))))
 
 
-def render(path: str | Path, run: EvalRun, config: ConfigForOutput, regressions: Mapping[str, GateNote] | None = None, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
-    """The run in the format `path`'s extension names, secrets masked (results files with outputs cut to `max_output_chars`)."""
-    kind = output_kind(path)
-    if kind in (".json", ".jsonl"):
-        return "".join(render_parts(path, run, config, regressions, max_output_chars))
-    redactor = redact.current()
-    if kind in _RESULTS_FILES:
-        run = capped(run, max_output_chars)
-    renderers: dict[str, Callable[[], str]] = {
-        ".junit.xml": lambda: render_junit(run, regressions),
-        ".xml": lambda: render_junit(run, regressions),
-        ".md": lambda: redactor.text(markdown_table(run)),
-        ".csv": lambda: well_formed(redactor.text(csv_table(run))),
-        ".yaml": lambda: _yaml(redactor.data(to_promptfoo(run, _config_data(config)))),
-        ".yml": lambda: _yaml(redactor.data(to_promptfoo(run, _config_data(config)))),
-        ".txt": lambda: _yaml(redactor.data(to_promptfoo(run, _config_data(config)))),
-    }
-    return renderers[kind]()
-
-
-def _write_all(texts: list[tuple[Path, Callable[[], str | Iterable[str]]]], problems: list[str] | None) -> list[Path]:
-    """Write every file it can; failures go to `problems`, or are raised once naming them all."""
-    written, failed = [], []
-    for target, text in texts:
-        try:
-            write_atomic(target, text())
-        except InfrastructureError as exc:
-            failed.append(str(exc))
-            continue
-        written.append(target)
-    if failed and problems is None:
-        raise InfrastructureError("; ".join(failed))
-    if problems is not None:
-        problems.extend(failed)
-    return written
-
-
-def write_outputs(
-    paths: list[str],
-    run: EvalRun,
-    config: ConfigForOutput,
-    regressions: Mapping[str, GateNote] | None = None,
-    *,
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    problems: list[str] | None = None,
-) -> list[Path]:
-    """Write every path it can (after trying them all, the failures are raised or put in `problems`)."""
-    return _write_all([(Path(path), partial(render_parts, Path(path), run, config, regressions, max_output_chars)) for path in paths], problems)
-
-
-def write_reports(
-    paths: list[str],
-    run: EvalRun,
-    comparison: Comparison,
-    title: str,
-    *,
-    config: ConfigForOutput = None,
-    json_is_comparison: bool = False,
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    problems: list[str] | None = None,
-) -> list[Path]:
-    """`.md` gets the comparison report, `.json` the comparison itself when `json_is_comparison`;
-    every other format is a results file, its JUnit marking regressions."""
-    from ci_grade.report.markdown import render_markdown
-
-    notes = comparison.gate_notes()
-
-    def text(target: Path) -> str | Iterable[str]:
-        if target.name.lower().endswith(".md"):
-            return render_markdown(run, comparison, title=title, max_chars=1_000_000, max_bytes=1_000_000)
-        if json_is_comparison and target.name.lower().endswith(".json"):
-            return redact.text(json_dumps(comparison.model_dump(mode="json"), indent=2)) + "\n"
-        return render_parts(target, run, config, notes, max_output_chars)
-
-    return _write_all([(Path(path), partial(text, Path(path))) for path in paths], problems)
+def csv_text(run: EvalRun, limit: int) -> str:
+    """The results as CSV, masked, outputs cut to `limit`."""
+    return well_formed(redact.text(csv_table(capped(run, limit))))
 
 
 def _yaml(data: Any) -> str:

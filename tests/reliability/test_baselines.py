@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from ci_grade.commands.action_cmd import Graded, step_outputs
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
+from ci_grade.github.publishing import Graded
+from ci_grade.github.step_outputs import step_outputs
 from ci_grade.report.sections import Section
 from tests.conftest import run_cli, run_cli_process, write
 from tests.results_factory import row, run_of
@@ -139,10 +140,10 @@ def test_the_share_of_tests_a_baseline_must_hold() -> None:
 def test_the_action_outputs_say_whether_the_baseline_was_compared(tmp_path: Path) -> None:
     base = baseline_from_run(run_of(row("a"), row("b")))
     for run, expected in ((run_of(row("a"), row("b")), "compared"), (run_of(row("x"), row("y")), "mismatched")):
-        graded = Graded([Section("c", run, compare(run, base, GatePolicy()))], [tmp_path / "r.json"], tmp_path / "j.xml", [])
+        graded = Graded([Section("c", run, compare(run, base, GatePolicy()))], [tmp_path / "r.json"], tmp_path / "j.xml", tmp_path / "r.html", [])
         assert step_outputs(graded, tmp_path, "")["baseline"] == expected
     alone = run_of(row("a"))
-    graded = Graded([Section("c", alone, compare(alone, None, GatePolicy()))], [tmp_path / "r.json"], tmp_path / "j.xml", [])
+    graded = Graded([Section("c", alone, compare(alone, None, GatePolicy()))], [tmp_path / "r.json"], tmp_path / "j.xml", tmp_path / "r.html", [])
     assert step_outputs(graded, tmp_path, "")["baseline"] == "none"
 
 

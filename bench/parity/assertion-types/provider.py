@@ -1,4 +1,5 @@
 import json
 
+
 def call_api(prompt, options, context):
     return json.loads(prompt)
