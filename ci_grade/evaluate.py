@@ -29,6 +29,7 @@ from ci_grade.plan.filters import EvalFilters
 from ci_grade.plan.shard import Shard
 from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_folder
+from ci_grade.providers.registry import is_known as provider_is_known
 from ci_grade.report import formats, outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
@@ -117,7 +118,7 @@ def learn_secrets(options: EvalOptions, loaded: LoadedConfig, env: dict[str, str
 def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[str]]:
     """Load and validate everything that can be checked before running (exit 2 material)."""
     settings.check()
-    loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd, overrides=options.overrides)
+    loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd, overrides=options.overrides, known_provider=provider_is_known)
     env = build_env(options, loaded)
     learn_secrets(options, loaded, env)
     loaded.warnings += unset_env_warnings(loaded.raw, env, loaded.sources)

@@ -27,6 +27,7 @@ from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
 from ci_grade.grading.graders import is_kind_map
 from ci_grade.providers import unavailable
+from ci_grade.providers.registry import file_provider_path
 from ci_grade.providers.registry import is_known as provider_is_known
 from ci_grade.templating import nunjucks
 
@@ -44,8 +45,9 @@ def check(loaded: LoadedConfig) -> list[str]:
         loc = sources.location(raw, "id") if isinstance(raw, dict) else None
         _check_known(spec.id, loc, f"providers[{spec_index}]")
         _check_python_provider(spec.id, loaded, loc, f"providers[{spec_index}]")
-        if spec.id.startswith("file://") and not files.split_function(spec.id)[0].endswith(".py"):
-            why = unavailable.reason(files.split_function(spec.id)[0])
+        script = file_provider_path(spec.id)
+        if script is not None and not script.endswith(".py"):
+            why = unavailable.reason(script)
             warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
         if spec.prompts is not None and not any(p.allowed_by(spec.prompts) for p in loaded.config.prompts):
             raise ConfigError.at(
@@ -264,8 +266,12 @@ def _check_known(provider_id: str, loc: Location | None, where: str) -> None:
         return
 
     prefix = provider_id.split(":", 1)[0]
+    if files.split_function(provider_id)[0].endswith(".py"):  # promptfoo reads a Python file only with file:// or python:
+        hint = f"; to load a Python file provider, write file://{provider_id}"
+    else:
+        hint = suggest(prefix, set(SUPPORTED_PREFIXES))
     raise ConfigError.at(
-        f"unknown provider {provider_id!r}{suggest(prefix, set(SUPPORTED_PREFIXES))}; the provider families ci-grade supports "
+        f"unknown provider {provider_id!r}{hint}; the provider families ci-grade supports "
         f"are listed in {PROVIDERS_DOC}",
         loc,
         where,

@@ -120,19 +120,21 @@ def test_chat_message_prompt_and_shorthand_id(server: CountingServer) -> None:
     assert body["model"] == "gpt-4.1-mini" and body["messages"] == messages
 
 
-@pytest.mark.parametrize(
-    ("prompt", "sent"),
-    [
-        ("- role: system\n  content: Be brief.\n- role: user\n  content: Hi\n", [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]),
-        ("- role: user\n  content: [never closed\n", None),  # not YAML: the prompt as it is
-        ("- role: user\n  content: " + "[" * 200 + "\n", None),  # nested past the limit: the same
-    ],
-    ids=["yaml-messages", "not-yaml", "too-deep"],
-)
-def test_a_yaml_message_list_is_sent_as_messages_and_anything_else_as_text(prompt: str, sent: list[dict[str, str]] | None, server: CountingServer) -> None:
-    response = call("openai:gpt-4.1-mini", prompt)
+def test_a_yaml_message_list_is_sent_as_messages(server: CountingServer) -> None:
+    response = call("openai:gpt-4.1-mini", "- role: system\n  content: Be brief.\n- role: user\n  content: Hi\n")
     assert response.error is None
-    assert only_chat(server)["messages"] == (sent or [{"role": "user", "content": prompt}])
+    assert only_chat(server)["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    ["- role: user\n  content: [never closed\n", "- role: user\n  content: " + "[" * 200 + "\n"],
+    ids=["not-yaml", "too-deep"],
+)
+def test_yaml_messages_that_do_not_parse_are_an_error_as_in_promptfoo(prompt: str, server: CountingServer) -> None:
+    response = call("openai:gpt-4.1-mini", prompt)
+    assert response.error is not None and response.error.startswith("Chat Completion prompt is not a valid YAML string: ")
+    assert server.requests_to("/v1/chat/completions") == []
 
 
 def test_tool_calls_are_the_output(server: CountingServer) -> None:
@@ -301,3 +303,21 @@ def test_eval_provider_error_is_an_error_row_and_other_tests_run(server: Countin
     assert rows[0]["response"]["tokenUsage"]["total"] > 0 and rows[0]["response"]["cost"] > 0
     assert rows[1]["failureReason"] == 2 and rows[1]["error"] == "API error 400: This request was rejected"
     assert KEY not in (tmp_path / "out.json").read_text()
+
+
+def test_results_record_the_provider_id_as_written(server: CountingServer, tmp_path: Path) -> None:
+    code, rows = eval_rows(
+        tmp_path,
+        """
+        prompts: ['{{q}}']
+        providers: [openai:gpt-5.4, openai:chat:gpt-4.1-mini, openai:responses:gpt-4.1]
+        tests:
+          - vars: {q: hello}
+        """,
+    )
+    assert code == 0
+    assert [row["provider"]["id"] for row in rows] == ["openai:gpt-5.4", "openai:chat:gpt-4.1-mini", "openai:responses:gpt-4.1"]
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert [p["provider"] for p in data["results"]["prompts"]] == ["openai:gpt-5.4", "openai:chat:gpt-4.1-mini", "openai:responses:gpt-4.1"]
+    assert sorted(r.json["model"] for r in server.requests_to("/v1/chat/completions")) == ["gpt-4.1-mini", "gpt-5.4"]  # routing unchanged
+    assert [r.json["model"] for r in server.requests_to("/v1/responses")] == ["gpt-4.1"]

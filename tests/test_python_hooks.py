@@ -101,3 +101,47 @@ def test_transform_vars_from_a_python_file(tmp_path: Path) -> None:
     )
     assert result.code == 0, result.err
     assert outputs(rows) == ["ada ADA", "bob x"]
+
+
+AFTER_EACH_PY = """
+def afterEach(context, extra):
+    result = context["result"]
+    words = len(result["response"]["output"].split())
+    return {"result": {
+        "namedScores": {"brevity": 1.0 if words < 3 else 0.0, "tone": 0.25, "not_a_number": "high", "flag": True},
+        "metadata": {"reviewed": "yes", "words": words},
+        "response": {"metadata": {"checked": True}},
+        "score": 0.0,
+        "success": False,
+    }}
+"""
+
+
+def test_after_each_return_values_are_merged_into_the_row_as_promptfoo_merges_them(tmp_path: Path) -> None:
+    write(tmp_path / "hooks.py", AFTER_EACH_PY)
+    result, rows = eval_config(
+        tmp_path,
+        """
+        prompts: ['{{text}}']
+        providers: [echo]
+        extensions: [file://hooks.py:afterEach]
+        derivedMetrics: [{name: brief_share, value: 'brevity / __count'}]
+        tests:
+          - vars: {text: short}
+            metadata: {team: docs}
+            assert: [{type: contains, value: short, metric: tone}]
+          - vars: {text: a much longer reply}
+        """,
+    )
+    assert result.code == 0, result.err
+    short, long = rows
+    # namedScores: the hook's finite numbers laid over the row's (tone replaced); text and booleans dropped
+    assert short["namedScores"] == {"tone": 0.25, "brevity": 1.0} and long["namedScores"] == {"brevity": 0.0, "tone": 0.25}
+    assert (short["metadata"]["team"], short["metadata"]["reviewed"], short["metadata"]["words"]) == ("docs", "yes", 1)
+    assert short["metadata"]["ciGrade"]["status"] == "pass"  # ci-grade's own metadata stays
+    assert short["response"]["metadata"]["checked"] is True
+    assert (short["success"], short["score"]) == (True, 1.0)  # the verdict is not the hook's to change, as in promptfoo
+    (prompt,) = json.loads((tmp_path / "out.json").read_text())["results"]["prompts"]
+    named = prompt["metrics"]["namedScores"]
+    assert named["brevity"] == 1.0 and named["brief_share"] == 0.5  # run totals and derived metrics see the merged scores
+    assert "derived metric brief_share 0.50 over 2 tests" in result.out

@@ -149,6 +149,25 @@ def test_python_and_javascript_var_loaders_run_per_row_and_failures_are_error_ro
     assert data["results"]["stats"] == {**data["results"]["stats"], "successes": 2, "errors": 5}
 
 
+def test_results_record_a_loader_variable_as_written_while_the_row_uses_its_output(tmp_path: Path) -> None:
+    write(tmp_path / "vars.py", LOADERS)
+    _, data = run(
+        tmp_path,
+        """
+        prompts: ['Items: {{items}}']
+        providers: [echo]
+        tests:
+          - vars: {items: file://vars.py:listing}
+            assert: [{type: equals, value: 'Items: {{items}}'}, {type: javascript, value: "context.vars.items === 'A, B'"}]
+        """,
+    )
+    (row,) = rows_of(data)
+    assert row["response"]["output"] == "Items: A, B"
+    assert row["success"] is True, row["gradingResult"]["reason"]  # assertions see the loaded value
+    assert row["vars"] == {"items": "file://vars.py:listing"}
+    assert row["testCase"]["vars"] == {"items": "file://vars.py:listing"}
+
+
 def test_javascript_file_provider_rows_are_errors_and_the_rest_of_the_config_runs(tmp_path: Path) -> None:
     write(tmp_path / "provider.js", "module.exports = class { id() { return 'js'; } async callApi() { return { output: 'hi' }; } };\n")
     code, data = run(

@@ -8,7 +8,7 @@ Variables that point at files stay references until planning (they may be globs 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -80,11 +80,17 @@ def find_default_config(cwd: Path, overrides: ConfigOverrides | None = None) -> 
 
 
 def load_config(
-    paths: Sequence[str | Path], vocabulary: AssertionVocabulary, cwd: Path | None = None, overrides: ConfigOverrides | None = None
+    paths: Sequence[str | Path],
+    vocabulary: AssertionVocabulary,
+    cwd: Path | None = None,
+    overrides: ConfigOverrides | None = None,
+    known_provider: Callable[[str], bool] | None = None,
 ) -> LoadedConfig:
     """Read, expand, merge and validate the config files named by `paths` (globs allowed);
     `vocabulary` (from the grading registry) says how CSV `__expected` cells read; `overrides`
-    replace the config's prompts, providers or tests (`-p`, `-r`, `-t`)."""
+    replace the config's prompts, providers or tests (`-p`, `-r`, `-t`); `known_provider` (from the
+    provider registry) says which ids a provider family takes: the files in an unknown provider's
+    config are not read, so the unknown provider is what is reported."""
     cwd = cwd or Path.cwd()
     sources = SourceMap()
     config_files: list[Path] = []
@@ -93,7 +99,7 @@ def load_config(
     for ref in paths:
         folder = files.resolve(str(ref), cwd)
         config_files.extend(find_default_config(folder) if folder.is_dir() else files.expand_glob(str(ref), cwd, None, "-c"))
-    loader = _Loader(sources, vocabulary)
+    loader = _Loader(sources, vocabulary, known_provider)
     parts = [loader.load_file(path) for path in config_files]
     merged = merge_configs(parts, sources) if len(parts) > 1 else parts[0] if parts else {}
     if overrides:
@@ -130,9 +136,10 @@ def load_config(
 
 
 class _Loader(RefReader):
-    def __init__(self, sources: SourceMap, vocabulary: AssertionVocabulary):
+    def __init__(self, sources: SourceMap, vocabulary: AssertionVocabulary, known_provider: Callable[[str], bool] | None = None):
         super().__init__(sources)
         self.vocabulary = vocabulary
+        self.known_provider = known_provider
         self.warnings: list[str] = []
         self.prompt_reader = PromptReader(sources)
         self._nesting: list[Path] = []
@@ -241,8 +248,9 @@ class _Loader(RefReader):
                 out.append(entry)
             else:
                 raise self.error("a provider needs an id: a string, {id: ...} or {<id>: {...}}", raw, i, path)
-            config = out[-1].get("config")
-            if isinstance(config, dict):
+            config, provider_id = out[-1].get("config"), out[-1].get("id")
+            unknown = self.known_provider is not None and isinstance(provider_id, str) and "{{" not in provider_id and not self.known_provider(provider_id)
+            if isinstance(config, dict) and not unknown:
                 out[-1]["config"] = self.config_files(config, base, f"{path}.config")
         locations = [self.where(entry) for entry in out]
         known = [loc for loc in locations if loc is not None]

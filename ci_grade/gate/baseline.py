@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
+from ci_grade.gate import derived
 from ci_grade.results.models import EvalRun, RunInfo, Status
 from ci_grade.results.summary import RowSummary, output_hash, summaries_of
 
@@ -159,6 +160,9 @@ class Baseline(BaseModel):
     runs: int = 1
     """How many runs were folded into it (several runs of main tell the baseline's own noise)."""
     tests: dict[str, BaselineTest] = Field(default_factory=dict)
+    derived: dict[str, float] = Field(default_factory=dict)
+    """The run's `derivedMetrics` over its scored tests (the definitions are in `info`); the gate
+    recomputes them over the tests both runs scored and shows these when the run defines none."""
     measured: str | None = Field(default=None, exclude=True)
     """For a base evaluated in this job (`--baseline run:REF`): which commit, e.g. "the merge base
     1a2b3c4d5e6f of origin/main"; never stored."""
@@ -259,9 +263,13 @@ def baseline_from_runs(runs: list[EvalRun]) -> Baseline:
     """Several runs of one config (e.g. the last few runs of main) folded as repeats of each test;
     provenance and totals are the newest run's."""
     newest = runs[-1]
+    tests = {test_id: fold_test(rows) for test_id, rows in group_rows(row for run in runs for row in summaries_of(run.results)).items()}
+    scored = [derived.sums(t.named_scores, t.named_weights) for t in tests.values() if t.status != "error"]
+    values = derived.values(scored, newest.info.derived_metrics) if scored else {}
     return Baseline(
         info=newest.info.model_copy(deep=True),
         totals=Totals.of(newest),
         runs=len(runs),
-        tests={test_id: fold_test(rows) for test_id, rows in group_rows(row for run in runs for row in summaries_of(run.results)).items()},
+        tests=tests,
+        derived={name: value for name, value in values.items() if math.isfinite(value)},
     )

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from ci_grade.gate import derived
 from ci_grade.gate.baseline import Baseline, BaselineAssertion, BaselineTest, Totals, fold_test, group_rows
 from ci_grade.gate.decision import decide, provenance_warnings
 from ci_grade.gate.matching import portable_matches, renames
@@ -80,7 +82,8 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
     cases = [_detailed(case, run, groups[case.test_id]) for case in cases if every_test or _listed(case)]
     matched = set(same.values()) | set(renamed.values())
     cases += [_removed(test) for test_id, test in base.items() if test_id not in matched]
-    mean, rate, same_measure, metrics = measures(pairs, policy)
+    mean, rate, same_measure, metrics = measures(pairs, policy, run.info.derived_metrics)
+    metrics += _base_only_derived(run, baseline)
     comparison = Comparison(
         verdict="passed",
         reason="",
@@ -101,7 +104,7 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
         head_totals=Totals.of(run),
         base_totals=baseline.totals,
         base_runs=baseline.runs,
-        warnings=provenance_warnings(run.info, baseline.info),
+        warnings=provenance_warnings(run.info, baseline.info) + _changed_definitions(run, baseline),
         head_scores=[t.score for t in head.values() if t.status != "error"],
     )
     decide(comparison)
@@ -127,7 +130,7 @@ def _without_baseline(run: EvalRun, groups: dict[str, list[_Positioned]], policy
         case = _case(test, None, "same")
         if every_test or _listed(case):
             cases.append(_detailed(case, run, rows))
-    mean, rate, same_measure, metrics = _head_only(heads)
+    mean, rate, same_measure, metrics = _head_only(heads, run.info.derived_metrics)
     comparison = Comparison(
         verdict="passed",
         reason="",
@@ -193,8 +196,22 @@ def _cluster(row: RowSummary, key: str | None) -> str:
     return f"{key}={value}" if value is not None else f"test:{row.test_id}"
 
 
-def _head_only(heads: list[_Head]) -> tuple[MetricDelta, MetricDelta, bool, list[MetricDelta]]:
-    """Without a baseline: the head's means over its scored tests, nothing judged."""
+def _base_only_derived(run: EvalRun, baseline: Baseline) -> list[MetricDelta]:
+    """Derived metrics only the baseline defines: its stored value, judged as nothing."""
+    names = {m["name"] for m in run.info.derived_metrics}
+    return [MetricDelta(name=name, base=value, derived=True) for name, value in baseline.derived.items() if name not in names]
+
+
+def _changed_definitions(run: EvalRun, baseline: Baseline) -> list[str]:
+    before = {m["name"]: m["value"] for m in baseline.info.derived_metrics}
+    return [
+        f"derived metric {m['name']!r} is now {m['value']!r} (the baseline's run had {before[m['name']]!r}): both sides are computed with this run's"
+        for m in run.info.derived_metrics if m["name"] in before and before[m["name"]] != m["value"]
+    ]
+
+
+def _head_only(heads: list[_Head], derived_metrics: Sequence[Mapping[str, Any]] = ()) -> tuple[MetricDelta, MetricDelta, bool, list[MetricDelta]]:
+    """Without a baseline: the head's means (and derived metrics) over its scored tests, nothing judged."""
     scored = [t for t in heads if t.status != "error"]
 
     def mean_of(name: str, values: list[float], weights: list[float] | None = None) -> MetricDelta:
@@ -205,6 +222,8 @@ def _head_only(heads: list[_Head]) -> tuple[MetricDelta, MetricDelta, bool, list
         return mean_of(name, [t.named_scores[name] for t in tests], [t.named_weights.get(name, 1.0) for t in tests])
 
     metrics = [metric(name) for name in sorted({m for t in scored for m in t.named_scores})]
+    computed = derived.values([derived.sums(t.named_scores, t.named_weights) for t in scored], derived_metrics) if scored else {}
+    metrics += [MetricDelta(name=name, head=value if math.isfinite(value) else None, tests=len(scored), derived=True) for name, value in computed.items()]
     return mean_of("mean score", [t.score for t in scored]), mean_of("pass rate", [t.pass_rate or 0.0 for t in scored]), False, metrics
 
 

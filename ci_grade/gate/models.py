@@ -188,6 +188,8 @@ class MetricDelta(BaseModel):
     clusters: int | None = None
     regressed: bool = False
     inconclusive: bool = False
+    derived: bool = False
+    """A `derivedMetrics` entry (computed from the named metrics' sums), not a named metric."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

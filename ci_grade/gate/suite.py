@@ -8,16 +8,19 @@ paired t test from the paired standard error, clustered when `cluster_key` group
 pass rate an exact McNemar test (a paired t test when tests ran several times or are clustered).
 A named metric's means weigh each test by the weight of its assertions carrying the metric (a
 metric counts per assertion, as promptfoo aggregates it); its paired test uses the linearised
-deltas of that weighted mean. Holm's correction runs across the measures judged; a measure regresses
+deltas of that weighted mean. Derived metrics (`derivedMetrics`) are computed from the metrics'
+sums and judged on their linearised per-test contributions (`derived`). Holm's correction runs across the measures judged; a measure regresses
 when it is significantly worse (one-sided, alpha) and its estimated drop exceeds the practical margin.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ci_grade.gate import derived
 from ci_grade.gate.baseline import BaselineTest
 from ci_grade.gate.models import GatePolicy, MetricDelta
 from ci_grade.gate.statistics import PairedResult, holm, holm_adjusted, mcnemar, mde, paired, units_needed
@@ -80,8 +83,11 @@ def _linearised(d: list[float], weights: list[float]) -> list[float]:
     return [centre + len(d) * w / total * (x - centre) for x, w in zip(d, weights, strict=True)]
 
 
-def measures(pairs: list[Pair], policy: GatePolicy) -> tuple[MetricDelta, MetricDelta, bool, list[MetricDelta]]:
-    """(mean score, pass rate, whether they are one measure, named metrics), judged with Holm."""
+def measures(
+    pairs: list[Pair], policy: GatePolicy, derived_metrics: Sequence[Mapping[str, Any]] = ()
+) -> tuple[MetricDelta, MetricDelta, bool, list[MetricDelta]]:
+    """(mean score, pass rate, whether they are one measure, named then derived metrics), judged
+    with Holm; `derived_metrics` are the run's `derivedMetrics` definitions."""
     exact = bool(pairs) and all(p.reproducible for p in pairs)
     same = bool(pairs) and all(_is_single_binary(p.base) and _is_single_binary(p.head) for p in pairs)
     binary = bool(pairs) and all(p.base.scored == 1 and p.head.scored == 1 for p in pairs) and policy.cluster_key is None
@@ -95,6 +101,14 @@ def measures(pairs: list[Pair], policy: GatePolicy) -> tuple[MetricDelta, Metric
         result = _measure(name, with_metric, _metric(name), policy, exact and bool(with_metric), weights=weights)
         if not with_metric:  # a metric on one side only: show it, judge nothing
             result.base, result.head = (_side_mean(name, [getattr(p, side) for p in pairs]) for side in ("base", "head"))
+        metrics.append(result)
+    bases = [{m: v * metric_weight(m, p.base, p.head) for m, v in p.base.named_scores.items()} for p in pairs]
+    heads = [{m: v * metric_weight(m, p.head, p.base) for m, v in p.head.named_scores.items()} for p in pairs]
+    for item in derived.paired(bases, heads, derived_metrics):
+        finite = [v if math.isfinite(v) else None for v in (item.base, item.head)]  # a division by zero: shown as none
+        result = MetricDelta(name=item.name, base=finite[0], head=finite[1], tests=len(pairs), derived=True)
+        if item.d is not None:
+            _judge(result, item.d, pairs, policy, exact)
         metrics.append(result)
     judged = [mean, *([] if same else [rate]), *metrics]
     _holm(judged, policy)
@@ -118,7 +132,11 @@ def _measure(
         head=weighted_mean([value(p.head) for p in pairs], [w[1] for w in weights]),
         tests=len(pairs),
     )
-    d = _linearised(d, [(b + h) / 2 for b, h in weights])
+    return _judge(result, _linearised(d, [(b + h) / 2 for b, h in weights]), pairs, policy, exact, mcnemar_ok=mcnemar_ok)
+
+
+def _judge(result: MetricDelta, d: list[float], pairs: list[Pair], policy: GatePolicy, exact: bool, *, mcnemar_ok: bool = False) -> MetricDelta:
+    """`result` with the paired test of its per-test differences `d` (one per pair)."""
     clusters = [p.cluster for p in pairs] if policy.cluster_key else None
     stats = paired(d, policy.alpha, clusters)
     if exact:

@@ -79,7 +79,7 @@ class AnthropicMessagesProvider(HttpApiProvider):
         config = self.spec.config
         system: list[Any] = []
         messages: list[dict[str, Any]] = []
-        for message in parse_chat_messages(prompt):
+        for message in parse_chat_messages(prompt, strict=False):
             if message.get("role") == "system":
                 system.append(message.get("content"))
             else:

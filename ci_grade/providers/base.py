@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 from pydantic import BaseModel, Field
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.errors import NotSupportedError
+from ci_grade.errors import NotSupportedError, ProviderError
 from ci_grade.providers.budget import admitted
 from ci_grade.providers.limiter import ADAPTIVE_CEILING, ADAPTIVE_START, Limiter
 from ci_grade.providers.pricing import price_of
@@ -230,6 +231,8 @@ class Provider:
                 response = await (again_if_empty(lambda: self._call(prompt, context)) if self.cacheable else self._call(prompt, context))
             except NotSupportedError:
                 raise
+            except ProviderError as exc:  # the call could not be made (a chat prompt that is not valid JSON)
+                response = ProviderResponse(error=str(exc))
             except Exception as exc:  # a provider bug must not crash the run
                 response = ProviderResponse(error=f"{type(exc).__name__}: {exc}")
             bill(response.cost, response.token_usage, response.error, response.output)
@@ -319,28 +322,45 @@ def _from_cache(response: ProviderResponse) -> ProviderResponse:
     return response
 
 
-def parse_chat_messages(prompt: str) -> list[dict[str, Any]]:
-    """A prompt that is a JSON (or YAML) chat-message array -> messages; anything else -> one user message."""
+def parse_chat_messages(prompt: str, *, strict: bool = True) -> list[dict[str, Any]]:
+    """A prompt that is a JSON (or YAML) chat-message array -> messages; anything else -> one user message.
+
+    `strict` (promptfoo's `parseChatPrompt`, used by chat APIs): a prompt that looks like a JSON
+    array but does not parse, or starts like YAML messages (`- role:`) but does not parse, raises
+    ProviderError rather than going out as one user message."""
     stripped = prompt.strip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(stripped)
-        except ValueError:
-            data = None
-        if _is_messages(data):
-            return cast(list[dict[str, Any]], data)
-    elif stripped.startswith("- role:"):
+    if stripped.startswith("- role:"):
         import yaml
 
         from ci_grade.config.yaml12 import loads
 
         try:
             data = loads(stripped)
-        except yaml.YAMLError:  # not YAML after all: the prompt is one user message
+        except yaml.YAMLError as exc:
+            if strict:
+                raise ProviderError(f"Chat Completion prompt is not a valid YAML string: {exc}\n\n{prompt}") from None
+            data = None
+        if _is_messages(data):
+            return cast(list[dict[str, Any]], data)
+    elif stripped.startswith("["):
+        try:
+            data = json.loads(stripped)
+        except ValueError as exc:
+            if strict and _looks_like_json_array(stripped):
+                raise ProviderError(f"Chat Completion prompt is not a valid JSON string: {exc}\n\n{prompt}") from None
             data = None
         if _is_messages(data):
             return cast(list[dict[str, Any]], data)
     return [{"role": "user", "content": prompt}]
+
+
+_JSON_ARRAY_START = re.compile(r'["{\[\d-]|true|false|null')
+
+
+def _looks_like_json_array(text: str) -> bool:
+    """promptfoo's test for an array meant as JSON: `[...]` whose first item starts like a JSON
+    value (so `[INST] ... [/INST]` is text)."""
+    return text.endswith("]") and _JSON_ARRAY_START.match(text[1:].lstrip()) is not None
 
 
 def _is_messages(data: Any) -> bool:

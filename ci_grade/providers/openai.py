@@ -286,7 +286,7 @@ class OpenAIResponsesProvider(OpenAIProvider):
         if error := self.missing_key_error():
             return ProviderResponse(error=error)
         config = self.spec.config
-        messages = parse_chat_messages(prompt)
+        messages = parse_chat_messages(prompt, strict=False)  # promptfoo sends text that is not a JSON array as it is
         body: dict[str, Any] = {"model": self._model, "input": messages}
         for key in ("temperature", "top_p", "tools", "tool_choice", "instructions", "reasoning", "metadata", "store"):  # no `seed`: the Responses API takes none (promptfoo sends none)
             if config.get(key) is not None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider
@@ -52,6 +54,10 @@ _FAMILIES: list[tuple[str, str, str]] = [
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})
 
 
+_SCRIPT_PATH = re.compile(r"\.(js|cjs|mjs|ts|cts|mts)$", re.I)
+"""promptfoo loads an id that is a JavaScript or TypeScript path as a file provider, `file://` or not."""
+
+
 def _family(provider_id: str) -> tuple[str, str] | None:
     for prefix, module, attribute in _FAMILIES:
         if prefix in ("echo", "http", "https"):
@@ -60,7 +66,17 @@ def _family(provider_id: str) -> tuple[str, str] | None:
             continue
         if provider_id.startswith(prefix):
             return module, attribute
+    if _SCRIPT_PATH.search(provider_id):
+        return _family("file://")
     return None
+
+
+def file_provider_path(provider_id: str) -> str | None:
+    """The file a file provider id names (`file://x.py:fn`, `python:x.py`, or a JavaScript path
+    written without `file://`, such as `./provider.js`), None for other ids."""
+    if _family(provider_id) != _family("file://"):
+        return None
+    return files.split_function(provider_id.removeprefix("python:"))[0]
 
 
 def is_known(provider_id: str) -> bool:

@@ -36,6 +36,8 @@ def _listing(lines: list[str], heading: str, cases: list[CaseDelta], detail: boo
 
 def _judgement(m: MetricDelta) -> str:
     """The measure's evidence in words: exact, or the test, p, interval and MDE."""
+    if m.method is None:
+        return "not judged (too few tests to test)"
     if m.method == "exact":
         evidence = "reproducible, exact"
     else:
@@ -49,6 +51,10 @@ def _judgement(m: MetricDelta) -> str:
     return f"no significant change ({evidence})" if m.method != "exact" else f"{'dropped within the margin' if (m.delta or 0) < 0 else 'no drop'} ({evidence})"
 
 
+def _label(m: MetricDelta) -> str:
+    return f"{'derived metric' if m.derived else 'metric'} {_one_line(m.name, 60)}"
+
+
 def terminal_summary(comparison: Comparison) -> str:
     c = comparison
     gate = "gate failed" if c.gate_failed else "gate passed"
@@ -57,8 +63,8 @@ def terminal_summary(comparison: Comparison) -> str:
         lines.append(f"  baseline measured in this job at {c.base_measured}")
     if c.has_baseline:
         for measure in c.measures:
-            if measure.delta is not None and (measure is c.mean_score or measure.regressed or measure.inconclusive or measure.significant):
-                label = "pass rate" if measure is c.mean_score and c.same_measure else measure.name if measure in (c.mean_score, c.pass_rate) else f"metric {measure.name}"
+            if measure.delta is not None and (measure is c.mean_score or measure.derived or measure.regressed or measure.inconclusive or measure.significant):
+                label = "pass rate" if measure is c.mean_score and c.same_measure else measure.name if measure in (c.mean_score, c.pass_rate) else _label(measure)
                 lines.append(f"  {label} {measure.base:.2f} -> {measure.head:.2f} ({measure.delta:+.2f}) over {measure.tests} tests in both runs: {_judgement(measure)}")
         _listing(lines, "regressions and new failures", c.regressions)
         _listing(lines, "newly failing, not significant (sampled)", c.flaky_flips)
@@ -67,7 +73,9 @@ def terminal_summary(comparison: Comparison) -> str:
         _listing(lines, "renamed", c.changed("renamed"))
         _listing(lines, "added", c.changed("added"), detail=False)
         _listing(lines, "removed", c.changed("removed"), detail=False)
-    elif not c.baseline_mismatch:  # a mismatched baseline is named in the verdict's reason
-        lines.append("  no baseline: the gate judged thresholds only")
+    else:
+        if not c.baseline_mismatch:  # a mismatched baseline is named in the verdict's reason
+            lines.append("  no baseline: the gate judged thresholds only")
+        lines += [f"  {_label(m)} {m.head:.2f} over {m.tests} tests" for m in c.metrics if m.derived and m.head is not None]
     lines += [f"warning: {w}" for w in c.warnings]
     return terminal(redact.text("\n".join(lines)))

@@ -197,9 +197,9 @@ def _item(text: str) -> Md:
 
 
 def _metric_rows(c: Comparison, escaper: Escaper) -> list[_Row]:
-    """The mean score (unless it is the pass rate), then every named metric."""
+    """The mean score (unless it is the pass rate), then every named metric, then the derived ones."""
     rows = [] if c.same_measure else [_Row(Md("**Mean score**"), c.mean_score)]
-    rows += [_Row(Md(f"metric {escaper.inline(m.name, 60)}"), m) for m in c.metrics]
+    rows += [_Row(Md(f"{'derived metric' if m.derived else 'metric'} {escaper.inline(m.name, 60)}"), m) for m in c.metrics]
     return rows
 
 

@@ -5,7 +5,8 @@ An extension is `file://hooks.py:fn`. When `fn` is a hook's name it runs for tha
 Contexts: beforeAll `{suite}` (its returned `tests`, `defaultTest` and `scenarios` replace the
 config's, before the plan is made: once per process, so once per shard); beforeEach `{test}` (a
 returned `test` replaces the row's test); afterEach `{test, result}` (the row as promptfoo's
-results file has it); afterAll `{prompts, results, suite, config}`. Hooks run in worker processes
+results file has it; a returned result's `namedScores`, `metadata` and `response.metadata` are
+merged into the row, as promptfoo merges them); afterAll `{prompts, results, suite, config}`. Hooks run in worker processes
 (`ci_grade.workers`). A failing beforeAll stops the eval before any call (exit 2), a failing
 beforeEach or afterEach makes its row an ERROR, a failing afterAll is a warning.
 """
@@ -13,6 +14,7 @@ beforeEach or afterEach makes its row an ERROR, a failing afterAll is a warning.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from ci_grade.config import files
 from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import Scenario, TestCase
 from ci_grade.errors import ConfigError, ScriptError
-from ci_grade.results.models import EvalRun
+from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.workers import calls
 
 HOOK_NAMES = ("beforeAll", "beforeEach", "afterEach", "afterAll")
@@ -83,7 +85,35 @@ def _updated(hook: str, context: dict[str, Any], value: Any) -> dict[str, Any]:
         return {**context, "suite": suite}
     if hook == "beforeEach" and isinstance(value.get("test"), dict):
         return {**context, "test": value["test"]}
+    if hook == "afterEach" and isinstance(value.get("result"), dict):
+        return {**context, "result": _merged_result(context["result"], value["result"])}
     return context
+
+
+def _merged_result(current: dict[str, Any], returned: dict[str, Any]) -> dict[str, Any]:
+    """promptfoo's afterEach merge: the returned `namedScores` (finite numbers only), `metadata`
+    and `response.metadata` laid over the row's, key by key; nothing else changes."""
+    scores = returned.get("namedScores")
+    finite = {k: v for k, v in scores.items() if _is_finite(v)} if isinstance(scores, dict) else {}
+    metadata = returned.get("metadata")
+    merged = {**current, "namedScores": {**current["namedScores"], **finite}, "metadata": {**current["metadata"], **(metadata if isinstance(metadata, dict) else {})}}
+    response = returned.get("response")
+    if isinstance(current.get("response"), dict) and isinstance(response, dict) and isinstance(response.get("metadata"), dict):
+        merged["response"] = {**current["response"], "metadata": {**(current["response"].get("metadata") or {}), **response["metadata"]}}
+    return merged
+
+
+def _is_finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def apply_after_each(result: TestResult, merged: dict[str, Any]) -> None:
+    """Take what the afterEach hooks changed of the row (`merged`, the row as promptfoo's results
+    file has it, after `_merged_result`) into `result`; ci-grade's own `metadata.ciGrade` stays."""
+    result.named_scores = {k: float(v) for k, v in merged["namedScores"].items()}
+    result.metadata = {k: v for k, v in merged["metadata"].items() if k != "ciGrade"}
+    if isinstance(merged.get("response"), dict):
+        result.response_metadata = dict(merged["response"].get("metadata") or {})
 
 
 def suite_of(loaded: LoadedConfig) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from ci_grade.results.summary import summarize
 from ci_grade.results.usage import TokenUsage
 from ci_grade.run import collect, prompt_functions, row_vars
 from ci_grade.run.conversation import Conversations, template_of
-from ci_grade.run.hooks import Hooks
+from ci_grade.run.hooks import Hooks, apply_after_each
 from ci_grade.run.stop import Stop
 from ci_grade.run.window import RowWindow, window_size
 from ci_grade.templating import nunjucks
@@ -201,7 +201,8 @@ async def _run_row(
         return _error_row(planned, planned.prompt.raw, f"beforeEach: {exc}")
     row = await _run_row_unhooked(planned, pool, run, conversations, delay_ms, tracing)
     try:
-        await hooks.run("afterEach", {"test": _test_data(planned.test), "result": row_to_promptfoo(row.result)})
+        context = await hooks.run("afterEach", {"test": _test_data(planned.test), "result": row_to_promptfoo(row.result)})
+        apply_after_each(row.result, context["result"])
     except ScriptError as exc:
         _fail_row(planned, row.result, f"afterEach: {exc}")
     return row

@@ -28,7 +28,7 @@ def categories(ctx: AssertionContext) -> list[str] | None:
 
 def user_prompt(prompt: str) -> str:
     """The text of the last user message of a chat prompt (the prompt itself otherwise)."""
-    messages = parse_chat_messages(prompt)
+    messages = parse_chat_messages(prompt, strict=False)
     for message in reversed(messages):
         if message.get("role") == "user":
             content = message.get("content")
