@@ -243,3 +243,22 @@ def test_a_flood_and_a_malformed_body_leave_the_run_going_and_memory_bounded(tmp
     (trace,) = data["traces"]
     # the row keeps at most MAX_SPANS_PER_TRACE spans and counts the rest; another trace's spans are not kept at all
     assert len(trace["spans"]) == MAX_SPANS_PER_TRACE and trace["droppedSpans"] == 100 and trace["traceId"] != "ab" * 16
+
+
+def test_trace_values_promptfoo_loads_are_row_errors_and_wrong_kinds_are_refused_at_load(tmp_path: Path) -> None:
+    port = free_port()
+    write_config(tmp_path, {
+        "prompts": ["hi"],
+        "providers": ["echo"],
+        "tests": [{"assert": [{"type": "trace-span-count", "value": {"min": 1}}]}, {"assert": [{"type": "trace-span-duration", "value": {"max": 5, "percentile": 120}}]}],
+    }, port)
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    rows = _rows(tmp_path / "out.json")
+    assert result.code == 1 and [row["failureReason"] for row in rows] == [2, 2]
+    assert [row["gradingResult"]["componentResults"][0]["reason"] for row in rows] == [
+        "trace-span-count assertion must have a value object with pattern property",
+        "trace-span-duration assertion percentile must be a number between 0 and 100",
+    ]
+    write_config(tmp_path, {"prompts": ["hi"], "providers": ["echo"], "tests": [{"assert": [{"type": "trace-span-count", "value": ["a"]}]}]}, port)
+    refused = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert refused.code == 2 and "promptfooconfig.yaml" in refused.err and "assert[0]" in refused.err and "Traceback" not in refused.err
