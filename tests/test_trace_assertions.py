@@ -96,18 +96,19 @@ def test_promptfoos_tracing_example_gets_promptfoos_verdicts(tmp_path: Path, rev
         "tests": [{"vars": {"topic": "quantum computing"}, "metadata": {"testCaseId": "test-case-1"}, "assert": EXAMPLE_ASSERTS}],
         "defaultTest": {"assert": DEFAULT_ASSERTS},
     }, port)
-    result = run_cli("eval", "-o", "out.json", "-o", "report.md", "--no-progress", cwd=tmp_path)
+    result = run_cli("eval", "-o", "out.json", "-o", "report.md", "-o", "junit.xml", "--no-progress", cwd=tmp_path)
     assert result.code == 1, result.err
     text = (tmp_path / "out.json").read_text()
     row = json.loads(text)["results"]["results"][0]
+    (trace,) = json.loads(text)["traces"]
     got = [(c["pass"], _arrival_free(c["reason"])) for c in row["gradingResult"]["componentResults"]]
     assert sorted(got) == sorted((passed, _arrival_free(reason)) for passed, reason in EXPECTED)
     assert row["gradingResult"]["reason"] == EXPECTED[4][1]
-    assert row["trace"]["metadata"]["testCaseId"] == "test-case-1"
+    assert trace["testCaseId"] == "test-case-1" and trace["traceId"] == row["traceId"]
     # a secret carried in a span attribute never reaches a report
-    for name in ("out.json", "report.md"):
+    for name in ("out.json", "report.md", "junit.xml"):
         assert "tok-9f8e7d6c5b4a3" not in (tmp_path / name).read_text()
-    response = next(s for s in row["trace"]["spans"] if s["name"] == "response_generation")
+    response = next(s for s in trace["spans"] if s["name"] == "response_generation")
     assert response["attributes"]["authorization"] == "<redacted>"
 
 

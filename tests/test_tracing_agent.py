@@ -54,8 +54,8 @@ def test_python_provider_agent_is_graded_on_its_trajectory(tmp_path: Path, llm_s
     assert "Observed required tool(s): get_weather. Actual tools: tool:get_weather" in reasons
     assert 'Tool "get_weather" matched expected arguments (partial) on tool:get_weather. Args: {"city":"Paris","unit":"c"}' in reasons
     assert re.fullmatch(r"[0-9a-f]{32}", paris["traceId"])
-    trace = paris["trace"]
-    assert trace["traceId"] == paris["traceId"] and trace["metadata"]["testCaseId"] == "0-0"
+    trace = next(t for t in _results(tmp_path)["traces"] if t["traceId"] == paris["traceId"])
+    assert trace["testCaseId"] == "0-0"
     names = sorted(span["name"] for span in trace["spans"])
     assert names == ["chat scripted-model", "chat scripted-model", "execute_tool get_weather", "invoke_agent weather-agent"]
     # the agent's root span is a child of the row's traceparent

@@ -139,3 +139,22 @@ def test_a_busy_port_is_a_usage_error() -> None:
             Tracing(config).start()
     finally:
         first.stop()
+
+
+def test_a_kept_alive_exporter_reaches_the_next_runs_receiver() -> None:
+    """An agent that outlives a run (an HTTP target) keeps its exporter's connection open; once the
+    run's receiver stops, that connection is closed, so its next export reaches the next receiver."""
+    first = _tracing()
+    assert first.receiver is not None
+    port = first.receiver.port
+    with httpx.Client() as exporter:
+        url = f"http://127.0.0.1:{port}/v1/traces"
+        assert exporter.post(url, content=json.dumps(_json_body()).encode(), headers={"Content-Type": "application/json"}).status_code == 200
+        first.stop()
+        second = _tracing(port=port)
+        try:
+            second.store.open(TRACE)
+            assert exporter.post(url, content=json.dumps(_json_body()).encode(), headers={"Content-Type": "application/json"}).status_code == 200
+            assert second.store.count(TRACE) == 1
+        finally:
+            second.stop()

@@ -198,15 +198,16 @@ def reproducible(assertions: Iterable[Assertion]) -> bool:
 
 
 def uses_trace(assertions: Iterable[Assertion]) -> bool:
-    """Whether grading these assertions reads the row's trace: a trace type, or (as promptfoo
-    decides) a script assertion whose code is in a file and may read `context.trace`."""
+    """Whether grading these assertions reads the row's trace: a trace type, a script assertion
+    whose code is in a file (as promptfoo decides: it may read `context.trace`), or inline script
+    code that names `trace`."""
     for item in assertions:
         if item.type == "assert-set":
             if uses_trace(item.assert_ or []):
                 return True
             continue
         spec = get(item.base_type)
-        if (spec is not None and spec.uses_trace) or (item.base_type in ("python", "javascript") and isinstance(item.value, str) and item.value.startswith("file://")):
+        if (spec is not None and spec.uses_trace) or (item.base_type in ("python", "javascript") and isinstance(item.value, str) and (item.value.startswith("file://") or "trace" in item.value)):
             return True
     return False
 

@@ -28,7 +28,8 @@ from ci_grade.workers import calls
 
 def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[str, Any]:
     """The `context` argument scripts receive, with promptfoo's keys (its `test` reduced to the
-    description, variables, metadata and options; no `logProbs`)."""
+    description, variables, metadata and options; no `logProbs`), and `trace` when the config
+    enables tracing (`Trace.for_scripts`)."""
     response = {
         "output": ctx.response.output,
         "tokenUsage": ctx.response.token_usage.model_dump(by_alias=True),
@@ -48,6 +49,8 @@ def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[s
         context["config"] = ctx.config
     if ctx.response.metadata:  # and `metadata` when the provider's response has some
         context["metadata"] = ctx.response.metadata
+    if ctx.trace is not None:
+        context["trace"] = ctx.trace.for_scripts()
     return context
 
 

@@ -21,7 +21,7 @@ from typing import IO, Any
 from ci_grade import redact
 from ci_grade.errors import InfrastructureError
 from ci_grade.results.models import EvalRun, TestResult
-from ci_grade.results.promptfoo import row_to_promptfoo, to_promptfoo
+from ci_grade.results.promptfoo import row_to_promptfoo, split_trace, to_promptfoo
 from ci_grade.results.spool import RowSpool
 from ci_grade.safe_text import json_dumps, well_formed
 
@@ -120,17 +120,41 @@ def _capped_row(row: TestResult, limit: int) -> TestResult:
 
 def _row_texts(run: EvalRun, limit: int) -> Iterator[str]:
     """Each row's compact results JSON, outputs cut to `limit`: spooled rows as they were stored
-    (read back and cut only where the output is longer), rows in memory encoded here."""
+    (read back and cut only where the output is longer), rows in memory encoded here. A traced
+    row's trace is taken out of it (`_trace_texts` writes it)."""
     rows = run.results
     if not isinstance(rows, RowSpool):
         for row in rows:
-            yield _compact(row_to_promptfoo(_capped_row(row, limit) if limit > 0 else row))
+            yield _untraced(row_to_promptfoo(_capped_row(row, limit) if limit > 0 else row))
         return
     for position, summary in enumerate(rows.summaries()):
         if 0 < limit < summary.output_chars:
-            yield _compact(row_to_promptfoo(_capped_row(rows[position], limit)))
+            yield _untraced(row_to_promptfoo(_capped_row(rows[position], limit)))
+        elif summary.traced:
+            yield _untraced(json.loads(rows.text(position)))
         else:
             yield rows.text(position)
+
+
+def _untraced(row: dict[str, Any]) -> str:
+    split_trace(row)
+    return _compact(row)
+
+
+def _trace_texts(run: EvalRun) -> Iterator[str]:
+    """The run's traces (compact JSON), for the top-level `traces`: a second pass over the rows."""
+    rows = run.results
+    if not isinstance(rows, RowSpool):
+        yield from (_compact(trace) for row in rows if (trace := split_trace(row_to_promptfoo(row))) is not None)
+        return
+    for position, summary in enumerate(rows.summaries()):
+        if summary.traced and (trace := split_trace(json.loads(rows.text(position)))) is not None:
+            yield _compact(trace)
+
+
+def _traced(run: EvalRun) -> bool:
+    rows = run.results
+    return any(s.traced for s in rows.summaries()) if isinstance(rows, RowSpool) else any(row.trace is not None for row in rows)
 
 
 def _compact(data: Any) -> str:
@@ -142,9 +166,19 @@ def json_parts(run: EvalRun, config: ConfigForOutput, limit: int) -> Iterator[st
     as `to_promptfoo` encoded whole."""
     redactor = redact.current()
     shell = to_promptfoo(run, None, rows=False)
-    encoded = {"config": (config if isinstance(config, EncodedConfig) else encode_config(config or {})).text}
+    encoded: dict[str, str | Iterator[str]] = {"config": (config if isinstance(config, EncodedConfig) else encode_config(config or {})).text}
+    if _traced(run):
+        shell["traces"] = []
+        encoded["traces"] = _listed(_trace_texts(run))
     for part in _spliced(shell, ("results", "results"), _row_texts(run, limit), encoded):
         yield redactor.text(part)
+
+
+def _listed(items: Iterator[str]) -> Iterator[str]:
+    yield "["
+    for number, item in enumerate(items):
+        yield ("," if number else "") + item
+    yield "]"
 
 
 def _spliced(data: dict[str, Any], path: tuple[str, ...], rows: Iterator[str], encoded: Mapping[str, str | Iterator[str]]) -> Iterator[str]:

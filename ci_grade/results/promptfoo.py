@@ -5,6 +5,12 @@ ci-grade writes the shape promptfoo's own tools read (`results.results[]` rows w
 `gradingResult.componentResults[]`, and `results.stats`), adding its own fields under keys
 promptfoo ignores. It reads the same shape back, including files written by promptfoo itself,
 so a baseline or comparison can come from either tool.
+
+Traces are written as promptfoo writes them: each traced row names its `traceId` and
+`evaluationId`, and the top-level `traces[]` holds the traces (`traceId`, `evaluationId`,
+`testCaseId`, `metadata`, `spans`; ci-grade adds `droppedSpans`). A row as ci-grade stores it
+while the run goes on (`row_to_promptfoo`) keeps its own trace under `trace`; `split_trace` moves
+it out. Both forms read back.
 """
 
 from __future__ import annotations
@@ -99,6 +105,22 @@ def prompt_id(label: str) -> str:
     return hashlib.sha256(label.encode()).hexdigest()
 
 
+def _trace_fields(trace: Trace | None) -> dict[str, Any]:
+    if trace is None:
+        return {}
+    fields: dict[str, Any] = {"traceId": trace.trace_id}
+    if trace.evaluation_id:
+        fields["evaluationId"] = trace.evaluation_id
+    fields["trace"] = trace.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return fields
+
+
+def split_trace(row: dict[str, Any]) -> dict[str, Any] | None:
+    """Take a row's own `trace` out of it (for the top-level `traces`), or None when it has none."""
+    trace = row.pop("trace", None)
+    return trace if isinstance(trace, dict) else None
+
+
 def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
     return {
         "id": f"{row.test_id}#{row.repeat_index}" if row.repeat_index else row.test_id,
@@ -126,7 +148,7 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
         "score": row.score,
         "latencyMs": round(row.latency_ms, 3),
         "namedScores": row.named_scores,
-        **({"traceId": row.trace.trace_id, "trace": row.trace.model_dump(mode="json", by_alias=True, exclude_none=True)} if row.trace else {}),
+        **_trace_fields(row.trace),
         "cost": row.cost or 0.0,  # the provider's, as promptfoo records it (grading's is metadata.ciGrade.gradingCost)
         "gradingResult": {
             "pass": row.status == "pass",
@@ -206,7 +228,7 @@ def to_promptfoo(run: EvalRun, config: dict[str, Any] | None = None, *, rows: bo
     created = run.info.created_at or datetime.now(UTC).isoformat()
     token_usage = _usage(run.stats.token_usage)
     token_usage["assertions"] = _usage(run.stats.grading_token_usage)
-    return {
+    out: dict[str, Any] = {
         "evalId": f"eval-cigrade-{hashlib.sha256((created + run.info.config_hash).encode()).hexdigest()[:12]}",
         "results": {
             "version": 3,
@@ -232,6 +254,10 @@ def to_promptfoo(run: EvalRun, config: dict[str, Any] | None = None, *, rows: bo
             "confirmations": [row_to_promptfoo(row) for row in run.confirmations],
         },
     }
+    traces = [trace for item in out["results"]["results"] if (trace := split_trace(item)) is not None]
+    if traces:
+        out["traces"] = traces
+    return out
 
 
 # -- reading ------------------------------------------------------------------------------------

@@ -76,6 +76,8 @@ class RowSummary:
     """The provider's reply came from the response cache."""
     not_run: str | None = None
     """Why the row was not (fully) run (`TestResult.not_run`)."""
+    traced: bool = False
+    """The row has a trace (its spans go to the results JSON's top-level `traces`)."""
 
     @classmethod
     def of(cls, row: TestResult, output_chars: int) -> RowSummary:
@@ -111,6 +113,7 @@ class RowSummary:
             metadata=row.metadata,
             cached=row.cached,
             not_run=row.not_run,
+            traced=row.trace is not None,
         )
 
     @property

@@ -1,7 +1,8 @@
 """A row's trace: the spans the system under test exported for the row's W3C trace context.
 
-Field names follow promptfoo's trace export (`traces[]` of its results JSON), so a row's trace
-reads and writes in promptfoo's shape. Times are milliseconds since the Unix epoch.
+Field names follow promptfoo's trace export (the top-level `traces[]` of its results JSON, and the
+`context.trace` its script assertions receive), so a trace reads and writes in promptfoo's shape.
+Times are milliseconds since the Unix epoch.
 """
 
 from __future__ import annotations
@@ -32,9 +33,16 @@ class Trace(_Model):
     """The spans of one row's trace, and how many more arrived than the receiver kept."""
 
     trace_id: str = Field(alias="traceId")
+    evaluation_id: str | None = Field(default=None, alias="evaluationId")
+    test_case_id: str | None = Field(default=None, alias="testCaseId")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """As promptfoo's: `testIdx`, `promptIdx`, `providerId`, `repeatIndex`, `vars`, `commandToolNames`."""
     spans: list[Span] = Field(default_factory=list)
     dropped_spans: int = Field(default=0, alias="droppedSpans")
-    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def for_scripts(self) -> dict[str, Any]:
+        """`context.trace` as promptfoo gives it to `python` and `javascript` assertions."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True, include={"trace_id", "evaluation_id", "test_case_id", "metadata", "spans"})
 
 
 def trajectory_steps(metadata: dict[str, Any]) -> list[str]:

@@ -215,7 +215,7 @@ def _test_data(test: TestCase) -> dict[str, Any]:
 async def _run_row_unhooked(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, tracing: Tracing | None) -> _Row:
     if tracing is None:
         return await _run_traced_row(planned, pool, run, conversations, delay_ms, None)
-    trace = tracing.open(_test_case_id(planned))
+    trace = tracing.open(_test_case_id(planned), _trace_metadata(planned))
     try:
         return await _run_traced_row(planned, pool, run, conversations, delay_ms, (tracing, trace))
     finally:
@@ -227,6 +227,17 @@ def _test_case_id(planned: PlannedRow) -> str:
     metadata = planned.test.metadata if isinstance(planned.test.metadata, dict) else {}
     given = metadata.get("testCaseId")
     return str(given) if given else f"{planned.test_index}-{planned.column_index if planned.column_index is not None else planned.prompt_index}"
+
+
+def _trace_metadata(planned: PlannedRow) -> dict[str, Any]:
+    """What promptfoo records with a row's trace."""
+    return {
+        "testIdx": planned.test_index,
+        "promptIdx": planned.column_index if planned.column_index is not None else planned.prompt_index,
+        "providerId": planned.provider.id,
+        **({"repeatIndex": planned.repeat_index} if planned.repeat_index else {}),
+        "vars": planned.shown_vars if planned.shown_vars is not None else planned.vars,
+    }
 
 
 async def _run_traced_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, traced: tuple[Tracing, TraceContext] | None) -> _Row:

@@ -5,12 +5,16 @@ It serves from its own threads (the standard library's HTTP server) while the ru
 hands decoded spans to a `SpanStore`. Everything it is sent is bounded: a body over
 `MAX_BODY_BYTES` (gzip-inflated size included) is refused with 413, a body without a length with
 411, a format the config does not accept with 415, a body that does not decode with 400; at most
-`MAX_CONNECTIONS` requests are served at once. None of these stops the run.
+`MAX_CONNECTIONS` connections are served at once, an idle one for at most `IDLE_SECONDS`. None
+of these stops the run. Stopping closes the open connections too: an exporter that keeps its
+connection alive reconnects to the next run's receiver instead of talking to this one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +31,7 @@ from ci_grade.tracing.store import SpanStore
 MAX_BODY_BYTES = 10 * 1024 * 1024
 """promptfoo's limit too."""
 MAX_CONNECTIONS = 16
+IDLE_SECONDS = 30
 _FORMATS = {"application/json": "json", "application/x-protobuf": "protobuf", "application/protobuf": "protobuf"}
 
 
@@ -40,22 +45,36 @@ class _Server(ThreadingHTTPServer):
         self.redact = redact
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.rejected = 0
+        self.open: set[socket.socket] = set()
+        self.open_lock = threading.Lock()
         super().__init__(address, _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         self.slots.acquire()  # back-pressure: a flood waits in the listen queue, not in threads
+        with self.open_lock:
+            self.open.add(request)
         super().process_request(request, client_address)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
+            with self.open_lock:
+                self.open.discard(request)
             self.slots.release()
+
+    def close_connections(self) -> None:
+        with self.open_lock:
+            connections = list(self.open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    timeout = IDLE_SECONDS
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the run's output is its reports."""
@@ -160,6 +179,7 @@ class Receiver:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+            self._server.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._server = self._thread = None

@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ci_grade import settings
 from ci_grade.config.models import Tracing as TracingConfig
@@ -37,6 +38,8 @@ class TraceContext:
     span_id: str
     evaluation_id: str
     test_case_id: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The row's facts promptfoo records with its trace (`testIdx`, `promptIdx`, `vars`, ...)."""
 
     @property
     def traceparent(self) -> str:
@@ -71,8 +74,8 @@ class Tracing:
         if self.receiver is not None:
             self.receiver.stop()
 
-    def open(self, test_case_id: str) -> TraceContext:
-        context = TraceContext(secrets.token_hex(16), secrets.token_hex(8), self.evaluation_id, test_case_id)
+    def open(self, test_case_id: str, metadata: dict[str, Any] | None = None) -> TraceContext:
+        context = TraceContext(secrets.token_hex(16), secrets.token_hex(8), self.evaluation_id, test_case_id, dict(metadata or {}))
         self.store.open(context.trace_id)
         return context
 
@@ -84,7 +87,8 @@ class Tracing:
             trace = self.store.snapshot(context.trace_id)
         finally:
             self.store.close(context.trace_id)
-        trace.metadata = {"evaluationId": context.evaluation_id, "testCaseId": context.test_case_id}
+        trace.evaluation_id, trace.test_case_id = context.evaluation_id, context.test_case_id
+        trace.metadata = dict(context.metadata)
         if self.config.commandToolNames:
             trace.metadata["commandToolNames"] = list(self.config.commandToolNames)
         return trace
