@@ -22,6 +22,7 @@ from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.config.command_line import CommandLineDefaults
 from ci_grade.config.csv_tests import read_csv_tests
 from ci_grade.config.errors import describe, kind_name, validation_error
+from ci_grade.config.generators import generated_tests
 from ci_grade.config.merge import merge_configs
 from ci_grade.config.models import Config
 from ci_grade.config.overrides import ConfigOverrides, apply_overrides
@@ -29,6 +30,7 @@ from ci_grade.config.prompt_files import INLINE, PromptReader
 from ci_grade.config.refs import RefReader
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, ScriptError
+from ci_grade.workers import dispatch, node
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
@@ -288,17 +290,11 @@ class _Loader(RefReader):
             file = files.resolve(path_text, base)
             if not file.is_file():
                 raise files.missing_file_error(files.not_a_file(file), self.where(holder, key), path)
-            if function and file.suffix == ".py":
-                from ci_grade.workers.calls import call_file_sync
-
+            if function and dispatch.runs(file):  # in Node.js for JavaScript, as promptfoo
                 try:
-                    return call_file_sync(file, function, [], base_dir=base)
+                    return dispatch.call_file_sync(file, function, [], python_default=function, base_dir=base)
                 except ScriptError as exc:
                     raise ConfigError.at(f"{files.display_path(file)}: {function}() failed: {exc}", self.where(holder, key), path) from None
-            if function and file.suffix in (".js", ".mjs", ".cjs"):
-                from ci_grade.scripting.js import call_js_file_function
-
-                return call_js_file_function(file, function, [])
             if file.suffix in files.STRUCTURED_SUFFIXES:
                 return files.load_structured(file, self.sources, self.where(holder, key), path)
             return files.read_text(file, self.where(holder, key), path)
@@ -314,13 +310,15 @@ class _Loader(RefReader):
             raise self.error(f"expected a list of tests or a file:// path, got {describe(raw)}", holder, key, path)
         out: list[Any] = []
         for i, item in enumerate(raw):
-            if isinstance(item, str):
+            ref = item.get("path") if isinstance(item, dict) and "vars" not in item and "assert" not in item else item
+            if isinstance(ref, str) and node.is_script(files.split_function(ref)[0]):  # a test generator
+                config = item.get("config") if isinstance(item, dict) else None
+                out.extend(generated_tests(ref, config, base, self.where(raw, i), path if single else f"{path}[{i}]"))
+            elif isinstance(item, str):
                 out.extend(self.test_files(item, base, raw, i, path if single else f"{path}[{i}]"))
             elif isinstance(item, dict) and "path" in item and "vars" not in item and "assert" not in item:
-                ref = item["path"]
-                _, function = files.split_function(str(ref))
-                if function or str(ref).endswith((".py", ".js", ".ts")):
-                    raise self.error("test generators (.py/.js) are not supported by ci-grade; list tests in YAML, JSON, JSONL or CSV", item, "path", f"{path}[{i}].path")
+                if files.split_function(str(ref))[1] or str(ref).endswith(".py"):
+                    raise self.error("Python test generators are not supported by ci-grade; list tests in YAML, JSON, JSONL or CSV", item, "path", f"{path}[{i}].path")
                 out.extend(self.test_files(str(ref), base, item, "path", f"{path}[{i}].path"))
             else:
                 if isinstance(item, dict):

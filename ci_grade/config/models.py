@@ -120,6 +120,9 @@ class Prompt(_Model):
     id: str | None = None
     key: str
     config: dict[str, Any] | None = None
+    function: str | None = None
+    """A prompt function (`/abs/prompts.js:name`, no name: the default export) that makes the
+    template for each row; `raw` is then the reference as written."""
 
     def allowed_by(self, patterns: list[str] | None) -> bool:
         """Whether a `prompts:` filter (None: no filter) selects this prompt, by label or id."""

@@ -15,6 +15,7 @@ from ci_grade.config.errors import describe
 from ci_grade.config.sources import SourceReader
 from ci_grade.errors import ConfigError
 from ci_grade.js_values import JS_WHITESPACE
+from ci_grade.workers import node
 
 INLINE = "inline"
 """The key of an inline prompt until load_config numbers it (`prompts[i]`)."""
@@ -100,6 +101,8 @@ class PromptReader(SourceReader):
 
     def prompt_files(self, ref: str, base: Path, holder: list[Any], index: int, label: str | None) -> list[dict[str, Any]]:
         ref_path, function = files.split_function(ref)
+        if node.is_script(ref_path):
+            return [self.prompt_function(ref_path, function, base, holder, index, label)]
         if function or ref_path.endswith((".py", ".js", ".ts", ".mjs", ".cjs")):
             raise self.error(
                 "prompt functions (.py/.js files) are not supported by ci-grade; use a template file",
@@ -127,6 +130,19 @@ class PromptReader(SourceReader):
                 self.sources.register(entry, shown, line, dict.fromkeys(entry, line))
                 out.append(entry)
         return out
+
+    def prompt_function(self, ref_path: str, function: str | None, base: Path, holder: list[Any], index: int, label: str | None) -> dict[str, Any]:
+        """A JavaScript or TypeScript prompt function: called for each row (`run.prompt_functions`)."""
+        path = files.resolve(ref_path, base)
+        loc = self.where(holder, index)
+        if not path.is_file():
+            raise files.missing_file_error(files.not_a_file(path), loc, f"prompts[{index}]")
+        rel = os.path.relpath(path, base).replace(os.sep, "/")
+        named = f"{ref_path}:{function}" if function else ref_path
+        entry = {"raw": f"file://{named}", "label": label or named, "key": f"label:{label}" if label else f"file:{rel}" + (f":{function}" if function else ""), "function": f"{path}:{function or ''}"}
+        if loc is not None:
+            self.sources.register(entry, loc.file, loc.line, dict.fromkeys(entry, loc.line))
+        return entry
 
     def prompt_texts(self, path: Path) -> list[tuple[str, int]]:
         """The prompts one file holds, each with the line it starts on."""

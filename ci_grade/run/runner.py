@@ -38,7 +38,7 @@ from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef
 from ci_grade.results.spool import RowSpool
 from ci_grade.results.summary import summarize
 from ci_grade.results.usage import TokenUsage
-from ci_grade.run import collect, row_vars
+from ci_grade.run import collect, prompt_functions, row_vars
 from ci_grade.run.conversation import Conversations, template_of
 from ci_grade.run.stop import Stop
 from ci_grade.run.window import RowWindow, window_size
@@ -181,6 +181,11 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
         planned = await row_vars.prepare(planned, template, run.base_dir, conversations)
     except ScriptError as exc:
         return _error_row(planned, template, str(exc))
+    if planned.prompt.function is not None:
+        try:
+            template = await prompt_functions.template(planned, run.base_dir)
+        except ScriptError as exc:
+            return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     test = planned.test
     try:
         prompt = nunjucks.render_prompt(template, planned.vars, run.env_overrides)
