@@ -70,7 +70,11 @@ class PromptReader(SourceReader):
                     raise self.error(f"expected a string, got {describe(label)}", item, "label", f"{path}.label")
                 named = text if text is not None else pid
                 if isinstance(named, str) and (named.startswith("file://") or names_files(named, base)):
-                    out.extend(self.prompt_files(_as_ref(named), base, raw, i, label))
+                    entries = self.prompt_files(_as_ref(named), base, raw, i, label)
+                    if isinstance(item.get("config"), dict):  # as promptfoo: a prompt function gets it
+                        for entry in entries:
+                            entry["config"] = item["config"]
+                    out.extend(entries)
                     continue
                 if text is None:
                     text = pid
