@@ -15,7 +15,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
-RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google]'
+RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,xlsx]'
 
 # Runtime stage: only the installed package, git (for git:REF:PATH baselines), tini (PID 1) and
 # Node.js (for JavaScript file providers, prompt functions, generators and assertion files).

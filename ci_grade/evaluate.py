@@ -32,10 +32,11 @@ from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_fold
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
-from ci_grade.run import spending
+from ci_grade.run import hooks, spending
 from ci_grade.run.runner import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
 from ci_grade.run.spending import Observed, SpendingPlan
 from ci_grade.run.stop import Stop
+from ci_grade.tracing.session import Tracing
 
 DEFAULT_CONCURRENCY: int | None = None
 """Without -j or maxConcurrency: adaptive (each provider finds its rate limit, `providers.limiter`)."""
@@ -121,6 +122,7 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     learn_secrets(options, loaded, env)
     loaded.warnings += unset_env_warnings(loaded.raw, env, loaded.sources)
     loaded.config.providers = [render_spec(spec, provider_env(spec, env)) for spec in loaded.config.providers]
+    hooks.before_all(loaded, hooks.check(loaded))
     loaded.warnings += preflight.check(loaded)
     paths = list(options.outputs)
     if not paths:
@@ -237,13 +239,23 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         stop=options.stop,
         budget=options.budget,
         release_rows=True,
+        hooks=hooks.Hooks(config.extensions or [], loaded.base_dir),
     )
+    suite = hooks.suite_of(loaded) if run_options.hooks else None
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
-    with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
-        run = _run_to_completion(plan, run_options)
+    run_options.tracing = _tracing(loaded)
+    try:
+        with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
+            run = _run_to_completion(plan, run_options)
+    finally:
+        if run_options.tracing is not None:
+            run_options.tracing.stop()
     if kept is not None:
         run = retry.combine(kept, run)
+    if suite is not None:
+        shown_config = redact.current().data({k: v for k, v in loaded.raw.items() if k not in ("tests", "scenarios", "assertionTemplates")})
+        run.warnings += hooks.after_all(run_options.hooks, run, suite, shown_config)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
     run.info.description = options.description or cli_defaults.description or config.description
@@ -255,8 +267,23 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         run.info.shard = ShardInfo(index=plan.shard.index, count=plan.shard.count, groups=plan.groups, rows=plan.total_rows)
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
+    run.info.derived_metrics = [metric.model_dump(include={"name", "value"}) for metric in config.derivedMetrics or []]
     run.warnings = [*loaded.warnings, *run.warnings]
     return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=kept.rerun if kept else None, config_for_output=config_for_output)
+
+
+def _tracing(loaded: LoadedConfig) -> Tracing | None:
+    """The run's tracing, its receiver listening (before any model is called), when the config enables it."""
+    config = loaded.config.tracing
+    if config is None or not config.enabled:
+        return None
+    raw = loaded.raw.get("tracing")
+    place = loaded.sources.location(raw, "otlp") if isinstance(raw, dict) else None
+    if config.receiver is None:
+        loaded.warnings.append("tracing is enabled without an OTLP receiver (tracing.otlp.http): rows get a traceparent but no spans")
+    tracing = Tracing(config, place)
+    tracing.start()
+    return tracing
 
 
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:

@@ -61,14 +61,23 @@ def check(loaded: LoadedConfig) -> list[str]:
             )
     raw_prompts = _list(loaded.raw.get("prompts"))
     for index, prompt in enumerate(loaded.config.prompts):
-        if prompt.function is not None:
-            needs.add(f"prompt function {prompt.raw!r}", Path(prompt.function.rpartition(":")[0]), sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
+        if prompt.function and node.is_script(files.split_function(prompt.function)[0]):
+            needs.add(f"prompt function {prompt.label!r}", Path(files.split_function(prompt.function)[0]), sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
+            continue
+        if prompt.function:
+            _check_python_file(f"file://{prompt.function}", loaded, sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
             continue
         try:
             nunjucks.check(prompt.raw)
         except TemplateError as exc:
             loc = sources.location(_item(raw_prompts, index))
             raise ConfigError.at(str(exc), loc, f"prompts[{index}]") from None
+    if loaded.config.derivedMetrics:
+        from ci_grade.results.derived_metrics import check as check_derived
+
+        problem = check_derived([metric.model_dump() for metric in loaded.config.derivedMetrics])
+        if problem:
+            raise ConfigError.at(f"derivedMetrics {problem}", sources.location(loaded.raw, "derivedMetrics"), "derivedMetrics")
     raw_tests = _list(loaded.raw.get("tests"))
     for index, test in enumerate(loaded.config.tests):
         _check_test(test, _item(raw_tests, index), loaded, f"tests[{index}]", warnings)

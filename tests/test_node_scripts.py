@@ -180,6 +180,42 @@ def test_prompt_function_generator_and_assertion_file_with_require(tmp_path: Pat
     assert all(reason.startswith("echo said ") for reason in reasons)
 
 
+def test_javascript_hooks_run_in_node_in_the_run_order(tmp_path: Path) -> None:
+    write(
+        tmp_path / "hooks.mjs",
+        """
+        import { appendFileSync } from 'node:fs';
+
+        const log = (entry) => appendFileSync(new URL('./hooks.log', import.meta.url), JSON.stringify(entry) + '\\n');
+
+        export function beforeEach(context, { hookName }) {
+          log([hookName, context.test.vars.topic]);
+          return { test: { ...context.test, vars: { ...context.test.vars, topic: context.test.vars.topic.toUpperCase() } } };
+        }
+
+        export default async function (hookName, context) {
+          if (hookName === 'afterAll') log([hookName, context.results.length]);
+          if (hookName === 'beforeAll') log([hookName, context.suite.tests.length]);
+        }
+        """,
+    )
+    code, data, _ = run(
+        tmp_path,
+        """
+        prompts: ['about {{topic}}']
+        providers: [echo]
+        extensions: [file://hooks.mjs:beforeEach, file://hooks.mjs]
+        tests:
+          - vars: {topic: cats}
+            assert: [{type: contains, value: CATS}]
+        """,
+    )
+    assert code == 0
+    assert data["results"]["results"][0]["response"]["output"] == "about CATS"
+    log = [json.loads(line) for line in (tmp_path / "hooks.log").read_text().splitlines()]
+    assert log == [["beforeAll", 1], ["beforeEach", "cats"], ["afterAll", 1]]
+
+
 def test_a_provider_that_exits_costs_its_row_an_error_and_the_run_ends_by_the_gate(tmp_path: Path, server: LLMServer) -> None:
     write(tmp_path / "providers" / "chat.cjs", CJS_PROVIDER)
     write(tmp_path / "providers" / "lib" / "naming.cjs", "exports.label = () => 'chat';\n")

@@ -19,8 +19,6 @@ REPO = Path(__file__).resolve().parent.parent
 # promptfoo types ci-grade does not run; each is named in docs/compatibility.md.
 NOT_SUPPORTED = {
     "gleu", "meteor", "perplexity", "perplexity-score", "ruby", "human", "guardrails", "skill-used", "tool-call-f1",
-    "trace-error-spans", "trace-span-count", "trace-span-duration", "trajectory:step-count",
-    "trajectory:tool-args-match", "trajectory:tool-sequence", "trajectory:tool-used",
 }
 
 

@@ -113,7 +113,7 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
     if inputs.merge:
         graded = merge_and_compare(commands, inputs, policy, workdir, event.workspace)
     else:
-        graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace, stop)
+        graded = evaluate_and_compare(commands, inputs, policy, workdir, event, stop)
     marker = marker_for(inputs.comment_title)
     report = render_report(graded.sections, title=inputs.comment_title, marker=marker)
     comment_url, comment_problem = publish_comment(commands, event, inputs, report, marker)
@@ -230,18 +230,25 @@ def _in_folder(workdir: Path) -> Iterator[None]:
         raise
 
 
-def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path, stop: Stop) -> Graded:
-    """Run the eval in the working directory, compare with the baseline, write the results files."""
-    from ci_grade import redact
+def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, event: ActionEvent, stop: Stop) -> Graded:
+    """Run the eval in the working directory, compare with the baseline (with `run`, the base
+    evaluated here afterwards), write the results files."""
+    from ci_grade import base_run, redact
     from ci_grade.commands.shared import judge
-    from ci_grade.gate.store import load_baselines
+    from ci_grade.gate.store import load_baselines, names_a_run
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
     from ci_grade.report.sections import Section
 
+    workspace = event.workspace
+    notes: list[str] = []
     with _in_folder(workdir):
-        baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
+        base = base_run.resolve(inputs.baseline, workdir, event.payload) if inputs.baseline and names_a_run(inputs.baseline) else None
+        baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline and base is None else None
         outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
+        if base is not None:
+            with commands.group("ci-grade: evaluate the base"), commands.commands_stopped():
+                baseline, notes = base_run.measure(base, options)
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
         problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
@@ -256,7 +263,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
         with commands.commands_stopped():
             print(console.summary(run))
             print(redact.text(f"verdict: {comparison.verdict}: {comparison.reason}"), flush=True)
-        warnings = [f"baseline {inputs.baseline} not found: judged by thresholds only"] if inputs.baseline and baseline is None else []
+        warnings = [f"baseline {inputs.baseline} not found: judged by thresholds only"] if inputs.baseline and baseline is None and base is None else notes
         section = Section(run.info.config_name, run, comparison)
         return Graded([section], [Path(inputs.results_path).resolve()], Path(inputs.junit_path).resolve(), [*problems, *warnings])
 

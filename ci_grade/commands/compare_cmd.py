@@ -34,8 +34,9 @@ def main(args: argparse.Namespace) -> int:
         if not path.lower().endswith(COMPARE_OUTPUTS):
             raise UsageError(f"cannot write {path}: compare writes {', '.join(COMPARE_OUTPUTS)}")
     policy = gate_policy(args)
+    baseline = read_baseline(args.baseline, Path.cwd())
     run = read_results(args.results)
-    comparison = compare(run, read_baseline(args.baseline, Path.cwd()), policy)
+    comparison = compare(run, baseline, policy)
     written = write_reports(args.output, run, comparison, args.title, json_is_comparison=True)
     print(terminal_summary(comparison))
     for path in written:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ci_grade.base_run import BaseCommit
     from ci_grade.evaluate import EvalOptions, EvalOutcome
 
 
@@ -83,7 +84,8 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     from ci_grade.safe_text import terminal
 
     policy = gate_policy(args)
-    baseline = read_baseline(args.baseline, Path.cwd())
+    base = _base_commit(args.baseline)
+    baseline = None if base else read_baseline(args.baseline, Path.cwd())
     if args.save_baseline:
         outputs.check_writable(args.save_baseline)
     if baseline is not None:
@@ -103,6 +105,12 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     cap = outputs.DEFAULT_MAX_OUTPUT_CHARS if args.max_output_chars is None else args.max_output_chars
     if outcome.run.info.shard:
         return _shard_done(outcome, cap)
+    if base is not None:
+        from ci_grade.base_run import measure
+
+        with _log_group("ci-grade: evaluate the base"):
+            baseline, notes = measure(base, options)
+        problems += notes
     try:
         comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
     except Exception:  # the run's results are written whatever becomes of the comparison
@@ -127,6 +135,23 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     for problem in problems:
         sys.stderr.write(f"warning: {redact.text(problem)}\n")
     return ExitCode.GATE_FAILED if comparison.gate_failed else ExitCode.OK
+
+
+def _base_commit(source: str | None) -> BaseCommit | None:
+    """For `--baseline run:REF` (or `run`, the base of the pull request in GITHUB_EVENT_PATH): the
+    commit to evaluate, found before anything runs."""
+    import os
+    from pathlib import Path
+
+    from ci_grade.gate.store import names_a_run
+
+    if not names_a_run(source):
+        return None
+    assert source is not None
+    from ci_grade.base_run import resolve
+    from ci_grade.github.event import ActionEvent
+
+    return resolve(source, Path.cwd(), ActionEvent.from_env(os.environ).payload)
 
 
 def _shard_done(outcome: EvalOutcome, max_output_chars: int) -> int:

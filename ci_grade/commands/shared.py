@@ -95,7 +95,7 @@ def _duration(text: str) -> float:
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     """The baseline source, the gate's options and the report title (shared by eval and compare)."""
     group = parser.add_argument_group("baseline and gate")
-    group.add_argument("--baseline", metavar="SOURCE", help="baseline to compare with: a baseline file, a results JSON, git:REF:PATH, or a glob of results files of one config (several runs fold into one baseline); missing: thresholds only")
+    group.add_argument("--baseline", metavar="SOURCE", help="baseline to compare with: a baseline file, a results JSON, git:REF:PATH, a glob of results files of one config (several runs fold into one baseline), or run:REF (eval only: evaluate the merge base of REF and HEAD here too, with the same options and cache; about doubles the model calls); missing: thresholds only")
     group.add_argument("--fail-on", choices=("failures", "regressions", "never"), default="regressions", help="what fails the gate (default regressions: regressions against the baseline, errors and floors; failures: any failing test)")
     group.add_argument("--max-score-drop", type=_drop, default=0.1, metavar="X", help="largest tolerated drop of a test's score (a sampled test: its pass rate) (default 0.1)")
     group.add_argument("--max-metric-drop", type=_drop, default=0.02, metavar="X", help="practical margin: a significant drop of the mean score, pass rate or a metric must exceed it to regress (default 0.02)")

@@ -74,6 +74,7 @@ PROMPTFOO_ASSERTION_TYPES: frozenset[str] = frozenset(
         "trace-error-spans",
         "trace-span-count",
         "trace-span-duration",
+        "trajectory:goal-success",
         "trajectory:step-count",
         "trajectory:tool-args-match",
         "trajectory:tool-sequence",

@@ -25,11 +25,16 @@ def strip_file_prefix(ref: str) -> str:
     return ref[len("file://") :] if ref.startswith("file://") else ref
 
 
+SCRIPT_SUFFIXES = (".py", ".js", ".cjs", ".mjs", ".ts", ".cts", ".mts")
+
+
 def split_function(ref: str) -> tuple[str, str | None]:
-    """`file://x.py:fn` -> ('x.py', 'fn'); a Windows drive letter is not a function name."""
+    """`file://x.py:fn` -> ('x.py', 'fn'); a Windows drive letter is not a function name. After a
+    script's name, a dotted name is a function too (`prompts.py:Prompt.render`, a class's method)."""
     path = strip_file_prefix(ref)
     head, sep, tail = path.rpartition(":")
-    if sep and tail and "/" not in tail and "\\" not in tail and "." not in tail and len(head) > 1:
+    dotted = "." in tail and head.lower().endswith(SCRIPT_SUFFIXES) and all(part.isidentifier() for part in tail.split("."))
+    if sep and tail and "/" not in tail and "\\" not in tail and ("." not in tail or dotted) and len(head) > 1:
         return head, tail
     return path, None
 

@@ -1,9 +1,10 @@
-"""Test generators: `tests: file://gen.js:fn` (or `{path: ..., config: {...}}`), as promptfoo reads them.
+"""Test generators: `tests: file://gen.py[:fn]` or `file://gen.js[:fn]` (or `{path: ..., config: ...}`) run while loading.
 
-The function is called once while the config loads, with the entry's `config` (when it has one),
-in a worker for the file's language (`workers.dispatch`); an export that is not a function is
-taken as the tests themselves. It returns a list of tests (or one test). A generator that throws,
-or returns anything else, stops the load with exit 2, naming where it was referenced.
+As promptfoo calls them: the function (Python's default `generate_tests`, JavaScript's the
+default export) gets the entry's `config` as its one argument, or no argument when there is
+none, and returns a list of tests. It runs in a worker process for its language
+(`ci_grade.workers.dispatch`: JavaScript and TypeScript in Node.js); its failure, or a value that is not a list of test
+mappings, is a config error naming the reference (exit 2, before any model is called).
 """
 
 from __future__ import annotations
@@ -14,25 +15,38 @@ from typing import Any
 from ci_grade.config import files
 from ci_grade.config.errors import describe
 from ci_grade.config.sources import Location
-from ci_grade.errors import ConfigError, ScriptError
-from ci_grade.workers import dispatch
+from ci_grade.errors import ConfigError, ScriptAborted, ScriptError
 
-PYTHON_DEFAULT = "generate_tests"
+DEFAULT_FUNCTION = "generate_tests"
 
 
-def generated_tests(ref: str, config: Any, base: Path, loc: Location | None, where: str) -> list[Any]:
-    """The tests the generator `ref` (`file://gen.js[:fn]`) returns."""
+def is_generator(ref: str) -> bool:
+    """Whether a tests reference names a script (`file://gen.py`, `gen.py:fn`) rather than data."""
+    path, _ = files.split_function(ref)
+    return path.lower().endswith(files.SCRIPT_SUFFIXES)
+
+
+def generate(ref: str, base: Path, config: Any, referenced_from: Location | None, where: str) -> list[dict[str, Any]]:
+    """The tests the generator `ref` returns (relative to `base`)."""
     path_text, function = files.split_function(ref)
-    path = files.resolve(path_text, base)
-    if not path.is_file():
-        raise files.missing_file_error(files.not_a_file(path), loc, where)
-    shown = files.display_path(path)
+    file = files.resolve(path_text, base)
+    if not file.is_file():
+        raise files.missing_file_error(files.not_a_file(file), referenced_from, where)
+    from ci_grade.scripting.python import file_syntax_error
+    from ci_grade.workers import dispatch, node
+
+    shown = files.display_path(file)
+    problem = node.syntax_error(file, shown) if node.is_script(file) else file_syntax_error(file, shown)
+    if problem:
+        raise ConfigError.at(f"test generator {shown}: {problem}", referenced_from, where)
+    name = function or (DEFAULT_FUNCTION if file.suffix == ".py" else "default")
     try:
-        tests = dispatch.call_file_sync(path, function, [] if config is None else [config], python_default=PYTHON_DEFAULT, base_dir=base)
-    except ScriptError as exc:
-        raise ConfigError.at(f"test generator {shown}{f':{function}' if function else ''} failed: {exc}", loc, where) from None
-    if isinstance(tests, dict):
-        tests = [tests]
-    if not isinstance(tests, list) or not all(isinstance(test, dict) for test in tests):
-        raise ConfigError.at(f"test generator {shown} must return a list of tests, got {describe(tests)}", loc, where)
-    return tests
+        value = dispatch.call_file_sync(file, function, [] if config is None else [config], python_default=DEFAULT_FUNCTION, base_dir=base)
+    except (ScriptError, ScriptAborted) as exc:
+        raise ConfigError.at(f"test generator {shown}:{name}() failed: {exc}", referenced_from, where) from None
+    if not isinstance(value, list):
+        raise ConfigError.at(f"test generator {shown}:{name}() must return a list of tests, got {describe(value)}", referenced_from, where)
+    for index, test in enumerate(value):
+        if not isinstance(test, dict):
+            raise ConfigError.at(f"test generator {shown}:{name}() returned {describe(test)} as test {index}; each test is a mapping", referenced_from, where)
+    return value

@@ -17,12 +17,11 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from ci_grade.config import command_line, files
+from ci_grade.config import command_line, files, generators, test_sources
 from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.config.command_line import CommandLineDefaults
 from ci_grade.config.csv_tests import read_csv_tests
 from ci_grade.config.errors import describe, kind_name, validation_error
-from ci_grade.config.generators import generated_tests
 from ci_grade.config.merge import merge_configs
 from ci_grade.config.models import Config
 from ci_grade.config.overrides import ConfigOverrides, apply_overrides
@@ -30,11 +29,10 @@ from ci_grade.config.prompt_files import INLINE, PromptReader
 from ci_grade.config.refs import RefReader
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, ScriptError
-from ci_grade.workers import dispatch, node
+from ci_grade.workers import dispatch
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
-_IGNORED_KEYS = ("derivedMetrics", "extensions", "tracing")
 TEST_KEYS = ("assert", "vars", "options", "metadata", "provider", "providerOutput", "threshold")
 """A test has one of these (promptfoo's rule): a tests file holding one mapping without any is not a test."""
 MAX_FILE_NESTING = 20
@@ -137,6 +135,13 @@ def load_config(
     if merged["prompts"] == []:
         where = sources.location(merged, "prompts")
         raise ConfigError("the prompts list is empty: add a prompt or leave prompts out", file=where.file if where else None, line=where.line if where else None, path="prompts")
+    if merged.get("redteam") and not merged.get("tests") and not merged.get("scenarios"):
+        where = sources.location(merged, "redteam")
+        raise ConfigError(
+            "this config holds a red-team block and no tests: generating attacks is out of ci-grade's scope. Generate them with "
+            "`promptfoo redteam generate -c CONFIG -o redteam.yaml`, then evaluate the generated file with `ci-grade eval -c redteam.yaml`",
+            file=where.file if where else None, line=where.line if where else None, path="redteam",
+        )
     if not merged.get("providers"):
         where = sources.location(merged, "providers") or Location(files.display_path(config_files[0]))
         raise ConfigError("no providers: add a providers: list (e.g. - echo)", file=where.file, line=where.line, path="providers")
@@ -211,9 +216,8 @@ class _Loader(RefReader):
             for name, ref in filters.items():
                 if isinstance(ref, str) and ref.strip():
                     filters[name] = str(files.resolve(ref, base))
-        for key in _IGNORED_KEYS:
-            if data.get(key):
-                self.warnings.append(f"{self.where(data, key) or shown}: {key!r} is not supported by ci-grade and is ignored")
+        if data.get("redteam") and data.get("tests"):
+            self.warnings.append(f"{self.where(data, 'redteam') or shown}: 'redteam' is ignored: ci-grade runs the tests this config holds and generates no attacks")
         return data
 
     def structured_ref(self, ref: str, base: Path, holder: Any, key: Any, kind: type, path: str | None = None) -> Any:
@@ -310,16 +314,10 @@ class _Loader(RefReader):
             raise self.error(f"expected a list of tests or a file:// path, got {describe(raw)}", holder, key, path)
         out: list[Any] = []
         for i, item in enumerate(raw):
-            ref = item.get("path") if isinstance(item, dict) and "vars" not in item and "assert" not in item else item
-            if isinstance(ref, str) and node.is_script(files.split_function(ref)[0]):  # a test generator
-                config = item.get("config") if isinstance(item, dict) else None
-                out.extend(generated_tests(ref, config, base, self.where(raw, i), path if single else f"{path}[{i}]"))
-            elif isinstance(item, str):
+            if isinstance(item, str):
                 out.extend(self.test_files(item, base, raw, i, path if single else f"{path}[{i}]"))
             elif isinstance(item, dict) and "path" in item and "vars" not in item and "assert" not in item:
-                if files.split_function(str(ref))[1] or str(ref).endswith(".py"):
-                    raise self.error("Python test generators are not supported by ci-grade; list tests in YAML, JSON, JSONL or CSV", item, "path", f"{path}[{i}].path")
-                out.extend(self.test_files(str(ref), base, item, "path", f"{path}[{i}].path"))
+                out.extend(self.test_files(str(item["path"]), base, item, "path", f"{path}[{i}].path", item.get("config")))
             else:
                 if isinstance(item, dict):
                     if not any(k in item for k in TEST_KEYS):  # as promptfoo refuses it
@@ -329,10 +327,17 @@ class _Loader(RefReader):
                 out.append(item)
         return out
 
-    def test_files(self, ref: str, base: Path, holder: Any, key: Any, path: str) -> list[Any]:
-        if not ref.startswith("file://") and not ref.endswith((".yaml", ".yml", ".json", ".jsonl", ".csv")):
-            raise self.error(f"expected a test mapping or a file:// path, got {ref!r}", holder, key, path)
+    def test_files(self, ref: str, base: Path, holder: Any, key: Any, path: str, config: Any = None) -> list[Any]:
         referenced_from = self.where(holder, key)
+        remote = test_sources.remote(ref, self.vocabulary, referenced_from, path)
+        if remote is not None:
+            return self.checked_tests(remote(), base, referenced_from, path)
+        if generators.is_generator(ref):
+            return self.checked_tests(generators.generate(ref, base, config, referenced_from, path), base, referenced_from, path)
+        if test_sources.is_spreadsheet(ref):
+            return self.spreadsheet_tests(ref, base, referenced_from, path)
+        if not ref.startswith("file://") and not ref.endswith((".yaml", ".yml", ".json", ".jsonl", ".csv", ".xlsx", ".xls")) and "#" not in ref:
+            raise self.error(f"expected a test mapping or a file:// path, got {ref!r}", holder, key, path)
         out: list[Any] = []
         for file in files.expand_glob(ref, base, referenced_from, path):
             shown = files.display_path(file)
@@ -369,6 +374,29 @@ class _Loader(RefReader):
                         out.extend(self.test_files(test, file.parent, loaded, i, f"{path} > {shown}[{i}]"))
                 else:
                     out.append(test)
+        return out
+
+    def checked_tests(self, tests: list[dict[str, Any]], base: Path, referenced_from: Location | None, path: str) -> list[Any]:
+        """Tests made by a generator or read from a remote source, checked as written ones are and
+        located at the reference that made them."""
+        for index, test in enumerate(tests):
+            if not any(k in test for k in TEST_KEYS):
+                keys = ", ".join(map(str, test)) or "none"
+                raise ConfigError.at(f"test {index} it gave needs one of {', '.join(TEST_KEYS)}; it has {keys}", referenced_from, path)
+            if referenced_from is not None:
+                self.sources.register(test, referenced_from.file, referenced_from.line, dict.fromkeys(test, referenced_from.line))
+            self.test_vars_file(test, base, path)
+        return list(tests)
+
+    def spreadsheet_tests(self, ref: str, base: Path, referenced_from: Location | None, path: str) -> list[Any]:
+        """An .xlsx file's tests (`tests.xlsx#Sheet` names the sheet)."""
+        name, _, sheet = files.strip_file_prefix(ref).partition("#")
+        file = files.expand_glob(name, base, referenced_from, path)[0]
+        shown = files.display_path(file)
+        out = []
+        for test, line in test_sources.xlsx_tests(file, sheet or None, self.vocabulary, shown):
+            self.sources.register(test, shown, line, dict.fromkeys(test, line))
+            out.append(test)
         return out
 
     def test_vars_file(self, test: dict[str, Any], base: Path, path: str) -> None:

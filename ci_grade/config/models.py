@@ -7,7 +7,7 @@ about them once. Field names keep promptfoo's camelCase so error paths match wha
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -121,8 +121,9 @@ class Prompt(_Model):
     key: str
     config: dict[str, Any] | None = None
     function: str | None = None
-    """A prompt function (`/abs/prompts.js:name`, no name: the default export) that makes the
-    template for each row; `raw` is then the reference as written."""
+    """A prompt function (`/abs/prompts.py:fn`, `/abs/prompts.js:fn`) or whole file (`/abs/prompt.py`
+    run as a script, `/abs/prompt.js` its default export) that makes the template per row; `raw`
+    is then its source."""
 
     def allowed_by(self, patterns: list[str] | None) -> bool:
         """Whether a `prompts:` filter (None: no filter) selects this prompt, by label or id."""
@@ -191,6 +192,46 @@ class EvaluateOptions(_Model):
     maxEvalTimeMs: int | None = Field(default=None, ge=0)
 
 
+_OTLP_FORMATS: tuple[Literal["json", "protobuf"], ...] = ("json", "protobuf")
+
+
+class OtlpHttp(_Model):
+    """`tracing.otlp.http`: the OTLP/HTTP receiver (promptfoo's defaults)."""
+
+    enabled: bool = True
+    port: int = Field(default=4318, ge=0, le=65535)
+    host: str = "127.0.0.1"
+    acceptFormats: list[Literal["json", "protobuf"]] = Field(default_factory=lambda: list(_OTLP_FORMATS))
+    redactAttributes: list[str] | None = None
+
+
+class Otlp(_Model):
+    http: OtlpHttp | None = None
+
+
+class Tracing(_Model):
+    """`tracing:` as promptfoo reads it. `forwarding`, `storage` and `otlp.grpc` are accepted and
+    not used (promptfoo 0.123.1 does not forward either; spans live only for the run)."""
+
+    enabled: bool = False
+    failOnReceiverStartFailure: bool | None = None
+    commandToolNames: list[str] | None = None
+    otlp: Otlp | None = None
+
+    @property
+    def receiver(self) -> OtlpHttp | None:
+        """The receiver to serve: tracing on and `otlp.http` enabled."""
+        http = self.otlp.http if self.otlp else None
+        return http if self.enabled and http is not None and http.enabled else None
+
+
+class DerivedMetric(_Model):
+    """A metric computed from the named metrics: `value` is an expression (`tp / (tp + fp)`)."""
+
+    name: str
+    value: str
+
+
 class Config(_Model):
     """A whole, loaded config: prompts, providers and tests are already expanded from files."""
 
@@ -203,8 +244,12 @@ class Config(_Model):
     env: dict[str, str | int | float | bool | None] | None = None
     evaluateOptions: EvaluateOptions = Field(default_factory=EvaluateOptions)
     outputPath: list[str] | None = None
+    tracing: Tracing | None = None
     metadata: Any = None
     tags: dict[str, Any] | None = None
+    extensions: list[str] | None = None
+    """`file://hooks.py:fn` hooks run around the eval (`run.hooks`)."""
+    derivedMetrics: list[DerivedMetric] | None = None
     commandLineOptions: dict[str, Any] | None = None
     """Defaults for promptfoo's flags; its values are checked where they are read (`command_line`)."""
 
@@ -212,6 +257,11 @@ class Config(_Model):
     @classmethod
     def _none_eval_options(cls, v: Any) -> Any:
         return {} if v is None else v
+
+    @field_validator("extensions", mode="before")
+    @classmethod
+    def _one_extension(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
 
     @field_validator("outputPath", mode="before")
     @classmethod

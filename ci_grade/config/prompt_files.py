@@ -105,15 +105,8 @@ class PromptReader(SourceReader):
 
     def prompt_files(self, ref: str, base: Path, holder: list[Any], index: int, label: str | None) -> list[dict[str, Any]]:
         ref_path, function = files.split_function(ref)
-        if node.is_script(ref_path):
-            return [self.prompt_function(ref_path, function, base, holder, index, label)]
-        if function or ref_path.endswith((".py", ".js", ".ts", ".mjs", ".cjs")):
-            raise self.error(
-                "prompt functions (.py/.js files) are not supported by ci-grade; use a template file",
-                holder,
-                index,
-                f"prompts[{index}]",
-            )
+        if ref_path.endswith(".py") or node.is_script(ref_path):
+            return self.function_prompt(ref_path, function, base, holder, index, label)
         out = []
         paths = files.expand_glob(ref_path, base, self.where(holder, index), f"prompts[{index}]")
         if len(paths) > 1:
@@ -135,18 +128,20 @@ class PromptReader(SourceReader):
                 out.append(entry)
         return out
 
-    def prompt_function(self, ref_path: str, function: str | None, base: Path, holder: list[Any], index: int, label: str | None) -> dict[str, Any]:
-        """A JavaScript or TypeScript prompt function: called for each row (`run.prompt_functions`)."""
-        path = files.resolve(ref_path, base)
-        loc = self.where(holder, index)
-        if not path.is_file():
-            raise files.missing_file_error(files.not_a_file(path), loc, f"prompts[{index}]")
+    def function_prompt(self, ref_path: str, function: str | None, base: Path, holder: list[Any], index: int, label: str | None) -> list[dict[str, Any]]:
+        """A prompt function (`file://prompts.py:fn`, `file://prompts.js:fn`), or a whole file (a
+        Python script, a JavaScript default export), as promptfoo labels them; they run per row
+        (`run.prompt_functions`)."""
+        path = files.expand_glob(ref_path, base, self.where(holder, index), f"prompts[{index}]")[0]
+        source = files.read_text(path)
         rel = os.path.relpath(path, base).replace(os.sep, "/")
-        named = f"{ref_path}:{function}" if function else ref_path
-        entry = {"raw": f"file://{named}", "label": label or named, "key": f"label:{label}" if label else f"file:{rel}" + (f":{function}" if function else ""), "function": f"{path}:{function or ''}"}
+        shown = label or (f"{rel}:{function}" if function else rel if node.is_script(path) else f"{rel}: {source}")
+        key = f"label:{label}" if label else f"file:{rel}" + (f":{function}" if function else "")
+        entry = {"raw": source, "label": shown, "key": key, "function": f"{path}:{function}" if function else str(path)}
+        loc = self.where(holder, index)
         if loc is not None:
             self.sources.register(entry, loc.file, loc.line, dict.fromkeys(entry, loc.line))
-        return entry
+        return [entry]
 
     def prompt_texts(self, path: Path) -> list[tuple[str, int]]:
         """The prompts one file holds, each with the line it starts on."""

@@ -159,6 +159,9 @@ class Baseline(BaseModel):
     runs: int = 1
     """How many runs were folded into it (several runs of main tell the baseline's own noise)."""
     tests: dict[str, BaselineTest] = Field(default_factory=dict)
+    measured: str | None = Field(default=None, exclude=True)
+    """For a base evaluated in this job (`--baseline run:REF`): which commit, e.g. "the merge base
+    1a2b3c4d5e6f of origin/main"; never stored."""
 
 
 def _mean_and_spread(values: list[float]) -> tuple[float, float]:

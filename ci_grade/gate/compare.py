@@ -22,6 +22,7 @@ from ci_grade.gate.per_test import classify, confirmation, judge_reproducible, j
 from ci_grade.gate.suite import Pair, measures, weighted_mean
 from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.results.summary import RowSummary, summaries_of
+from ci_grade.results.traces import trajectory_steps
 
 MIN_SHARED = 0.5
 """A baseline must share at least this share of the tests of the smaller side (the run or the
@@ -88,6 +89,7 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
         policy=policy,
         head_info=run.info,
         base_info=baseline.info,
+        base_measured=baseline.measured,
         tests=cases,
         mean_score=mean,
         pass_rate=rate,
@@ -265,7 +267,7 @@ def _detailed(case: CaseDelta, run: EvalRun, rows: list[_Positioned]) -> CaseDel
     case.location = f"{location.file}:{location.line}" if location and location.line else location.file if location else None
     reasons = _failure_reasons(whole)
     for key, delta in zip(_keys(case), case.assertions, strict=False):
-        delta.reason = reasons.get(key, "")
+        delta.reason, delta.steps = reasons.get(key, ("", []))
     return case
 
 
@@ -291,9 +293,10 @@ def _keyed(test: BaselineTest) -> dict[tuple[str, int], BaselineAssertion]:
     return keyed
 
 
-def _failure_reasons(rows: list[TestResult]) -> dict[tuple[str, int], str]:
-    """The grader's reason for each failing flattened assertion, from the first row it fails in."""
-    reasons: dict[tuple[str, int], str] = {}
+def _failure_reasons(rows: list[TestResult]) -> dict[tuple[str, int], tuple[str, list[str]]]:
+    """The grader's reason for each failing flattened assertion, from the first row it fails in,
+    with the agent's steps when it is a trajectory check."""
+    reasons: dict[tuple[str, int], tuple[str, list[str]]] = {}
     for row in rows:
         if row.status == "error":
             continue
@@ -303,7 +306,7 @@ def _failure_reasons(rows: list[TestResult]) -> dict[tuple[str, int], str]:
                 key = f"{item.type}\x1f{item.metric or ''}"
                 seen[key] = seen.get(key, -1) + 1
                 if item.status != "pass" and (key, seen[key]) not in reasons:
-                    reasons[(key, seen[key])] = item.reason
+                    reasons[(key, seen[key])] = (item.reason, trajectory_steps(item.metadata))
     return reasons
 
 

@@ -44,6 +44,8 @@ class AssertionDelta(BaseModel):
     base_passed: bool | None = None
     head_passed: bool | None = None
     reason: str = ""
+    steps: list[str] = Field(default_factory=list)
+    """A failing trajectory check's agent steps (`type:name args`), for reports."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -214,6 +216,8 @@ class Comparison(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     head_info: RunInfo = Field(default_factory=RunInfo)
     base_info: RunInfo | None = None
+    base_measured: str | None = None
+    """Set when the baseline was evaluated in this job (`--baseline run:REF`): which commit."""
     tests: list[CaseDelta] = Field(default_factory=list)
     mean_score: MetricDelta = Field(default_factory=lambda: MetricDelta(name="mean score"))
     pass_rate: MetricDelta = Field(default_factory=lambda: MetricDelta(name="pass rate"))

@@ -1,5 +1,6 @@
 """Reading and writing baselines: a baseline file, any results JSON (ci-grade's or promptfoo's own),
-or `git:REF:PATH` (e.g. the base branch's committed baseline)."""
+or `git:REF:PATH` (e.g. the base branch's committed baseline). `run:REF`, the base evaluated in
+the same job, is `ci_grade.base_run`'s."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run
 from ci_grade.safe_text import json_dumps
 
 GIT_PREFIX = "git:"
+RUN_SOURCE = "run"
+
+
+def names_a_run(source: str | None) -> bool:
+    """Whether a baseline source asks for the base to be evaluated in this job (`run`, `run:REF`)."""
+    return source is not None and (source == RUN_SOURCE or source.startswith(RUN_SOURCE + ":"))
 
 
 def save_baseline(baseline: Baseline, path: Path) -> None:
@@ -41,6 +48,8 @@ def _relative(name: str) -> str:
 
 def load_baseline(source: str, cwd: Path) -> Baseline | None:
     """A baseline from a file, a results JSON or `git:REF:PATH`; None when it does not exist."""
+    if names_a_run(source):
+        raise UsageError(f"baseline {source} evaluates the base in the same job: only `ci-grade eval` and the action's eval take it (not `compare`, `merge` or a merge job)")
     text = _read_source(source, cwd)
     return None if text is None else parse_baseline(text, source)
 
@@ -93,7 +102,7 @@ def baseline_from_sources(sources: list[str], cwd: Path) -> Baseline:
         try:
             runs.append(from_promptfoo(data))
         except (ValueError, TypeError, OverflowError, ValidationError) as exc:
-            raise ConfigError(f"unreadable results file: {_first_line(exc)}", file=source) from None
+            raise ConfigError(f"unreadable results file: {first_line(exc)}", file=source) from None
     hashes = {run.info.config_hash for run in runs if run.info.config_hash}
     if len(hashes) > 1:
         named = ", ".join(f"{source} ({run.info.config_hash or 'unknown'})" for source, run in zip(sources, runs, strict=True))
@@ -137,7 +146,7 @@ def parse_baseline(text: str, source: str) -> Baseline:
         try:
             return check_finite(baseline_from_run(from_promptfoo(data)), source)
         except (ValueError, TypeError, OverflowError, ValidationError) as exc:
-            raise ConfigError(f"unreadable results file: {_first_line(exc)}", file=source) from None
+            raise ConfigError(f"unreadable results file: {first_line(exc)}", file=source) from None
     raise ConfigError("neither a ci-grade baseline (version, tests) nor a results file (results.results[])", file=source)
 
 
@@ -155,15 +164,15 @@ def _baseline_from_data(data: dict[str, Any], source: str) -> Baseline:
         raise ConfigError(f"invalid baseline: {error['msg']}", file=source, path=where) from None
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def git(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
-        raise InfrastructureError("cannot read a git: baseline: git is not installed") from None
+        raise InfrastructureError("git is not installed: a git: or run: baseline needs it") from None
     except (OSError, subprocess.SubprocessError) as exc:
         raise InfrastructureError(f"git failed: {exc}") from None
 
@@ -173,14 +182,14 @@ def _git_file(source: str, cwd: Path) -> str | None:
     ref, sep, path = source[len(GIT_PREFIX):].partition(":")
     if not sep or not ref or not path:
         raise UsageError(f"invalid baseline source {source!r}: expected git:REF:PATH, e.g. git:origin/main:.ci-grade/baseline.json")
-    inside = _git(["rev-parse", "--is-inside-work-tree"], cwd)
+    inside = git(["rev-parse", "--is-inside-work-tree"], cwd)
     if inside.returncode != 0:
-        raise InfrastructureError(f"cannot read {source}: {Path(cwd)} is not in a git repository ({_first_line(Exception(inside.stderr))})")
-    if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
+        raise InfrastructureError(f"cannot read {source}: {Path(cwd)} is not in a git repository ({first_line(Exception(inside.stderr))})")
+    if git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
         return None
-    if _git(["cat-file", "-e", f"{ref}:{path}"], cwd).returncode != 0:
+    if git(["cat-file", "-e", f"{ref}:{path}"], cwd).returncode != 0:
         return None
-    shown = _git(["show", f"{ref}:{path}"], cwd)
+    shown = git(["show", f"{ref}:{path}"], cwd)
     if shown.returncode != 0:
-        raise InfrastructureError(f"git show {ref}:{path} failed: {_first_line(Exception(shown.stderr))}")
+        raise InfrastructureError(f"git show {ref}:{path} failed: {first_line(Exception(shown.stderr))}")
     return shown.stdout

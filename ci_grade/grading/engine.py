@@ -27,6 +27,7 @@ from ci_grade.js_values import js_fixed
 from ci_grade.providers.base import ProviderResponse
 from ci_grade.results.models import AssertionResult, Status, TestResult
 from ci_grade.results.named_metrics import assertion_totals
+from ci_grade.results.traces import Trace
 from ci_grade.results.usage import TokenUsage
 from ci_grade.templating import nunjucks
 from ci_grade.templating.nunjucks import js_string
@@ -45,6 +46,9 @@ class GradingInput:
     prompt_label: str
     response: ProviderResponse
     provider: ProviderSpec | None = None
+    trace: Trace | None = None
+    traceparent: str | None = None
+    """A trace context for the row's grader calls (see `tracing.session`)."""
 
 
 @dataclass
@@ -240,6 +244,8 @@ async def build_context(assertion: Assertion, inp: GradingInput, output: Any, ru
         provider=inp.provider,
         provider_output=inp.response.output,
         default_threshold=spec.default_threshold if spec else None,
+        trace=inp.trace,
+        traceparent=inp.traceparent,
     )
 
 

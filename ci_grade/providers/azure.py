@@ -18,13 +18,12 @@ from typing import Any, ClassVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider, ProviderResponse
+from ci_grade.providers.http_clients import sdk, sdk_http_client
 from ci_grade.providers.openai import (
     OpenAIChatProvider,
     OpenAIEmbeddingProvider,
     OpenAIProvider,
-    sdk_http_client,
 )
-from ci_grade.providers.openai_sdk import sdk
 from ci_grade.providers.pricing import estimate_cost, price_of
 from ci_grade.results.usage import TokenUsage
 
@@ -78,7 +77,7 @@ class AzureClientMixin:
                 api_version=self.api_version(),
                 max_retries=0,
                 timeout=self._timeout,
-                http_client=sdk_http_client(self.spec.config),
+                http_client=sdk_http_client(self._timeout),
                 default_headers=self.extra_headers(),
             )
         return self._client

@@ -88,6 +88,18 @@ class CallContext:
     prompt_raw: str = ""
     response_schema: dict[str, Any] | None = None
     response_schema_name: str = "verdict"
+    traceparent: str | None = None
+    """The row's W3C trace context when tracing is on (Python and exec providers get it in their
+    context, the HTTP provider as a `traceparent` header), with the ids promptfoo passes beside it."""
+    evaluation_id: str | None = None
+    test_case_id: str | None = None
+
+    def trace_fields(self) -> dict[str, str]:
+        """`traceparent`, `evaluationId` and `testCaseId` for a script's context (none without tracing)."""
+        if not self.traceparent:
+            return {}
+        fields = {"traceparent": self.traceparent, "evaluationId": self.evaluation_id, "testCaseId": self.test_case_id}
+        return {key: value for key, value in fields.items() if value is not None}
 
 
 class Provider:
@@ -311,11 +323,13 @@ def parse_chat_messages(prompt: str) -> list[dict[str, Any]]:
         if _is_messages(data):
             return cast(list[dict[str, Any]], data)
     elif stripped.startswith("- role:"):
+        import yaml
+
         from ci_grade.config.yaml12 import loads
 
         try:
             data = loads(stripped)
-        except Exception:
+        except yaml.YAMLError:  # not YAML after all: the prompt is one user message
             data = None
         if _is_messages(data):
             return cast(list[dict[str, Any]], data)

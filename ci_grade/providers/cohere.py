@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, Provider, ProviderResponse
-from ci_grade.providers.http1 import client_options
+from ci_grade.providers.http_clients import api_http_client
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
     Liveness,
@@ -96,12 +96,10 @@ class CohereProvider(Provider):
         if self._client is None:
             try:
                 import cohere
-                import httpx
             except ImportError:
                 raise ProviderError(MISSING_SDK) from None
-            limits = httpx.Limits(max_connections=self.limiter.ceiling, max_keepalive_connections=self.limiter.ceiling)
-            headers = {str(k): str(v) for k, v in (self.spec.config.get("headers") or {}).items()}
-            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, headers=headers, **client_options(httpx))
+            self._http = api_http_client(self._timeout, int(self.limiter.ceiling))
+            self._http.headers.update({str(k): str(v) for k, v in (self.spec.config.get("headers") or {}).items()})
             self._client = cohere.AsyncClient(
                 api_key=self.api_key(),
                 base_url=self.base_url(),

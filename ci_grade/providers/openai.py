@@ -1,8 +1,6 @@
 """OpenAI through the official SDK: chat, Responses API, embeddings and moderation.
 
-The SDK's HTTP client runs on `http1.Http1Transport` (far less CPU per call than its default)
-unless a proxy is configured; its `AsyncOpenAI` builds repeated requests by copying
-(`openai_client`).
+The SDK's `AsyncOpenAI` runs on its documented aiohttp client (`http_clients.sdk_http_client`).
 
 Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
 `openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
@@ -29,7 +27,7 @@ from ci_grade.providers.base import (
     ProviderResponse,
     parse_chat_messages,
 )
-from ci_grade.providers.http1 import client_options
+from ci_grade.providers.http_clients import failure, sdk, sdk_http_client
 from ci_grade.providers.openai_defaults import chat_defaults, responses_defaults
 from ci_grade.providers.openai_replies import (
     completion_body,
@@ -41,7 +39,6 @@ from ci_grade.providers.openai_replies import (
     with_moderation_results,
     with_output,
 )
-from ci_grade.providers.openai_sdk import sdk
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
@@ -81,18 +78,6 @@ CHAT_OPTIONS = (
     "store",
     "verbosity",
 )
-
-
-def sdk_http_client(config: Mapping[str, Any]) -> Any:
-    """The SDK's own HTTP client with its defaults, on the lean HTTP/1.1 transport (`http1`),
-    keeping no cookies: as promptfoo's fetch, none the API sets (OpenAI's edge sets one on every
-    reply) is sent back, and requests stay copies of one another (`openai_client`)."""
-    from http.cookiejar import CookieJar, DefaultCookiePolicy
-
-    import httpx2
-
-    jar = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
-    return sdk().DefaultAsyncHttpxClient(timeout=call_timeout(config), cookies=jar, **client_options(httpx2))
 
 
 def _finish_reason(value: str | None) -> str | None:
@@ -146,15 +131,13 @@ class OpenAIProvider(Provider):
 
     def client(self) -> Any:
         if self._client is None:
-            from ci_grade.providers.openai_client import client_class
-
-            self._client = client_class()(
+            self._client = sdk().AsyncOpenAI(
                 api_key=self.api_key(),
                 base_url=self.base_url(),
                 organization=self.spec.config.get("organization") or self.env_value("OPENAI_ORGANIZATION", "OPENAI_ORG_ID"),
                 max_retries=0,
                 timeout=self._timeout,
-                http_client=sdk_http_client(self.spec.config),
+                http_client=sdk_http_client(self._timeout),
                 default_headers=self.extra_headers(),
             )
         return self._client
@@ -182,12 +165,13 @@ class OpenAIProvider(Provider):
                     wait = rate_limit_wait(headers, message) if exc.status_code == 429 else retry_after_seconds(headers)
                     raise TransientError(message, wait, status=exc.status_code) from None
                 raise ProviderError(message) from None
-            except openai.APITimeoutError as exc:
-                raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None
-            except openai.APIConnectionError as exc:
+            except openai.APIConnectionError as exc:  # APITimeoutError included
                 if refused := trust_failure(exc):
                     raise ProviderError(refused) from None
-                raise TransientError(f"{type(exc).__name__}: {exc}") from None
+                failed = failure(exc, timeout=isinstance(exc, openai.APITimeoutError))
+                if failed is None:
+                    raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None
+                raise TransientError(f"{type(exc).__name__}: {exc}" if failed is exc else f"connection failed: {type(failed).__name__}: {failed}") from None
             except (ValueError, TypeError, AttributeError) as exc:  # the SDK could not decode or read the body
                 self.liveness.answered()
                 raise TransientError(f"API returned a malformed body: {type(exc).__name__}: {exc}") from None

@@ -1,11 +1,11 @@
-"""Prompt functions: a file's function makes each row's prompt, as promptfoo's `renderPrompt` calls it.
+"""Prompt functions, called per row as promptfoo calls them.
 
-`prompts: [file://prompts.js:fn]` calls `fn({vars, provider: {id, label}, config})` (the prompt's
-`config`, else `{}`) for every row, in a worker for the file's language (`workers.dispatch`). It
-returns the prompt: text, or an object or array (chat messages), sent as JSON, or
-`{prompt, config}` whose `prompt` is either. The prompt is then rendered as a template with the
-row's variables, as promptfoo renders it. A function that throws or returns anything else is
-that row's ERROR.
+`file://prompts.py:fn` calls `fn(context)` and a whole `file://prompt.py` runs as a program with
+the context as JSON in `sys.argv[1]` (its printed text is the prompt); the context is
+`{vars, provider: {id, label}}`. `file://prompts.js:fn` (the default export without `:fn`; also
+.mjs, .cjs, .ts) runs in Node.js with `{vars, provider: {id, label}, config}`, the prompt's config. A function returns the prompt text, chat messages (sent as
+JSON), or `{prompt, config}` whose `config` is laid over the provider's config for that call.
+The template it returns is then rendered with the row's variables, as any other.
 """
 
 from __future__ import annotations
@@ -14,30 +14,33 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ci_grade.config import files
+from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ScriptError
-from ci_grade.plan.build import PlannedRow
-from ci_grade.workers import dispatch
-
-PYTHON_DEFAULT = "get_prompt"
+from ci_grade.js_values import js_json
+from ci_grade.workers import calls, node
 
 
-async def template(row: PlannedRow, base_dir: Path) -> str:
-    """The template the row's prompt function returns (its test's prefix and suffix around it)."""
-    assert row.prompt.function is not None
-    file, _, function = row.prompt.function.rpartition(":")
-    context = {"vars": row.vars, "provider": {"id": row.provider.id, "label": row.provider.label}, "config": row.prompt.config or {}}
-    result = await dispatch.call_file(Path(file), function or None, [context], python_default=PYTHON_DEFAULT, base_dir=base_dir)
-    options = row.test.options
-    return (options.prefix or "") + _text(result) + (options.suffix or "")
-
-
-def _text(result: Any) -> str:
-    if isinstance(result, dict) and "prompt" in result:
-        result = result["prompt"]
-        if isinstance(result, str):
-            return result
-    if isinstance(result, str):
-        return result
-    if isinstance(result, dict | list):
-        return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    raise ScriptError(f"a prompt function must return text or an object, got {'null' if result is None else type(result).__name__}")
+async def template(function: str, variables: dict[str, Any], provider: ProviderSpec, base_dir: Path, config: dict[str, Any] | None = None) -> tuple[str, dict[str, Any] | None]:
+    """The prompt template `function` makes for a row, and the provider config it asks for
+    (`config` is the prompt's, which a JavaScript function gets, as in promptfoo)."""
+    context: dict[str, Any] = {"vars": variables, "provider": {"id": provider.id, "label": provider.label}}
+    path_text, name = files.split_function(function)
+    path = Path(path_text)
+    if node.is_script(path):
+        value = await node.call_file(path, name, [{**context, "config": config or {}}])
+        name = name or "the default export"
+    elif name is None:
+        return await calls.call_script(path, [json.dumps(context, ensure_ascii=False)], base_dir=base_dir), None
+    else:
+        value = await calls.call_file(path, name, [context], base_dir=base_dir)
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, dict) and "prompt" in value:
+        prompt, config = value["prompt"], value.get("config")
+        if config is not None and not isinstance(config, dict):
+            raise ScriptError(f"{name}() returned a config that is not a mapping: {type(config).__name__}")
+        return (prompt if isinstance(prompt, str) else js_json(prompt)), config or None
+    if isinstance(value, dict | list):
+        return js_json(value), None
+    raise ScriptError(f"{name}() must return text, chat messages or {{prompt, config}}, got {type(value).__name__}")

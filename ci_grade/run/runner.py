@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -22,6 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from ci_grade.config.models import TestCase
 from ci_grade.errors import ScriptError, TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
@@ -35,14 +39,18 @@ from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.limiter import ADAPTIVE_CEILING, Limiter
 from ci_grade.providers.registry import ProviderPool
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
+from ci_grade.results.promptfoo import row_to_promptfoo
 from ci_grade.results.spool import RowSpool
 from ci_grade.results.summary import summarize
 from ci_grade.results.usage import TokenUsage
 from ci_grade.run import collect, prompt_functions, row_vars
 from ci_grade.run.conversation import Conversations, template_of
+from ci_grade.run.hooks import Hooks
 from ci_grade.run.stop import Stop
 from ci_grade.run.window import RowWindow, window_size
 from ci_grade.templating import nunjucks
+from ci_grade.tracing import sanitize
+from ci_grade.tracing.session import TraceContext, Tracing
 
 Progress = Callable[[TestResult, int, int], None]
 _UNORDERED: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
@@ -66,9 +74,13 @@ class RunOptions:
     stop: Stop = field(default_factory=Stop)
     budget: Budget | None = None
     """The run's spending limit (`--max-cost`): rows whose calls it refuses are recorded as not run."""
+    hooks: Hooks | None = None
+    """The config's extension hooks (beforeEach and afterEach run per row)."""
     release_rows: bool = False
     """The run takes the plan's rows (`plan.rows` is emptied) and lets each go once it is stored,
     so a test's models are freed as its rows end (for a caller that reads no row after the run)."""
+    tracing: Tracing | None = None
+    """The run's tracing (started by the caller): each row gets a trace context and its spans."""
 
 
 @dataclass
@@ -164,10 +176,10 @@ def _row_of(outcome: _Row | BaseException | None, planned: PlannedRow, stop: Sto
 async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, options: RunOptions, conversations: Conversations) -> _Row:
     timeout_ms = options.timeout_ms
     if not timeout_ms:
-        return await _run_row(planned, pool, run, conversations, options.delay_ms)
+        return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing, options.hooks)
     try:
         async with asyncio.timeout(timeout_ms / 1000):
-            return await _run_row(planned, pool, run, conversations, options.delay_ms)
+            return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing, options.hooks)
     except TimeoutError:
         result = _base_result(planned, planned.prompt.raw)
         result.status, result.error = "error", f"test timed out after {timeout_ms} ms"
@@ -175,26 +187,73 @@ async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: Ru
         return _Row(planned, result)
 
 
-async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int) -> _Row:
+async def _run_row(
+    planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, tracing: Tracing | None = None, hooks: Hooks | None = None,
+) -> _Row:
+    if not hooks:
+        return await _run_row_unhooked(planned, pool, run, conversations, delay_ms, tracing)
+    try:
+        context = await hooks.run("beforeEach", {"test": _test_data(planned.test)})
+        if context["test"] != _test_data(planned.test):
+            test = TestCase.model_validate(context["test"])
+            planned = dataclasses.replace(planned, test=test, vars=test.vars or {}, shown_vars=None)
+    except (ScriptError, ValidationError) as exc:
+        return _error_row(planned, planned.prompt.raw, f"beforeEach: {exc}")
+    row = await _run_row_unhooked(planned, pool, run, conversations, delay_ms, tracing)
+    try:
+        await hooks.run("afterEach", {"test": _test_data(planned.test), "result": row_to_promptfoo(row.result)})
+    except ScriptError as exc:
+        _fail_row(planned, row.result, f"afterEach: {exc}")
+    return row
+
+
+def _test_data(test: TestCase) -> dict[str, Any]:
+    return test.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+
+
+async def _run_row_unhooked(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, tracing: Tracing | None) -> _Row:
+    if tracing is None:
+        return await _run_traced_row(planned, pool, run, conversations, delay_ms, None)
+    trace = tracing.open(_test_case_id(planned))
+    try:
+        return await _run_traced_row(planned, pool, run, conversations, delay_ms, (tracing, trace))
+    finally:
+        tracing.store.close(trace.trace_id)
+
+
+def _test_case_id(planned: PlannedRow) -> str:
+    """promptfoo's: the test's `metadata.testCaseId`, else `<test index>-<prompt column>`."""
+    metadata = planned.test.metadata if isinstance(planned.test.metadata, dict) else {}
+    given = metadata.get("testCaseId")
+    return str(given) if given else f"{planned.test_index}-{planned.column_index if planned.column_index is not None else planned.prompt_index}"
+
+
+async def _run_traced_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, traced: tuple[Tracing, TraceContext] | None) -> _Row:
     template = template_of(planned)
     try:
         planned = await row_vars.prepare(planned, template, run.base_dir, conversations)
     except ScriptError as exc:
         return _error_row(planned, template, str(exc))
-    if planned.prompt.function is not None:
+    test = planned.test
+    prompt_config = None
+    if planned.prompt.function:
         try:
-            template = await prompt_functions.template(planned, run.base_dir)
+            template, prompt_config = await prompt_functions.template(planned.prompt.function, planned.vars, planned.provider, run.base_dir, planned.prompt.config)
         except ScriptError as exc:
             return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
-    test = planned.test
     try:
         prompt = nunjucks.render_prompt(template, planned.vars, run.env_overrides)
     except TemplateError as exc:
         return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     result = _base_result(planned, prompt)
     try:
-        response = await _respond(planned, prompt, pool, delay_ms)
+        response = await _respond(planned, prompt, pool, delay_ms, prompt_config, traced[1] if traced else None)
         conversations.record(planned, prompt, response)
+        trace = None
+        if traced is not None:
+            tracing, row_trace = traced
+            trace = await tracing.collect(row_trace, wait=not response.error and registry.uses_trace(test.assert_ or []))
+            result.trace = sanitize.for_results(trace)
         result.latency_ms = response.latency_ms
         result.cached = response.cached
         result.finish_reason = response.finish_reason
@@ -210,7 +269,10 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
             context = {"vars": planned.vars, "prompt": {"label": planned.prompt.label, "raw": prompt}, "metadata": response.metadata}
             response.output = await apply_transform(planned.provider.transform, response.output, context, run.base_dir)
             result.output = response.output
-        grading_input = engine.GradingInput(test, conversations.graded_variables(planned), prompt, planned.prompt.label, response, planned.provider)
+        grading_input = engine.GradingInput(
+            test, conversations.graded_variables(planned), prompt, planned.prompt.label, response, planned.provider,
+            trace=trace, traceparent=traced[1].child() if traced else None,
+        )
         graded = await engine.grade(grading_input, run)
     except TransformError as exc:
         return _fail_row(planned, result, f"provider transform failed: {exc}")
@@ -230,7 +292,10 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
     return _Row(planned, result, grading_input, graded.output)
 
 
-async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int) -> ProviderResponse:
+async def _respond(
+    planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int, prompt_config: dict[str, Any] | None = None, trace: TraceContext | None = None,
+) -> ProviderResponse:
+    """The provider's answer; `prompt_config` (from a prompt function) is laid over its config."""
     test = planned.test
     if test.providerOutput is not None:
         return ProviderResponse(output=test.providerOutput, token_usage=TokenUsage(), cost=0.0)
@@ -239,8 +304,12 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_m
         from ci_grade.providers.registry import as_spec
 
         spec = as_spec(test.provider)
+    if prompt_config:
+        spec = spec.model_copy(update={"config": {**spec.config, **prompt_config}})
     provider = pool.get(spec)
     context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw)
+    if trace is not None:
+        context.traceparent, context.evaluation_id, context.test_case_id = trace.traceparent, trace.evaluation_id, trace.test_case_id
     response = await provider.call(prompt, context)
     delay = spec.delay if spec.delay is not None else delay_ms  # promptfoo's: the provider's own first
     if delay and not response.cached:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from ci_grade.providers.openai_sdk import sdk
+from ci_grade.providers.http_clients import sdk
 from tests.conftest import run_cli, write
 from tests.github_helpers import parse_outputs
 from tests.runner_env import TOKEN, model_env, runner_env

@@ -48,11 +48,28 @@ FAULT_KINDS = ("429", "500", "503", "timeout", "reset", "malformed", "empty")
 _RAW = "\u0000raw-reply\u0000"  # stands for a bytes reply in the JSON body until it is encoded
 
 
+class Headers(dict[str, str]):
+    """A request's headers, read by name in any case (HTTP names are case-insensitive, and
+    clients differ: httpx on aiohttp sends them lowercased, as node's fetch does)."""
+
+    def __init__(self, pairs: Any = ()):
+        super().__init__((str(name).lower(), value) for name, value in dict(pairs).items())
+
+    def __getitem__(self, name: str) -> str:
+        return super().__getitem__(name.lower())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and super().__contains__(name.lower())
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(name.lower(), default)
+
+
 @dataclass
 class Recorded:
     method: str
     path: str
-    headers: dict[str, str]
+    headers: Headers
     body: bytes
     json: Any
 
@@ -264,8 +281,8 @@ class LLMServer:
                 request_line, *header_lines = head.decode("latin-1").split("\r\n")
                 method, target, _version = request_line.split(" ", 2)
                 headers = dict(line.split(":", 1) for line in header_lines if ":" in line)
-                headers = {k.strip(): v.strip() for k, v in headers.items()}
-                lowered = {k.lower(): v for k, v in headers.items()}
+                headers = Headers({k.strip(): v.strip() for k, v in headers.items()})
+                lowered = headers
                 if lowered.get("transfer-encoding", "").lower() == "chunked":
                     body = await _read_chunked(reader)
                 else:
