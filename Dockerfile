@@ -7,7 +7,7 @@
 
 # Build stage: wheels for ci-grade, its provider SDK extras and their pinned dependencies
 # (docker/constraints.txt).
-FROM python:3.11-slim AS build
+FROM python:3.11-slim-trixie AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_CONSTRAINT=/src/docker/constraints.txt
@@ -17,19 +17,21 @@ COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
 RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,xlsx]'
 
-# Runtime stage: only the installed package, git (for git:REF:PATH baselines), ruby (for `ruby`
-# assertions) and tini (PID 1).
-FROM python:3.11-slim
+# Runtime stage: only the installed package, git (for git:REF:PATH baselines), tini (PID 1),
+# ruby (for `ruby` assertions) and Node.js (for JavaScript file providers, prompt functions,
+# generators and assertion files).
+FROM python:3.11-slim-trixie
 ARG DEBIAN_FRONTEND=noninteractive
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
-# git's and tini's versions follow the Debian release of the base image; the workspace belongs
-# to another user than the container's, so git must be told it is safe.
+# git's, tini's and Node.js's versions follow the Debian release of the base image (Debian 13,
+# trixie, whose Node.js is the LTS 20: Debian 12's 18 is too old for ci-grade); the workspace
+# belongs to another user than the container's, so git must be told it is safe.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git tini ruby \
+    && apt-get install -y --no-install-recommends git tini ruby nodejs \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels

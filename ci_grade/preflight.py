@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,10 +27,12 @@ from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
 from ci_grade.grading.graders import is_kind_map
+from ci_grade.preflight_node import NodeNeeds
 from ci_grade.providers import unavailable
 from ci_grade.providers.registry import file_provider_path
 from ci_grade.providers.registry import is_known as provider_is_known
 from ci_grade.templating import nunjucks
+from ci_grade.workers import node
 
 
 def check(loaded: LoadedConfig) -> list[str]:
@@ -39,6 +42,7 @@ def check(loaded: LoadedConfig) -> list[str]:
     registry.load_all()
     sources = loaded.sources
     warnings: list[str] = []
+    needs = NodeNeeds()
     raw_providers = _list(loaded.raw.get("providers"))
     for spec_index, spec in enumerate(loaded.config.providers):
         raw = _item(raw_providers, spec_index)
@@ -46,7 +50,9 @@ def check(loaded: LoadedConfig) -> list[str]:
         _check_known(spec.id, loc, f"providers[{spec_index}]")
         _check_python_provider(spec.id, loaded, loc, f"providers[{spec_index}]")
         script = file_provider_path(spec.id)
-        if script is not None and not script.endswith(".py"):
+        if script is not None and node.is_script(script):
+            needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")
+        elif script is not None and not script.endswith(".py"):
             why = unavailable.reason(script)
             warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
         if spec.prompts is not None and not any(p.allowed_by(spec.prompts) for p in loaded.config.prompts):
@@ -57,6 +63,9 @@ def check(loaded: LoadedConfig) -> list[str]:
             )
     raw_prompts = _list(loaded.raw.get("prompts"))
     for index, prompt in enumerate(loaded.config.prompts):
+        if prompt.function and node.is_script(files.split_function(prompt.function)[0]):
+            needs.add(f"prompt function {prompt.label!r}", Path(files.split_function(prompt.function)[0]), sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
+            continue
         if prompt.function:
             _check_python_file(f"file://{prompt.function}", loaded, sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
             continue
@@ -83,7 +92,24 @@ def check(loaded: LoadedConfig) -> list[str]:
             raw_list = _list(raw_scenario.get(kind)) if isinstance(raw_scenario, dict) else []
             for t_index, test in enumerate(tests):
                 _check_test(test, _item(raw_list, t_index), loaded, f"scenarios[{s_index}].{kind}[{t_index}]", warnings)
+    _javascript_assertion_files(loaded, needs)
+    needs.check()
     return warnings + _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources) + _command_line_warnings(loaded)
+
+
+def _javascript_assertion_files(loaded: LoadedConfig, needs: NodeNeeds) -> None:
+    """`javascript` assertions whose value is a file (run in Node.js, as promptfoo runs them)."""
+    raw_tests = _items(loaded.raw.get("tests"))
+    tests = [(f"tests[{i}]", test, raw_tests[i] if i < len(raw_tests) else None) for i, test in enumerate(loaded.config.tests)]
+    if loaded.config.defaultTest is not None:
+        tests.append(("defaultTest", loaded.config.defaultTest, loaded.raw.get("defaultTest")))
+    tests += [(f"scenarios[{s}]", test, None) for s, scenario in enumerate(loaded.config.scenarios or []) for test in [*scenario.config, *scenario.tests]]
+    for where, test, raw_test in tests:
+        for assertion, raw in _assertion_pairs(test.assert_ or [], raw_test.get("assert") if isinstance(raw_test, dict) else None):
+            value = assertion.value
+            if assertion.base_type == "javascript" and isinstance(value, str) and value.startswith("file://"):
+                loc = loaded.sources.location(raw, "value") if isinstance(raw, dict) else None
+                needs.add(f"javascript assertion {value!r}", files.resolve(files.split_function(value)[0], loaded.base_dir), loc, f"{where}.assert")
 
 
 def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str, warnings: list[str]) -> None:

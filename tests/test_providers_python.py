@@ -125,14 +125,14 @@ def test_missing_file_and_import_failure(folder: Path) -> None:
     assert broken.error == "importing broken.py failed: RuntimeError: no credentials configured (broken.py:2 in <module>)"
 
 
-def test_non_python_file_providers_fail_every_call_with_the_reason() -> None:
+def test_ruby_and_go_file_providers_fail_every_call_with_the_reason() -> None:
     # Each call is an error naming the provider (this used to be UnknownProviderError when the provider was made).
-    response = call("file://provider.js", "x")
+    response = call("file://bot.rb", "x")
     assert response.error == (
-        "file://provider.js: JavaScript file providers cannot run in ci-grade (only Python file providers can); "
-        "serve it over http: or port it to Python"
+        "file://bot.rb: Ruby file providers cannot run in ci-grade (Python, JavaScript and TypeScript file providers can); "
+        "serve it over http: or port it to Python or JavaScript"
     )
-    assert "Ruby file providers" in (call("file://bot.rb", "x").error or "")
+    assert "Go file providers" in (call("file://main.go", "x").error or "")
 
 
 def test_eval_resolves_against_the_config_folder_and_errors_stay_per_row(tmp_path: Path) -> None:

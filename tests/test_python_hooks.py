@@ -71,8 +71,8 @@ def test_a_failing_hook_is_an_error_row_and_a_missing_one_exits_2(tmp_path: Path
     assert rows[0]["error"].startswith("beforeEach: extension hook beforeEach failed for file://hooks.py:beforeEach: RuntimeError: hook broke")
     result, _ = eval_config(tmp_path, "prompts: [x]\nproviders: [echo]\nextensions: [file://nope.py:hook]\n")
     assert result.code == 2 and "promptfooconfig.yaml:3 extensions[0]: file not found: nope.py" in result.err
-    result, _ = eval_config(tmp_path, "prompts: [x]\nproviders: [echo]\nextensions: [file://hooks.js:hook]\n")
-    assert result.code == 2 and "ci-grade runs Python extension hooks" in result.err
+    result, _ = eval_config(tmp_path, "prompts: [x]\nproviders: [echo]\nextensions: [file://hooks.rb:hook]\n")
+    assert result.code == 2 and "ci-grade runs Python and JavaScript extension hooks" in result.err
 
 
 def test_transform_vars_from_a_python_file(tmp_path: Path) -> None:

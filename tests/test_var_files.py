@@ -168,8 +168,8 @@ def test_results_record_a_loader_variable_as_written_while_the_row_uses_its_outp
     assert row["testCase"]["vars"] == {"items": "file://vars.py:listing"}
 
 
-def test_javascript_file_provider_rows_are_errors_and_the_rest_of_the_config_runs(tmp_path: Path) -> None:
-    write(tmp_path / "provider.js", "module.exports = class { id() { return 'js'; } async callApi() { return { output: 'hi' }; } };\n")
+def test_javascript_file_provider_runs_next_to_the_others(tmp_path: Path) -> None:
+    write(tmp_path / "provider.js", "module.exports = class { id() { return 'js'; } async callApi(prompt) { return { output: `js: ${prompt}` }; } };\n")
     code, data = run(
         tmp_path,
         """
@@ -185,21 +185,12 @@ def test_javascript_file_provider_rows_are_errors_and_the_rest_of_the_config_run
             assert: [{type: contains, value: Bo}]
         """,
     )
-    assert code == 1
+    assert code == 0
     rows = rows_of(data)
     by_provider = {(row["vars"]["name"], row["provider"]["label"] or row["provider"]["id"]): row for row in rows}
-    assert by_provider[("Ada", "echo")]["success"] is True and by_provider[("Bo", "echo")]["success"] is True
-    for name in ("Ada", "Bo"):
-        row = by_provider[(name, "js bot")]
-        assert row["failureReason"] == 2
-        assert row["error"] == (
-            "file://provider.js: JavaScript file providers cannot run in ci-grade (only Python file providers can); "
-            "serve it over http: or port it to Python"
-        )
-    assert data["ciGrade"]["warnings"] == [
-        "promptfooconfig.yaml:4 providers[1]: provider 'file://provider.js': JavaScript file providers cannot run in ci-grade "
-        "(only Python file providers can); serve it over http: or port it to Python; its rows will be ERRORs"
-    ]
+    assert all(row["success"] for row in rows) and len(rows) == 4
+    assert by_provider[("Bo", "js bot")]["response"]["output"] == "js: Hello Bo"
+    assert data["ciGrade"]["warnings"] == []
 
 
 def test_variables_are_rendered_as_templates_before_the_prompt(tmp_path: Path) -> None:

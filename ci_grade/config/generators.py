@@ -1,8 +1,9 @@
-"""Test generators: `tests: file://gen.py[:fn]` (or `{path: ..., config: ...}`) run while loading.
+"""Test generators: `tests: file://gen.py[:fn]` or `file://gen.js[:fn]` (or `{path: ..., config: ...}`) run while loading.
 
-As promptfoo calls them: the function (default `generate_tests`) gets the entry's `config` as its
-one argument, or no argument when there is none, and returns a list of tests. It runs in a
-worker process (`ci_grade.workers`); its failure, or a value that is not a list of test
+As promptfoo calls them: the function (Python's default `generate_tests`, JavaScript's the
+default export) gets the entry's `config` as its one argument, or no argument when there is
+none, and returns a list of tests. It runs in a worker process for its language
+(`ci_grade.workers.dispatch`: JavaScript and TypeScript in Node.js); its failure, or a value that is not a list of test
 mappings, is a config error naming the reference (exit 2, before any model is called).
 """
 
@@ -31,18 +32,16 @@ def generate(ref: str, base: Path, config: Any, referenced_from: Location | None
     file = files.resolve(path_text, base)
     if not file.is_file():
         raise files.missing_file_error(files.not_a_file(file), referenced_from, where)
-    if file.suffix != ".py":
-        raise ConfigError.at(f"test generator {ref!r}: JavaScript test generators are not supported by ci-grade yet", referenced_from, where)
     from ci_grade.scripting.python import file_syntax_error
-    from ci_grade.workers.calls import call_file_sync
+    from ci_grade.workers import dispatch, node
 
     shown = files.display_path(file)
-    problem = file_syntax_error(file, shown)
+    problem = node.syntax_error(file, shown) if node.is_script(file) else file_syntax_error(file, shown)
     if problem:
         raise ConfigError.at(f"test generator {shown}: {problem}", referenced_from, where)
-    name = function or DEFAULT_FUNCTION
+    name = function or (DEFAULT_FUNCTION if file.suffix == ".py" else "default")
     try:
-        value = call_file_sync(file, name, [] if config is None else [config], base_dir=base)
+        value = dispatch.call_file_sync(file, function, [] if config is None else [config], python_default=DEFAULT_FUNCTION, base_dir=base)
     except (ScriptError, ScriptAborted) as exc:
         raise ConfigError.at(f"test generator {shown}:{name}() failed: {exc}", referenced_from, where) from None
     if not isinstance(value, list):

@@ -27,6 +27,7 @@ from ci_grade.config.prompt_files import INLINE, PromptReader
 from ci_grade.config.refs import RefReader
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, ScriptError
+from ci_grade.workers import dispatch
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
@@ -273,17 +274,11 @@ class _Loader(RefReader):
             file = files.resolve(path_text, base)
             if not file.is_file():
                 raise files.missing_file_error(files.not_a_file(file), self.where(holder, key), path)
-            if function and file.suffix == ".py":
-                from ci_grade.workers.calls import call_file_sync
-
+            if function and dispatch.runs(file):  # in Node.js for JavaScript, as promptfoo
                 try:
-                    return call_file_sync(file, function, [], base_dir=base)
+                    return dispatch.call_file_sync(file, function, [], python_default=function, base_dir=base)
                 except ScriptError as exc:
                     raise ConfigError.at(f"{files.display_path(file)}: {function}() failed: {exc}", self.where(holder, key), path) from None
-            if function and file.suffix in (".js", ".mjs", ".cjs"):
-                from ci_grade.scripting.js import call_js_file_function
-
-                return call_js_file_function(file, function, [])
             if file.suffix in files.STRUCTURED_SUFFIXES:
                 return files.load_structured(file, self.sources, self.where(holder, key), path)
             return files.read_text(file, self.where(holder, key), path)

@@ -121,8 +121,9 @@ class Prompt(_Model):
     key: str
     config: dict[str, Any] | None = None
     function: str | None = None
-    """A Python prompt function (`/abs/prompts.py:fn`) or script (`/abs/prompt.py`) that makes the
-    template per row; `raw` is then its source."""
+    """A prompt function (`/abs/prompts.py:fn`, `/abs/prompts.js:fn`) or whole file (`/abs/prompt.py`
+    run as a script, `/abs/prompt.js` its default export) that makes the template per row; `raw`
+    is then its source."""
 
     def allowed_by(self, patterns: list[str] | None) -> bool:
         """Whether a `prompts:` filter (None: no filter) selects this prompt, by label or id."""

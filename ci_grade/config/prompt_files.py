@@ -15,6 +15,7 @@ from ci_grade.config.errors import describe
 from ci_grade.config.sources import SourceReader
 from ci_grade.errors import ConfigError
 from ci_grade.js_values import JS_WHITESPACE
+from ci_grade.workers import node
 
 INLINE = "inline"
 """The key of an inline prompt until load_config numbers it (`prompts[i]`)."""
@@ -69,7 +70,11 @@ class PromptReader(SourceReader):
                     raise self.error(f"expected a string, got {describe(label)}", item, "label", f"{path}.label")
                 named = text if text is not None else pid
                 if isinstance(named, str) and (named.startswith("file://") or names_files(named, base)):
-                    out.extend(self.prompt_files(_as_ref(named), base, raw, i, label))
+                    entries = self.prompt_files(_as_ref(named), base, raw, i, label)
+                    if isinstance(item.get("config"), dict):  # as promptfoo: a prompt function gets it
+                        for entry in entries:
+                            entry["config"] = item["config"]
+                    out.extend(entries)
                     continue
                 if text is None:
                     text = pid
@@ -100,15 +105,8 @@ class PromptReader(SourceReader):
 
     def prompt_files(self, ref: str, base: Path, holder: list[Any], index: int, label: str | None) -> list[dict[str, Any]]:
         ref_path, function = files.split_function(ref)
-        if ref_path.endswith(".py"):
-            return self.python_prompt(ref_path, function, base, holder, index, label)
-        if function or ref_path.endswith((".js", ".ts", ".mjs", ".cjs")):
-            raise self.error(
-                "prompt functions (.py/.js files) are not supported by ci-grade; use a template file",
-                holder,
-                index,
-                f"prompts[{index}]",
-            )
+        if ref_path.endswith(".py") or node.is_script(ref_path):
+            return self.function_prompt(ref_path, function, base, holder, index, label)
         out = []
         paths = files.expand_glob(ref_path, base, self.where(holder, index), f"prompts[{index}]")
         if len(paths) > 1:
@@ -130,13 +128,14 @@ class PromptReader(SourceReader):
                 out.append(entry)
         return out
 
-    def python_prompt(self, ref_path: str, function: str | None, base: Path, holder: list[Any], index: int, label: str | None) -> list[dict[str, Any]]:
-        """A Python prompt function (`file://prompts.py:fn`), or a whole file run as a script
-        (`file://prompt.py`), as promptfoo labels them; they run per row (`run.prompt_functions`)."""
+    def function_prompt(self, ref_path: str, function: str | None, base: Path, holder: list[Any], index: int, label: str | None) -> list[dict[str, Any]]:
+        """A prompt function (`file://prompts.py:fn`, `file://prompts.js:fn`), or a whole file (a
+        Python script, a JavaScript default export), as promptfoo labels them; they run per row
+        (`run.prompt_functions`)."""
         path = files.expand_glob(ref_path, base, self.where(holder, index), f"prompts[{index}]")[0]
         source = files.read_text(path)
         rel = os.path.relpath(path, base).replace(os.sep, "/")
-        shown = label or (f"{rel}:{function}" if function else f"{rel}: {source}")
+        shown = label or (f"{rel}:{function}" if function else rel if node.is_script(path) else f"{rel}: {source}")
         key = f"label:{label}" if label else f"file:{rel}" + (f":{function}" if function else "")
         entry = {"raw": source, "label": shown, "key": key, "function": f"{path}:{function}" if function else str(path)}
         loc = self.where(holder, index)

@@ -23,7 +23,7 @@ from ci_grade.grading.structured.json import parse_json
 from ci_grade.results.models import AssertionResult
 from ci_grade.scripting import js
 from ci_grade.templating.nunjucks import js_string
-from ci_grade.workers import calls
+from ci_grade.workers import calls, node
 
 
 def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[str, Any]:
@@ -75,7 +75,7 @@ async def javascript(ctx: AssertionContext) -> Grade:
             path = files.resolve(path_text, ctx.run.base_dir)
             if not path.is_file():
                 raise GraderError(f"file not found: {path}")
-            value, returned = await js.acall_js_file_function(path, function, args), True
+            value, returned = await node.call_file(path, function, args), True  # in Node.js, as promptfoo
         else:
             returned, value = await js.arun_inline(js.assertion_body(code), ("output", "context"), args)
     except ScriptAborted as exc:

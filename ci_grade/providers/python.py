@@ -24,7 +24,7 @@ from ci_grade.providers.base import CallContext, Provider, ProviderResponse
 from ci_grade.providers.response_dict import response_from_dict
 from ci_grade.providers.retry import call_timeout
 from ci_grade.providers.unavailable import UnavailableProvider
-from ci_grade.workers import calls
+from ci_grade.workers import calls, node
 
 DEFAULT_FUNCTION = "call_api"
 
@@ -60,9 +60,14 @@ class PythonProvider(Provider):
 
 
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
-    """`file://x.py[:fn]` or `python:x.py[:fn]`; another kind of file provider fails every call."""
+    """`file://x.py[:fn]` or `python:x.py[:fn]`; `file://x.js` (or .mjs, .cjs, .ts) runs in
+    Node.js; another kind of file provider fails every call."""
     reference = spec.id.removeprefix("python:") if spec.id.startswith("python:") else spec.id
     path, function = files.split_function(reference)
+    if spec.id.startswith("file://") and node.is_script(path):
+        from ci_grade.providers.javascript import JavaScriptProvider
+
+        return JavaScriptProvider(spec, env, path, max_concurrency)
     if not path.endswith(".py"):
         return UnavailableProvider(spec, env, unavailable.reason(path), max_concurrency)
     return PythonProvider(spec, env, path, function or DEFAULT_FUNCTION, max_concurrency)

@@ -1,6 +1,7 @@
 """`extensions:` hooks (`beforeAll`, `beforeEach`, `afterEach`, `afterAll`), called as promptfoo calls them.
 
-An extension is `file://hooks.py:fn`. When `fn` is a hook's name it runs for that hook only, as
+An extension is `file://hooks.py:fn` or `file://hooks.js:fn` (JavaScript and TypeScript run in
+Node.js; without `:fn`, Python calls `extension_hook` and JavaScript the default export). When `fn` is a hook's name it runs for that hook only, as
 `fn(context, {"hookName": name})`; any other name runs for every hook as `fn(name, context)`.
 Contexts: beforeAll `{suite}` (its returned `tests`, `defaultTest` and `scenarios` replace the
 config's, before the plan is made: once per process, so once per shard); beforeEach `{test}` (a
@@ -25,9 +26,10 @@ from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import Scenario, TestCase
 from ci_grade.errors import ConfigError, ScriptError
 from ci_grade.results.models import EvalRun, TestResult
-from ci_grade.workers import calls
+from ci_grade.workers import dispatch, node
 
 HOOK_NAMES = ("beforeAll", "beforeEach", "afterEach", "afterAll")
+PYTHON_DEFAULT = "extension_hook"
 
 
 class Hooks:
@@ -40,15 +42,14 @@ class Hooks:
     def __bool__(self) -> bool:
         return bool(self.refs)
 
-    def _targets(self, hook: str) -> list[tuple[str, Path, str, list[Any]]]:
+    def _targets(self, hook: str) -> list[tuple[str, Path, str | None, list[Any]]]:
         """(reference, file, function, how to call it) for each extension `hook` runs."""
         out = []
         for ref in self.refs:
             path_text, function = files.split_function(ref)
             if function in HOOK_NAMES and function != hook:
                 continue
-            name = function or "extension_hook"
-            out.append((ref, files.resolve(path_text, self.base_dir), name, [None, {"hookName": hook}] if function in HOOK_NAMES else [hook, None]))
+            out.append((ref, files.resolve(path_text, self.base_dir), function, [None, {"hookName": hook}] if function in HOOK_NAMES else [hook, None]))
         return out
 
     @staticmethod
@@ -59,7 +60,7 @@ class Hooks:
         """Run `hook` outside the event loop (beforeAll, afterAll); the context each returned."""
         for ref, path, name, shape in self._targets(hook):
             try:
-                value = calls.call_file_sync(path, name, self._args(shape, context), base_dir=self.base_dir)
+                value = dispatch.call_file_sync(path, name, self._args(shape, context), python_default=PYTHON_DEFAULT, base_dir=self.base_dir)
             except ScriptError as exc:
                 raise ScriptError(f"extension hook {hook} failed for {ref}: {exc}") from None
             context = _updated(hook, context, value)
@@ -69,7 +70,7 @@ class Hooks:
         """Run `hook` for one row (beforeEach, afterEach); the context each returned."""
         for ref, path, name, shape in self._targets(hook):
             try:
-                value = await calls.call_file(path, name, self._args(shape, context), base_dir=self.base_dir)
+                value = await dispatch.call_file(path, name, self._args(shape, context), python_default=PYTHON_DEFAULT, base_dir=self.base_dir)
             except ScriptError as exc:
                 raise ScriptError(f"extension hook {hook} failed for {ref}: {exc}") from None
             context = _updated(hook, context, value)
@@ -171,17 +172,22 @@ def _list(value: Any) -> list[Any]:
 
 
 def check(loaded: LoadedConfig) -> Hooks:
-    """The config's extensions, each a Python file that is there and compiles (else exit 2)."""
+    """The config's extensions, each a Python or JavaScript file that is there and compiles (else
+    exit 2); JavaScript needs a Node.js that can run it."""
     from ci_grade.scripting.python import file_syntax_error
 
     refs = loaded.config.extensions or []
     for index, ref in enumerate(refs):
         where = loaded.sources.location(loaded.raw.get("extensions"), index) or loaded.sources.location(loaded.raw, "extensions")
         path_text, _ = files.split_function(ref)
-        if not ref.startswith("file://") or not path_text.endswith(".py"):
-            raise ConfigError.at(f"extension {ref!r}: ci-grade runs Python extension hooks (file://hooks.py:fn)", where, f"extensions[{index}]")
+        if not ref.startswith("file://") or not (path_text.endswith(".py") or node.is_script(path_text)):
+            raise ConfigError.at(f"extension {ref!r}: ci-grade runs Python and JavaScript extension hooks (file://hooks.py:fn, file://hooks.js:fn)", where, f"extensions[{index}]")
         path = files.resolve(path_text, loaded.base_dir)
-        problem = files.not_a_file(path) if not path.is_file() else file_syntax_error(path, files.display_path(path))
+        javascript = node.is_script(path)
+        if javascript and (why := node.problem(typescript=path.suffix.lower() in node.TYPESCRIPT_SUFFIXES)):
+            raise ConfigError.at(f"extension {ref!r} runs in Node.js, but {why}", where, f"extensions[{index}]")
+        shown = files.display_path(path)
+        problem = files.not_a_file(path) if not path.is_file() else node.syntax_error(path, shown) if javascript else file_syntax_error(path, shown)
         if problem:
             raise ConfigError.at(problem, where, f"extensions[{index}]")
     return Hooks(list(refs), loaded.base_dir)

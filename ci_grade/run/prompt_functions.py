@@ -1,8 +1,9 @@
-"""Python prompt functions, called per row as promptfoo calls them.
+"""Prompt functions, called per row as promptfoo calls them.
 
 `file://prompts.py:fn` calls `fn(context)` and a whole `file://prompt.py` runs as a program with
 the context as JSON in `sys.argv[1]` (its printed text is the prompt); the context is
-`{vars, provider: {id, label}}`. A function returns the prompt text, chat messages (sent as
+`{vars, provider: {id, label}}`. `file://prompts.js:fn` (the default export without `:fn`; also
+.mjs, .cjs, .ts) runs in Node.js with `{vars, provider: {id, label}, config}`, the prompt's config. A function returns the prompt text, chat messages (sent as
 JSON), or `{prompt, config}` whose `config` is laid over the provider's config for that call.
 The template it returns is then rendered with the row's variables, as any other.
 """
@@ -17,17 +18,22 @@ from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ScriptError
 from ci_grade.js_values import js_json
-from ci_grade.workers import calls
+from ci_grade.workers import calls, node
 
 
-async def template(function: str, variables: dict[str, Any], provider: ProviderSpec, base_dir: Path) -> tuple[str, dict[str, Any] | None]:
-    """The prompt template `function` makes for a row, and the provider config it asks for."""
-    context = {"vars": variables, "provider": {"id": provider.id, "label": provider.label}}
+async def template(function: str, variables: dict[str, Any], provider: ProviderSpec, base_dir: Path, config: dict[str, Any] | None = None) -> tuple[str, dict[str, Any] | None]:
+    """The prompt template `function` makes for a row, and the provider config it asks for
+    (`config` is the prompt's, which a JavaScript function gets, as in promptfoo)."""
+    context: dict[str, Any] = {"vars": variables, "provider": {"id": provider.id, "label": provider.label}}
     path_text, name = files.split_function(function)
     path = Path(path_text)
-    if name is None:
+    if node.is_script(path):
+        value = await node.call_file(path, name, [{**context, "config": config or {}}])
+        name = name or "the default export"
+    elif name is None:
         return await calls.call_script(path, [json.dumps(context, ensure_ascii=False)], base_dir=base_dir), None
-    value = await calls.call_file(path, name, [context], base_dir=base_dir)
+    else:
+        value = await calls.call_file(path, name, [context], base_dir=base_dir)
     if isinstance(value, str):
         return value, None
     if isinstance(value, dict) and "prompt" in value:

@@ -250,7 +250,7 @@ async def _run_traced_row(planned: PlannedRow, pool: ProviderPool, run: RunConte
     prompt_config = None
     if planned.prompt.function:
         try:
-            template, prompt_config = await prompt_functions.template(planned.prompt.function, planned.vars, planned.provider, run.base_dir)
+            template, prompt_config = await prompt_functions.template(planned.prompt.function, planned.vars, planned.provider, run.base_dir, planned.prompt.config)
         except ScriptError as exc:
             return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     try:

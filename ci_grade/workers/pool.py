@@ -21,15 +21,15 @@ from typing import Any
 
 from ci_grade import settings
 from ci_grade.errors import ScriptAborted, ScriptError
-from ci_grade.workers.process import WorkerGone, WorkerProcess
+from ci_grade.workers.process import Program, WorkerGone, WorkerProcess, python_program
 
 DEFAULT_WORKERS = 4
 
 
 class WorkerPool:
-    def __init__(self, size: int, memory_mb: int = 0):
+    def __init__(self, size: int, memory_mb: int = 0, program: Program | None = None):
         self.size = size
-        self.memory_mb = memory_mb
+        self.program = program or python_program(memory_mb)
         self._lock = threading.Lock()
         self._idle: list[WorkerProcess] = []
         self._slots = 0
@@ -74,7 +74,7 @@ class WorkerPool:
                 self._idle.append(worker)
 
     def _start(self) -> WorkerProcess:
-        worker = WorkerProcess(self.memory_mb)
+        worker = WorkerProcess(self.program)
         with self._lock:
             self._all.add(worker)
             self.started += 1
@@ -94,7 +94,7 @@ class WorkerPool:
                 except WorkerGone:
                     self._forget(worker)
                     worker = None
-            raise ScriptAborted("the Python worker could not be started")
+            raise ScriptAborted(f"{self.program.name} could not be started")
         except BaseException:
             self._give_back(None)
             raise

@@ -4,6 +4,8 @@ The caller reads the answer itself, with no thread in between: an event loop wat
 worker's pipe (`add_reader`) while a call is out, a caller outside a loop waits on it with
 `select`. When the pipe closes, the worker is gone: the call fails with why (its exit status,
 the signal that ended it, or the reason ci-grade killed it), and the pool starts another.
+A `Program` says what a worker runs: the Python worker (`worker.py`) by default, or another
+program speaking the same protocol (the Node.js worker, `node.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ci_grade.errors import ScriptAborted
@@ -24,6 +27,23 @@ _BOOT = "from ci_grade.workers.worker import main; main()"
 _CHUNK = 1 << 16
 
 
+@dataclass(frozen=True)
+class Program:
+    """What a worker runs: its command line and its name in messages. With `reply_pipe`, the
+    answers come on a pipe of their own, whose descriptor number ends the command line (the
+    program's stdout then goes to ci-grade's stderr, with what the user's code prints)."""
+
+    argv: tuple[str, ...]
+    name: str
+    reply_pipe: bool = False
+    exit_note: str = ""
+    """What an exit status means when the worker did not say why it stopped."""
+
+
+def python_program(memory_mb: int = 0) -> Program:
+    return Program((sys.executable, "-c", _BOOT, str(memory_mb)), "the Python worker", exit_note=" (os._exit, or an exit from native code)")
+
+
 class WorkerGone(Exception):
     """The worker had died before the request was sent: nothing ran, the call may go elsewhere."""
 
@@ -31,16 +51,31 @@ class WorkerGone(Exception):
 class WorkerProcess:
     """A running worker: `send` a request, then `areceive` or `receive` its answer."""
 
-    def __init__(self, memory_mb: int = 0):
-        self._proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, str(memory_mb)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            start_new_session=True,  # the terminal's Ctrl-C is for ci-grade, which stops its workers
-        )
-        assert self._proc.stdin is not None and self._proc.stdout is not None
+    def __init__(self, program: Program | None = None):
+        self.program = program or python_program()
+        replies = os.pipe() if self.program.reply_pipe else None
+        try:
+            self._proc = subprocess.Popen(
+                [*self.program.argv, *([str(replies[1])] if replies else [])],
+                stdin=subprocess.PIPE,
+                stdout=2 if replies else subprocess.PIPE,
+                pass_fds=(replies[1],) if replies else (),
+                start_new_session=True,  # the terminal's Ctrl-C is for ci-grade, which stops its workers
+            )
+        except BaseException:
+            for fd in replies or ():
+                os.close(fd)
+            raise
+        assert self._proc.stdin is not None
         self._stdin = self._proc.stdin
-        self._fd = self._proc.stdout.fileno()
+        if replies:
+            os.close(replies[1])
+            self._replies: int | None = replies[0]
+            self._fd = replies[0]
+        else:
+            assert self._proc.stdout is not None
+            self._replies = None
+            self._fd = self._proc.stdout.fileno()
         self._buffer = bytearray()
         self._killed: str | None = None
         self.env = dict(os.environ)
@@ -123,10 +158,10 @@ class WorkerProcess:
         try:
             status = self._proc.wait(timeout=2)
         except subprocess.TimeoutExpired:  # it closed its end of the pipe but runs on
-            self.kill("the Python worker closed its pipe to ci-grade")
+            self.kill(f"{self.program.name} closed its pipe to ci-grade")
             status = self._proc.wait()
         self._close_pipes()
-        return self._killed or ended(status)
+        return self._killed or ended(status, self.program)
 
     def kill(self, reason: str) -> None:
         """End the worker now (with whatever it started); the reason is what its call reports."""
@@ -147,16 +182,19 @@ class WorkerProcess:
                     stream.close()
             except OSError:
                 pass
+        if self._replies is not None:
+            os.close(self._replies)
+            self._replies = None
 
 
-def ended(status: int) -> str:
+def ended(status: int, program: Program) -> str:
     """How a worker ended, from its exit status: `exited with status 0`, `was killed by SIGSEGV (Segmentation fault)`."""
     if status < 0:
         number = -status
         try:
-            name = signal.Signals(number).name
+            signal_name = signal.Signals(number).name
         except ValueError:
-            name = f"signal {number}"
+            signal_name = f"signal {number}"
         description = signal.strsignal(number)
-        return f"the Python worker was killed by {name}" + (f" ({description})" if description else "")
-    return f"the Python worker exited with status {status} (os._exit, or an exit from native code)"
+        return f"{program.name} was killed by {signal_name}" + (f" ({description})" if description else "")
+    return f"{program.name} exited with status {status}{program.exit_note}"

@@ -1,0 +1,176 @@
+"""User JavaScript and TypeScript files in Node.js workers, as promptfoo runs them in Node.js.
+
+    value = await node.call_file(path, "generate", [config])           # a function of a file
+    value = await node.call_provider(path, options, "callApi", [prompt, context, {}])
+
+The Node.js is the one on PATH, 20 or later (`find`); TypeScript runs where that Node strips
+types (22.6 with `--experimental-strip-types`, 23.6 and later by default). The workers are a
+pool like the Python one (`pool.WorkerPool`: reused processes, at most CI_GRADE_NODE_WORKERS at
+once, default 4; a call that dies, exits or times out costs that call only), running
+`node_worker.mjs`. Errors are those of `workers.calls`: ScriptError when the code threw,
+ScriptAborted when it did not finish.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ci_grade import settings
+from ci_grade.errors import ScriptError
+from ci_grade.workers.pool import WorkerPool
+from ci_grade.workers.process import Program
+
+MINIMUM = (20, 0, 0)
+STRIPS_TYPES = (22, 6, 0)
+STRIPS_TYPES_BY_DEFAULT = (23, 6, 0)
+JAVASCRIPT_SUFFIXES = (".js", ".cjs", ".mjs")
+TYPESCRIPT_SUFFIXES = (".ts", ".cts", ".mts")
+DEFAULT_WORKERS = 4
+_WORKER = Path(__file__).with_name("node_worker.mjs")
+
+
+def is_script(path: str | Path) -> bool:
+    """Whether a file is JavaScript or TypeScript (promptfoo runs both in Node.js)."""
+    return str(path).lower().endswith(JAVASCRIPT_SUFFIXES + TYPESCRIPT_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A Node.js executable and its version."""
+
+    path: str
+    version: tuple[int, int, int]
+
+    @property
+    def shown(self) -> str:
+        return f"Node.js {'.'.join(map(str, self.version))} ({self.path})"
+
+    @property
+    def strips_types(self) -> bool:
+        return self.version >= STRIPS_TYPES
+
+    def flags(self) -> tuple[str, ...]:
+        if STRIPS_TYPES <= self.version < STRIPS_TYPES_BY_DEFAULT:
+            return ("--experimental-strip-types", "--disable-warning=ExperimentalWarning")
+        return ()
+
+
+_found: dict[str, Node | None] = {}
+_found_lock = threading.Lock()
+
+
+def find() -> Node | None:
+    """The `node` on PATH with its version (asked once per PATH), or None."""
+    search = os.environ.get("PATH", "")
+    with _found_lock:
+        if search not in _found:
+            _found[search] = _probe(shutil.which("node", path=search))
+        return _found[search]
+
+
+def _probe(executable: str | None) -> Node | None:
+    if executable is None:
+        return None
+    try:
+        printed = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=20, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.match(r"v?(\d+)\.(\d+)\.(\d+)", printed.strip())
+    if match is None:
+        return None
+    major, minor, patch = (int(part) for part in match.groups())
+    return Node(executable, (major, minor, patch))
+
+
+def problem(typescript: bool = False) -> str | None:
+    """Why the Node.js on PATH cannot run the config's JavaScript (or TypeScript), or None."""
+    node = find()
+    if node is None:
+        return "no Node.js was found on PATH (ci-grade runs JavaScript files in Node.js 20 or later)"
+    if node.version < MINIMUM:
+        return f"{node.shown} is too old: ci-grade runs JavaScript files in Node.js 20 or later"
+    if typescript and not node.strips_types:
+        return f"{node.shown} cannot run TypeScript: it needs Node.js 22.6 or later, which strips types (or compile the file to JavaScript)"
+    return None
+
+
+def _program(node: Node) -> Program:
+    return Program((node.path, *node.flags(), str(_WORKER)), "the Node.js worker", reply_pipe=True)
+
+
+_pools: dict[Node, WorkerPool] = {}
+_pools_lock = threading.Lock()
+
+
+def pool() -> WorkerPool:
+    """The pool of workers of the Node.js on PATH (made on first use, closed at exit)."""
+    node = find()
+    why = problem()
+    if node is None or why is not None:
+        raise ScriptError(why or "no Node.js")
+    with _pools_lock:
+        if node not in _pools:
+            _pools[node] = WorkerPool(int(settings.number("CI_GRADE_NODE_WORKERS", DEFAULT_WORKERS)), program=_program(node))
+            atexit.register(_pools[node].close)
+        return _pools[node]
+
+
+def _absolute(path: Path) -> str:
+    return str(path if path.is_absolute() else Path.cwd() / path)
+
+
+def _timeout(timeout: float | None) -> float:
+    from ci_grade.workers.calls import DEFAULT_TIMEOUT_SECONDS
+
+    return timeout if timeout is not None else settings.number("CI_GRADE_CALL_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS)
+
+
+def _typescript_check(path: Path) -> None:
+    if path.suffix.lower() in TYPESCRIPT_SUFFIXES and (why := problem(typescript=True)):
+        raise ScriptError(why)
+
+
+async def call_file(path: Path, function: str | None, args: Sequence[Any], *, timeout: float | None = None) -> Any:
+    """`function(...args)` (the default export without one) from the JavaScript file at `path`, awaited."""
+    _typescript_check(path)
+    return await pool().acall({"file": _absolute(path), "function": function, "args": list(args)}, _timeout(timeout))
+
+
+def call_file_sync(path: Path, function: str | None, args: Sequence[Any], *, timeout: float | None = None) -> Any:
+    """`call_file` for callers outside an event loop (loading a config)."""
+    _typescript_check(path)
+    return pool().call({"file": _absolute(path), "function": function, "args": list(args)}, _timeout(timeout))
+
+
+async def call_provider(path: Path, options: dict[str, Any], method: str, args: Sequence[Any], *, timeout: float | None = None) -> Any:
+    """`provider.method(...args)` of the provider class the file at `path` exports, made once
+    per worker as promptfoo makes it: `new Provider(options)`."""
+    _typescript_check(path)
+    request = {"provider": {"file": _absolute(path), "options": options}, "method": method, "args": list(args)}
+    return await pool().acall(request, _timeout(timeout))
+
+
+def syntax_error(path: Path, shown: str) -> str | None:
+    """Why Node.js refuses to parse the file at `path` (`SyntaxError: ... (x.js:3)`, the file
+    named as `shown`), from `node --check`; None when it parses (or there is no Node.js to ask)."""
+    node = find()
+    if node is None or (path.suffix.lower() in TYPESCRIPT_SUFFIXES and not node.strips_types):
+        return None
+    try:
+        checked = subprocess.run([node.path, *node.flags(), "--check", str(path)], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if checked.returncode == 0:
+        return None
+    line = re.match(r".*?:(\d+)\n", checked.stderr)
+    errors = [text for text in checked.stderr.splitlines() if re.match(r"\w*Error\b", text)]
+    return f"{errors[-1] if errors else 'SyntaxError'} ({shown}{f':{line.group(1)}' if line else ''})"

@@ -1,0 +1,294 @@
+"""JavaScript where promptfoo runs JavaScript: file providers, prompt functions, test generators and
+assertion files run in Node.js workers (the `node` on PATH), end to end over loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ci_grade.workers import node
+from tests.conftest import run_cli, run_cli_process, write
+from tests.servers.llm_server import LLMServer
+
+CJS_PROVIDER = """
+// CommonJS: a class exported as module.exports, calling the OpenAI API with fetch.
+const { label } = require('./lib/naming.cjs');
+
+class ChatProvider {
+  constructor(options) {
+    this.options = options;
+  }
+  id() {
+    return 'cjs-chat';
+  }
+  async callApi(prompt, context) {
+    if (context.vars.how === 'exit') process.exit(0);
+    const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${process.env.OPENAI_API_KEY}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: this.options.config.model, messages: [{ role: 'user', content: prompt }] }),
+    });
+    const data = await response.json();
+    return {
+      output: `${label(this.options)}: ${data.choices[0].message.content}`,
+      tokenUsage: { total: data.usage.total_tokens, prompt: data.usage.prompt_tokens, completion: data.usage.completion_tokens },
+      metadata: { label: context.prompt.label, basePath: this.options.config.basePath },
+    };
+  }
+}
+
+module.exports = ChatProvider;
+"""
+
+ESM_PROVIDER = """
+// ES module: a default export class.
+import { readFileSync } from 'node:fs';
+
+export default class EsmProvider {
+  constructor(options) {
+    this.suffix = readFileSync(new URL('./suffix.txt', import.meta.url), 'utf8').trim();
+    this.config = options.config;
+  }
+  id() {
+    return 'esm';
+  }
+  async callApi(prompt, context) {
+    if (context.vars.how === 'throw') throw new RangeError(`no room for ${context.vars.name}`);
+    return { output: `${prompt} ${this.suffix}`, cost: 0.25 };
+  }
+}
+"""
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    with LLMServer() as llm:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-node-0123456789")
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+        yield llm
+
+
+def run(folder: Path, config: str, *extra: str) -> tuple[int, dict[str, Any], str]:
+    write(folder / "promptfooconfig.yaml", config)
+    result = run_cli("eval", "-o", "out.json", "--no-progress", *extra, cwd=folder)
+    assert result.code in (0, 1), result.err
+    return result.code, json.loads((folder / "out.json").read_text()), result.err
+
+
+def rows(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(row["vars"].get("name", ""), row["provider"]["label"] or row["provider"]["id"]): row for row in data["results"]["results"]}
+
+
+def test_commonjs_and_esm_providers_call_the_api_with_fetch(tmp_path: Path, server: LLMServer) -> None:
+    write(tmp_path / "providers" / "chat.cjs", CJS_PROVIDER)
+    write(tmp_path / "providers" / "lib" / "naming.cjs", "exports.label = (options) => `${options.label}/${options.id}`;\n")
+    write(tmp_path / "providers" / "esm.mjs", ESM_PROVIDER)
+    write(tmp_path / "providers" / "suffix.txt", "(from esm)\n")
+    code, data, _ = run(
+        tmp_path,
+        """
+        prompts: ['Tell {{name}} a fact']
+        providers:
+          - id: file://providers/chat.cjs
+            label: chat
+            config: {model: gpt-4o-mini}
+          - id: file://providers/esm.mjs
+            label: esm
+        tests:
+          - vars: {name: Ada}
+            assert: [{type: contains, value: Ada}]
+          - vars: {name: Bo, how: throw}
+        """,
+    )
+    assert code == 1
+    by = rows(data)
+    assert by[("Ada", "chat")]["response"]["output"] == "chat/file://providers/chat.cjs: echo: Tell Ada a fact"
+    assert by[("Ada", "chat")]["success"] is True
+    assert by[("Ada", "chat")]["response"]["metadata"]["basePath"] == str(tmp_path)
+    assert by[("Ada", "chat")]["response"]["tokenUsage"]["total"] > 0
+    chats = server.requests_to("/v1/chat/completions")
+    assert len(chats) == 2
+    assert {r.headers.get("authorization", r.headers.get("Authorization")) for r in chats} == {"Bearer sk-test-node-0123456789"}
+    assert sorted(r.json["messages"][0]["content"] for r in chats) == ["Tell Ada a fact", "Tell Bo a fact"]
+    assert all(r.json["model"] == "gpt-4o-mini" for r in chats)
+    assert by[("Ada", "esm")]["response"]["output"] == "Tell Ada a fact (from esm)"
+    assert by[("Ada", "esm")]["cost"] == 0.25
+    thrown = by[("Bo", "esm")]
+    assert thrown["failureReason"] == 2
+    assert thrown["error"] == "RangeError: no room for Bo (esm.mjs:13 in EsmProvider.callApi)"
+
+
+def test_prompt_function_generator_and_assertion_file_with_require(tmp_path: Path) -> None:
+    write(
+        tmp_path / "prompts.js",
+        """
+        module.exports.chat = ({ vars, provider, config }) => [
+          { role: 'system', content: `You are ${config.persona} on ${provider.id}` },
+          { role: 'user', content: 'Hello {{ name | upper }}' + (vars.name === 'Ada' ? '!' : '?') },
+        ];
+        module.exports.plain = async () => 'Plain {{name}}';
+        """,
+    )
+    write(
+        tmp_path / "gen.mjs",
+        """
+        export async function make(config) {
+          return config.names.map((name) => ({ vars: { name }, assert: [{ type: 'javascript', value: 'file://checks.js:mentions' }] }));
+        }
+        """,
+    )
+    write(tmp_path / "lib" / "words.js", "exports.words = (text) => text.split(/\\W+/).filter(Boolean);\n")
+    write(
+        tmp_path / "checks.js",
+        """
+        const { words } = require('./lib/words');
+        const assert = require('node:assert');
+        module.exports.mentions = (output, context) => {
+          assert.strictEqual(typeof context.provider.id, 'function');
+          const found = words(output.toLowerCase()).includes(context.vars.name.toLowerCase());
+          return { pass: found, score: found ? 1 : 0, reason: `${context.provider.id()} said ${words(output).length} words` };
+        };
+        """,
+    )
+    code, data, _ = run(
+        tmp_path,
+        """
+        prompts:
+          - id: file://prompts.js:chat
+            label: chat
+            config: {persona: a poet}
+          - file://prompts.js:plain
+        providers: [echo]
+        tests:
+          - path: file://gen.mjs:make
+            config: {names: [Ada, Bo]}
+        """,
+    )
+    results = data["results"]["results"]
+    assert code == 0, [(row.get("error"), row["gradingResult"]) for row in results]
+    assert len(results) == 4 and all(row["success"] for row in results)
+    by_prompt = {(row["vars"]["name"], row["prompt"]["label"]): row for row in results}
+    messages = json.loads(by_prompt[("Ada", "chat")]["response"]["output"])
+    assert messages == [{"role": "system", "content": "You are a poet on echo"}, {"role": "user", "content": "Hello ADA!"}]
+    assert by_prompt[("Bo", "prompts.js:plain")]["response"]["output"] == "Plain Bo"
+    reasons = [row["gradingResult"]["componentResults"][0]["reason"] for row in results]
+    assert all(reason.startswith("echo said ") for reason in reasons)
+
+
+def test_javascript_hooks_run_in_node_in_the_run_order(tmp_path: Path) -> None:
+    write(
+        tmp_path / "hooks.mjs",
+        """
+        import { appendFileSync } from 'node:fs';
+
+        const log = (entry) => appendFileSync(new URL('./hooks.log', import.meta.url), JSON.stringify(entry) + '\\n');
+
+        export function beforeEach(context, { hookName }) {
+          log([hookName, context.test.vars.topic]);
+          return { test: { ...context.test, vars: { ...context.test.vars, topic: context.test.vars.topic.toUpperCase() } } };
+        }
+
+        export default async function (hookName, context) {
+          if (hookName === 'afterAll') log([hookName, context.results.length]);
+          if (hookName === 'beforeAll') log([hookName, context.suite.tests.length]);
+        }
+        """,
+    )
+    code, data, _ = run(
+        tmp_path,
+        """
+        prompts: ['about {{topic}}']
+        providers: [echo]
+        extensions: [file://hooks.mjs:beforeEach, file://hooks.mjs]
+        tests:
+          - vars: {topic: cats}
+            assert: [{type: contains, value: CATS}]
+        """,
+    )
+    assert code == 0
+    assert data["results"]["results"][0]["response"]["output"] == "about CATS"
+    log = [json.loads(line) for line in (tmp_path / "hooks.log").read_text().splitlines()]
+    assert log == [["beforeAll", 1], ["beforeEach", "cats"], ["afterAll", 1]]
+
+
+def test_a_provider_that_exits_costs_its_row_an_error_and_the_run_ends_by_the_gate(tmp_path: Path, server: LLMServer) -> None:
+    write(tmp_path / "providers" / "chat.cjs", CJS_PROVIDER)
+    write(tmp_path / "providers" / "lib" / "naming.cjs", "exports.label = () => 'chat';\n")
+    write(
+        tmp_path / "promptfooconfig.yaml",
+        """
+        prompts: ['Hi {{name}}']
+        providers: [{id: file://providers/chat.cjs, config: {model: m}}]
+        tests:
+          - vars: {name: Ada}
+          - vars: {name: Bo, how: exit}
+          - vars: {name: Cy}
+        """,
+    )
+    result = run_cli_process("eval", "-o", "out.json", "--no-progress", "-j", "1", cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.openai_base_url})
+    assert result.code == 1, result.err
+    assert "Traceback" not in result.err
+    by = {row["vars"]["name"]: row for row in json.loads((tmp_path / "out.json").read_text())["results"]["results"]}
+    assert by["Bo"]["failureReason"] == 2
+    assert by["Bo"]["error"] == "called process.exit(0) in callApi()"
+    assert by["Ada"]["success"] is True and by["Cy"]["success"] is True  # a fresh worker serves the next row
+
+
+def test_without_node_on_path_the_config_is_refused_before_any_call(tmp_path: Path, server: LLMServer) -> None:
+    write(tmp_path / "provider.js", "module.exports = class { async callApi() { return { output: 'x' }; } };\n")
+    write(
+        tmp_path / "promptfooconfig.yaml",
+        """
+        prompts: ['Hi']
+        providers:
+          - openai:chat:gpt-4o-mini
+          - file://provider.js
+        tests:
+          - assert: [{type: javascript, value: file://provider.js}]
+        """,
+    )
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = run_cli_process("eval", "--no-progress", cwd=tmp_path, env={"PATH": str(empty), "OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "sk-test"})
+    assert result.code == 2
+    assert "promptfooconfig.yaml:4 providers[1]: provider 'file://provider.js' runs in Node.js (and 1 more place in this config), but no Node.js was found on PATH" in result.err
+    assert "Traceback" not in result.err
+    assert server.requests == []
+
+
+def test_a_syntax_error_is_found_before_any_call(tmp_path: Path) -> None:
+    write(tmp_path / "provider.mjs", "export default class {\n  async callApi(prompt) {\n    return { output: prompt ;\n  }\n}\n")
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['Hi']\nproviders: [file://provider.mjs]\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2
+    assert "promptfooconfig.yaml:2 providers[0]: provider 'file://provider.mjs': SyntaxError: " in result.err
+    assert "(provider.mjs:3)" in result.err
+
+
+def test_typescript_runs_where_node_strips_types_and_is_refused_otherwise(tmp_path: Path) -> None:
+    write(tmp_path / "provider.ts", "export default class {\n  async callApi(prompt: string): Promise<{ output: string }> {\n    return { output: `ts: ${prompt}` };\n  }\n}\n")
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['Hi']\nproviders: [file://provider.ts]\n")
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    found = node.find()
+    assert found is not None
+    if found.strips_types:
+        assert result.code == 0, result.err
+        assert json.loads((tmp_path / "out.json").read_text())["results"]["results"][0]["response"]["output"] == "ts: Hi"
+    else:
+        assert result.code == 2
+        assert f"provider 'file://provider.ts' runs in Node.js, but {found.shown} cannot run TypeScript: it needs Node.js 22.6 or later" in result.err
+
+
+def test_node_problem_names_what_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    old = tmp_path / "node"
+    old.write_text("#!/bin/sh\necho v18.19.0\n")
+    old.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert node.problem() == f"Node.js 18.19.0 ({old}) is too old: ci-grade runs JavaScript files in Node.js 20 or later"
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "none")]))
+    assert node.problem() == "no Node.js was found on PATH (ci-grade runs JavaScript files in Node.js 20 or later)"
