@@ -18,6 +18,7 @@ from ci_grade.atomic import write_atomic
 from ci_grade.errors import UsageError
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
+from ci_grade.gate.history import DEFAULT_KEEP
 from ci_grade.gate.models import GatePolicy
 from ci_grade.gate.store import load_baselines, save_baseline
 from ci_grade.report import outputs
@@ -119,11 +120,11 @@ def write_outputs(paths: list[str], merged: Merged, title: str) -> list[Path]:
     return written
 
 
-def save_baselines(path: str, merged: Merged) -> list[Path]:
-    """Each config's results as a baseline file."""
+def save_baselines(path: str, merged: Merged, keep: int = DEFAULT_KEEP) -> list[Path]:
+    """Each config's results as a baseline file, keeping the last `keep` runs of history."""
     saved = []
     for part in merged.pooled:
         target = Path(for_config(path, part, merged.several))
-        save_baseline(baseline_from_run(part.run), target)
+        save_baseline(baseline_from_run(part.run), target, keep)
         saved.append(target)
     return saved

@@ -114,6 +114,8 @@ class CaseDelta(BaseModel):
     reason: str = ""
     error: str | None = None
     output: str = ""
+    base_output: str | None = None
+    """The baseline's output of the test (None when the baseline keeps none)."""
     location: str | None = None
     assertions: list[AssertionDelta] = Field(default_factory=list)
 

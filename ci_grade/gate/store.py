@@ -16,17 +16,30 @@ from ci_grade.atomic import write_atomic
 from ci_grade.config import files
 from ci_grade.errors import ConfigError, InfrastructureError, UsageError
 from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run, baseline_from_runs
+from ci_grade.gate.history import DEFAULT_KEEP, RunPoint, extend
 from ci_grade.safe_text import json_dumps
 
 GIT_PREFIX = "git:"
 
 
-def save_baseline(baseline: Baseline, path: Path) -> None:
-    """Write atomically, secrets masked and config paths under the working directory made relative."""
+def save_baseline(baseline: Baseline, path: Path, keep: int = DEFAULT_KEEP) -> None:
+    """Write atomically, secrets masked and config paths under the working directory made relative;
+    the history of the baseline already at `path` is carried, the last `keep` runs kept (one that
+    cannot be read as a baseline has none to carry)."""
     portable = baseline.model_copy(deep=True)
+    portable.history = extend(_previous_history(Path(path)), portable.history, keep)
     portable.info.config_files = [_relative(name) for name in portable.info.config_files]
     data = redact.data(portable.model_dump(mode="json"))
     write_atomic(Path(path), json_dumps(data, indent=2) + "\n")
+
+
+def _previous_history(path: Path) -> list[RunPoint]:
+    if not path.is_file():
+        return []
+    try:
+        return parse_baseline(files.read_text(path, None, "the baseline to replace"), str(path)).history
+    except (ConfigError, UsageError, InfrastructureError):
+        return []
 
 
 def _relative(name: str) -> str:
