@@ -18,7 +18,6 @@ from ci_grade.atomic import write_atomic
 from ci_grade.errors import UsageError
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
-from ci_grade.gate.history import DEFAULT_KEEP
 from ci_grade.gate.models import GatePolicy
 from ci_grade.gate.store import load_baselines, save_baseline
 from ci_grade.report import outputs
@@ -120,7 +119,7 @@ def write_outputs(paths: list[str], merged: Merged, title: str) -> list[Path]:
     return written
 
 
-def save_baselines(path: str, merged: Merged, keep: int = DEFAULT_KEEP) -> list[Path]:
+def save_baselines(path: str, merged: Merged, keep: int | None = None) -> list[Path]:
     """Each config's results as a baseline file, keeping the last `keep` runs of history."""
     saved = []
     for part in merged.pooled:

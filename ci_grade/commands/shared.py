@@ -109,9 +109,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_history_argument(parser: argparse.ArgumentParser) -> None:
     """How many runs of history a saved baseline keeps (the report's trend)."""
-    from ci_grade.gate.history import DEFAULT_KEEP
-
-    parser.add_argument("--history", type=_count, default=DEFAULT_KEEP, metavar="N", help=f"runs of history the saved baseline keeps for the report's trend: those of the baseline already at its path, then this one (default {DEFAULT_KEEP}; 0 keeps none)")
+    parser.add_argument("--history", type=_count, metavar="N", help="runs of history the saved baseline keeps for the report's trend: those of the baseline already at its path, then this one (default 30; 0 keeps none)")
 
 
 def gate_policy(args: argparse.Namespace) -> GatePolicy:

@@ -98,6 +98,7 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
         head_totals=Totals.of(run),
         base_totals=baseline.totals,
         base_runs=baseline.runs,
+        history=baseline.history,
         warnings=provenance_warnings(run.info, baseline.info),
         head_scores=[t.score for t in head.values() if t.status != "error"],
     )

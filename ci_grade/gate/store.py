@@ -22,12 +22,12 @@ from ci_grade.safe_text import json_dumps
 GIT_PREFIX = "git:"
 
 
-def save_baseline(baseline: Baseline, path: Path, keep: int = DEFAULT_KEEP) -> None:
+def save_baseline(baseline: Baseline, path: Path, keep: int | None = None) -> None:
     """Write atomically, secrets masked and config paths under the working directory made relative;
-    the history of the baseline already at `path` is carried, the last `keep` runs kept (one that
-    cannot be read as a baseline has none to carry)."""
+    the history of the baseline already at `path` is carried, the last `keep` runs kept (default
+    `DEFAULT_KEEP`; a file that cannot be read as a baseline has none to carry)."""
     portable = baseline.model_copy(deep=True)
-    portable.history = extend(_previous_history(Path(path)), portable.history, keep)
+    portable.history = extend(_previous_history(Path(path)), portable.history, DEFAULT_KEEP if keep is None else keep)
     portable.info.config_files = [_relative(name) for name in portable.info.config_files]
     data = redact.data(portable.model_dump(mode="json"))
     write_atomic(Path(path), json_dumps(data, indent=2) + "\n")
