@@ -550,3 +550,35 @@ def test_an_issue_comment_on_a_forks_pull_request_is_warned_about(workspace: Pat
     warned = [m for p, m in run.commands("warning") if p.get("title") == "ci-grade: unsafe trigger"]
     assert warned == (["running under issue_comment on a fork's pull request: its config can run code with this repository's secrets and write token. Use pull_request (see the docs)."] if head != "octo/demo" else [])
     assert gh.calls("GET", r"/repos/octo/demo/pulls/7$")
+
+
+def test_the_comment_says_the_run_is_on_then_is_replaced_by_the_report(workspace: Path, gh: GitHubServer) -> None:
+    regress(workspace)
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    payload = {"number": 7, "pull_request": {"number": 7, "head": {"sha": sha, "repo": {"full_name": "octo/demo"}}, "base": {"repo": {"full_name": "octo/demo"}}}, "repository": {"full_name": "octo/demo"}}
+    env = {"GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "4242", "GITHUB_SHA": "f" * 40}
+    first = run_action(workspace, gh, payload=payload, env_extra=env)
+    (post,) = gh.calls("POST", r"/issues/7/comments$")
+    running = post.json["body"]
+    assert running.startswith("### ○ **Running** · 3 rows planned · started ") and running.endswith(MARKER)
+    assert f"commit [0123456](https://github.example/octo/demo/commit/{sha})" in running
+    assert "[workflow run](https://github.example/octo/demo/actions/runs/4242)" in running
+    (patch,) = gh.calls("PATCH")  # the same comment, now the report
+    (comment,) = gh.comments[7]
+    assert patch.json["body"] == comment["body"] and comment["body"].startswith("### ✗ **Regressed** · 2/3 passed · 2 regressed\n")
+    assert first.outputs["comment-url"] == comment["html_url"]
+    # the failing test's line, linked at the head commit (not GITHUB_SHA's merge commit), from the workspace root
+    assert f"[cases.yaml:1](https://github.example/octo/demo/blob/{sha}/evals/cases.yaml#L1)" in comment["body"]
+    assert "[artifacts](https://github.example/octo/demo/actions/runs/4242#artifacts)" in comment["body"]
+
+    # the next run: the earlier verdict is replaced by the running status first, never left looking current
+    run_action(workspace, gh, payload=payload, env_extra=env)
+    bodies = [p.json["body"] for p in gh.calls("PATCH")[1:]]
+    assert [b.splitlines()[0].split(" · ")[0] for b in bodies] == ["### ○ **Running**", "### ✗ **Regressed**"]
+    assert len(gh.comments[7]) == 1
+
+
+def test_no_running_status_without_a_pull_request(workspace: Path, gh: GitHubServer) -> None:
+    run = run_action(workspace, gh, event="push", payload={"ref": "refs/heads/main"})
+    assert run.code == 0 and not gh.calls("POST") and not gh.calls("PATCH")
+    assert run.result.out.count("is not a pull-request event") == 1

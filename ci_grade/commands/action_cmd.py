@@ -84,6 +84,8 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
     from ci_grade.errors import ExitCode, UsageError
     from ci_grade.gate.models import GatePolicy
     from ci_grade.github.comment import marker_for
+    from ci_grade.github.live import running_body
+    from ci_grade.report.links import Links
     from ci_grade.report.sections import render_report
 
     workdir = (event.workspace / inputs.working_directory).resolve()
@@ -110,12 +112,13 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         return dry_run(commands, env, inputs, workdir, stop)
     if inputs.shard:
         return run_shard(commands, env, inputs, workdir, event.workspace, stop)
+    marker, links = marker_for(inputs.comment_title), Links.from_env(env, head_sha=event.head_sha, cwd=workdir)
     if inputs.merge:
         graded = merge_and_compare(commands, inputs, policy, workdir, event.workspace)
-    else:
-        graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace, stop)
-    marker = marker_for(inputs.comment_title)
-    report = render_report(graded.sections, title=inputs.comment_title, marker=marker)
+    else:  # the sticky comment says the run is on as soon as its rows are planned
+        live = (lambda rows: publish_comment(commands, event, inputs, running_body(inputs.comment_title, rows, links), marker)) if event.pull_request_number or event.run_head else None
+        graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace, stop, live)
+    report = render_report(graded.sections, title=inputs.comment_title, marker=marker, links=links)
     comment_url, comment_problem = publish_comment(commands, event, inputs, report, marker)
     warnings = [comment_problem] if comment_problem else []
     warnings += graded.warnings
@@ -127,7 +130,7 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
 
         # The summary allows 1 MiB where a comment allows 65,536 characters: render it at its own size.
         note = warning_note(comment_problem)
-        summary = render_report(graded.sections, title=inputs.comment_title, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()))
+        summary = render_report(graded.sections, title=inputs.comment_title, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()), links=links)
         publish(commands, "the job summary", lambda: append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary + note))
     if env.get("GITHUB_OUTPUT"):
         from ci_grade.github.env_files import write_outputs
@@ -195,7 +198,7 @@ def dry_run(commands: WorkflowCommands, env: Mapping[str, str], inputs: ActionIn
     return 0
 
 
-def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop, seen: dict[str, Observed] | None = None) -> tuple[EvalOutcome, EvalOptions, Path | None]:
+def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop, seen: dict[str, Observed] | None = None, on_start: Callable[[int], object] | None = None) -> tuple[EvalOutcome, EvalOptions, Path | None]:
     """Run the eval (or its shard, or its retry) in the working directory, inside a log group."""
     from ci_grade.commands.shared import skip_final_collection
     from ci_grade.evaluate import EvalOptions, evaluate
@@ -206,7 +209,7 @@ def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, s
     options = EvalOptions(
         configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
         cache_dir=str(cache) if cache else None, cache=inputs.cache, shard=inputs.shard, retry_errors=inputs.retry_errors,
-        stop=stop, budget=Budget(inputs.max_cost) if inputs.max_cost is not None else None, dry_run=inputs.dry_run, observed=seen or {},
+        stop=stop, budget=Budget(inputs.max_cost) if inputs.max_cost is not None else None, dry_run=inputs.dry_run, observed=seen or {}, on_start=on_start,
     )
     with commands.group("ci-grade: evaluate"), commands.commands_stopped():
         outcome = evaluate(options)
@@ -230,7 +233,7 @@ def _in_folder(workdir: Path) -> Iterator[None]:
         raise
 
 
-def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path, stop: Stop) -> Graded:
+def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path, stop: Stop, on_start: Callable[[int], object] | None = None) -> Graded:
     """Run the eval in the working directory, compare with the baseline, write the results files."""
     from ci_grade import redact
     from ci_grade.commands.shared import judge
@@ -241,7 +244,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
 
     with _in_folder(workdir):
         baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
-        outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
+        outcome, options, cache = _evaluate(commands, inputs, workdir, stop, on_start=on_start)
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
         problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
@@ -287,6 +290,7 @@ def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: Action
     from ci_grade.github.annotations import workspace_path
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
+    from ci_grade.report.wording import plural
 
     with _in_folder(workdir):
         outcome, _, cache = _evaluate(commands, inputs, workdir, stop)
@@ -297,7 +301,7 @@ def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: Action
         with commands.commands_stopped():
             print(console.summary(run), flush=True)
     stats, shard = run.stats, inputs.shard
-    line = f"shard {shard}: {stats.total} rows, {stats.successes} passed, {stats.failures} failed, {stats.errors} errors; the merge job gives the verdict"
+    line = f"shard {shard}: {plural(stats.total, 'row')}, {stats.successes} passed, {stats.failures} failed, {plural(stats.errors, 'error')}; the merge job gives the verdict"
     commands.line(f"ci-grade: {line}")
     if env.get("GITHUB_STEP_SUMMARY"):
         from ci_grade.github.env_files import append_summary

@@ -4,7 +4,7 @@ a failing test is written at (a blob URL at the head commit, `#L<line>`).
 Built from the runner's variables (`GITHUB_SERVER_URL`, `GITHUB_REPOSITORY`, `GITHUB_RUN_ID`,
 `GITHUB_RUN_ATTEMPT`, `GITHUB_SHA`); the action passes the pull request's head commit (GitHub's
 `GITHUB_SHA` of a pull request is a merge commit nobody reviews) and the artifact's URL when the
-workflow gives one. Outside Actions there is nothing to link to and a report names things plainly.
+workflow gives one (else the run page's list of artifacts). Outside Actions there is nothing to link to and a report names things plainly.
 """
 
 from __future__ import annotations
@@ -66,6 +66,11 @@ class Links:
         if not self.server or not self.run_id:
             return None
         return f"{self._base}/actions/runs/{self.run_id}" + (f"/attempts/{self.run_attempt}" if self.run_attempt else "")
+
+    @property
+    def artifacts(self) -> str | None:
+        """The artifact's URL when given, else the run page's list of artifacts."""
+        return self.artifact or (f"{self.run}#artifacts" if self.run else None)
 
     def source(self, location: str | None) -> str | None:
         """The blob URL of `location` (`file:line`, as a test's is recorded) at the head commit."""

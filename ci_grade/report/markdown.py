@@ -283,8 +283,8 @@ def _provenance(c: Comparison, title: str, links: Links, escaper: Escaper) -> Md
         parts.append(f"commit [{short}]({links.commit})" if links.commit else f"commit {short}")
     if links.run:
         parts.append(f"[workflow run]({links.run})")
-    if links.artifact:
-        parts.append(f"[results artifact]({links.artifact})")
+    if links.artifacts:
+        parts.append(f"[artifacts]({links.artifacts})")
     return Md(" · ".join(parts))
 
 
