@@ -582,3 +582,17 @@ def test_no_running_status_without_a_pull_request(workspace: Path, gh: GitHubSer
     run = run_action(workspace, gh, event="push", payload={"ref": "refs/heads/main"})
     assert run.code == 0 and not gh.calls("POST") and not gh.calls("PATCH")
     assert run.result.out.count("is not a pull-request event") == 1
+
+
+def test_the_base_branch_saves_a_baseline_with_its_history_and_pull_requests_show_the_trend(workspace: Path, gh: GitHubServer) -> None:
+    push = {"ref": "refs/heads/main"}
+    for commit in ("a", "b"):  # two pushes to main, each adding its run to the baseline's history
+        main = run_action(workspace, gh, event="push", payload=push, env_extra={"GITHUB_SHA": commit * 40}, baseline="", save_baseline=".ci-grade/main.json", baseline_history="5")
+        assert main.code == 0, main.result.err
+    saved = load_baseline(".ci-grade/main.json", workspace / "evals")
+    assert saved is not None and len(saved.history) == 2 and all(t.output for t in saved.tests.values())
+    regress(workspace)
+    pr = run_action(workspace, gh, baseline=".ci-grade/main.json")
+    body = gh.comments[7][0]["body"]
+    assert pr.code == 1 and "#### Trend: the base branch's last 2 runs, then this one" in body
+    assert '  x-axis ["aaaaaaa", "bbbbbbb", "this run"]' in body and "  bar [100.0, 100.0, 66.7]" in body and "```mermaid\nxychart-beta\n" in body

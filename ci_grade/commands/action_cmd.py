@@ -237,7 +237,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
     """Run the eval in the working directory, compare with the baseline, write the results files."""
     from ci_grade import redact
     from ci_grade.commands.shared import judge
-    from ci_grade.gate.store import load_baselines
+    from ci_grade.gate.store import load_baselines, save_run_baseline
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
     from ci_grade.report.sections import Section
@@ -255,6 +255,8 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
             hand_over(outputs.write_outputs(paths, run, outcome.config_for_output, max_output_chars=inputs.max_output_chars, problems=problems), workspace)
             raise
         written = outputs.write_outputs(paths, run, outcome.config_for_output, comparison.gate_notes(), max_output_chars=inputs.max_output_chars, problems=problems)
+        if inputs.save_baseline and not stop.requested:  # e.g. on main: the baseline for pull requests, with its history
+            written += save_run_baseline(run, Path(inputs.save_baseline), inputs.baseline_history, problems)
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
             print(console.summary(run))

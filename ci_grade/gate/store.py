@@ -17,6 +17,7 @@ from ci_grade.config import files
 from ci_grade.errors import ConfigError, InfrastructureError, UsageError
 from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run, baseline_from_runs
 from ci_grade.gate.history import DEFAULT_KEEP, RunPoint, extend
+from ci_grade.results.models import EvalRun
 from ci_grade.safe_text import json_dumps
 
 GIT_PREFIX = "git:"
@@ -31,6 +32,17 @@ def save_baseline(baseline: Baseline, path: Path, keep: int | None = None) -> No
     portable.info.config_files = [_relative(name) for name in portable.info.config_files]
     data = redact.data(portable.model_dump(mode="json"))
     write_atomic(Path(path), json_dumps(data, indent=2) + "\n")
+
+
+def save_run_baseline(run: EvalRun, path: Path, keep: int | None, problems: list[str]) -> list[Path]:
+    """Save `run` as the baseline at `path` (carrying its history): the path written, or none and
+    the reason in `problems` (a full disk is a warning: the verdict stands)."""
+    try:
+        save_baseline(baseline_from_run(run), path, keep)
+    except InfrastructureError as exc:
+        problems.append(str(exc))
+        return []
+    return [path]
 
 
 def _previous_history(path: Path) -> list[RunPoint]:
