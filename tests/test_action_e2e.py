@@ -173,9 +173,9 @@ def test_pull_request_creates_then_updates_one_comment(workspace: Path, gh: GitH
 
     second = run_action(workspace, gh)
     assert second.code == 1
-    assert len(gh.comments[7]) == 1 and len(gh.calls("POST")) == 1
-    (patch,) = gh.calls("PATCH")
-    assert patch.path == f"/repos/octo/demo/issues/comments/{comment['id']}"
+    assert len(gh.comments[7]) == 1 and len(gh.calls("POST")) == 1  # created once, as the running status
+    patches = gh.calls("PATCH")  # the first run's report, the second run's running status and report
+    assert len(patches) == 3 and {p.path for p in patches} == {f"/repos/octo/demo/issues/comments/{comment['id']}"}
     assert second.outputs["comment-url"] == first.outputs["comment-url"]
     assert_no_token(second, gh, workspace)
 
@@ -247,7 +247,7 @@ def test_comment_is_found_among_many_and_lookalikes_are_left_alone(workspace: Pa
     assert not gh.calls("POST") and len(gh.comments[7]) == 127
     assert ours["body"].startswith("### ✓ **Passed**") and lookalike["body"].startswith("I copied")
     assert run.outputs["comment-url"] == ours["html_url"]
-    assert [r.query.get("page", "1") for r in gh.calls("GET", r"/issues/7/comments$")] == ["1", "2"]
+    assert [r.query.get("page", "1") for r in gh.calls("GET", r"/issues/7/comments$")] == ["1", "2"] * 2  # the running status, then the report
 
 
 @pytest.mark.parametrize(("change", "code"), [(False, 0), (True, 1)])

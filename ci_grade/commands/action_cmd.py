@@ -84,7 +84,7 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
     from ci_grade.errors import ExitCode, UsageError
     from ci_grade.gate.models import GatePolicy
     from ci_grade.github.comment import marker_for
-    from ci_grade.github.live import running_body
+    from ci_grade.github.live import announcer
     from ci_grade.report.links import Links
     from ci_grade.report.sections import render_report
 
@@ -116,7 +116,7 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
     if inputs.merge:
         graded = merge_and_compare(commands, inputs, policy, workdir, event.workspace)
     else:  # the sticky comment says the run is on as soon as its rows are planned
-        live = (lambda rows: publish_comment(commands, event, inputs, running_body(inputs.comment_title, rows, links), marker)) if event.pull_request_number or event.run_head else None
+        live = announcer(commands, inputs.comment_title, links, lambda body: publish_comment(commands, event, inputs, body, marker)) if event.pull_request_number or event.run_head else None
         graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace, stop, live)
     report = render_report(graded.sections, title=inputs.comment_title, marker=marker, links=links)
     comment_url, comment_problem = publish_comment(commands, event, inputs, report, marker)
@@ -340,6 +340,7 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
             from ci_grade.github.pulls import pull_request_of
 
             number = pull_request_of(event.api_url, inputs.github_token, event.repository, *event.run_head)
+            inputs.pull_request_number = number  # found once: the report after the running status reuses it
         if number is None:
             if event.run_head is not None:
                 label, sha = event.run_head
@@ -365,6 +366,7 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
             "update it instead of posting a comment and deleting it again",
             title="ci-grade",
         )
+        inputs.comment_author = posted.author  # the report after the running status finds it at once
     return posted.url, None
 
 

@@ -8,11 +8,27 @@ status, which says when it started and links the workflow run, never a stale ver
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from ci_grade.report.links import Links
 from ci_grade.report.markdown_escape import Escaper
 from ci_grade.report.wording import plural
+
+if TYPE_CHECKING:
+    from ci_grade.github.workflow_commands import WorkflowCommands
+
+
+def announcer(commands: WorkflowCommands, title: str, links: Links, post: Callable[[str], object]) -> Callable[[int], None]:
+    """What the evaluation calls when its rows start: `post` the running status, with workflow
+    commands acted on (the evaluation's log has them stopped), so a warning about it is seen."""
+
+    def started(rows: int) -> None:
+        with commands.commands_resumed():
+            post(running_body(title, rows, links))
+
+    return started
 
 
 def running_body(title: str, rows: int, links: Links, started: datetime | None = None) -> str:
