@@ -3,8 +3,8 @@ a failing test is written at (a blob URL at the head commit, `#L<line>`).
 
 Built from the runner's variables (`GITHUB_SERVER_URL`, `GITHUB_REPOSITORY`, `GITHUB_RUN_ID`,
 `GITHUB_RUN_ATTEMPT`, `GITHUB_SHA`); the action passes the pull request's head commit (GitHub's
-`GITHUB_SHA` of a pull request is a merge commit nobody reviews) and the artifact's URL when the
-workflow gives one (else the run page's list of artifacts). Outside Actions there is nothing to link to and a report names things plainly.
+`GITHUB_SHA` of a pull request is a merge commit nobody reviews). Artifacts are linked as the run
+page's list of them: the workflow uploads its results after the step that reports. Outside Actions there is nothing to link to and a report names things plainly.
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ class Links:
     sha: str = ""
     run_id: str = ""
     run_attempt: str = ""
-    artifact: str = ""
     paths: SourcePaths | None = None
     """Turns a test's recorded path into the repository's (the folder the run started in)."""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], *, head_sha: str | None = None, cwd: Path | None = None, artifact: str | None = None) -> Links:
+    def from_env(cls, env: Mapping[str, str], *, head_sha: str | None = None, cwd: Path | None = None) -> Links:
         """The links a run in GitHub Actions has; empty ones elsewhere."""
         server = (env.get("GITHUB_SERVER_URL") or "").rstrip("/")
         repository = env.get("GITHUB_REPOSITORY") or ""
@@ -49,7 +48,6 @@ class Links:
             sha=sha if _SHA.fullmatch(sha) else "",
             run_id=run_id if run_id.isdigit() else "",
             run_attempt=attempt if attempt.isdigit() and attempt != "1" else "",
-            artifact=artifact if artifact and artifact.startswith(f"{server}/") else "",
             paths=SourcePaths(cwd, env),
         )
 
@@ -69,8 +67,8 @@ class Links:
 
     @property
     def artifacts(self) -> str | None:
-        """The artifact's URL when given, else the run page's list of artifacts."""
-        return self.artifact or (f"{self.run}#artifacts" if self.run else None)
+        """The run page's list of artifacts (the results the workflow uploads are listed there)."""
+        return f"{self.run}#artifacts" if self.run else None
 
     def source(self, location: str | None) -> str | None:
         """The blob URL of `location` (`file:line`, as a test's is recorded) at the head commit."""
