@@ -9,7 +9,7 @@ import gc
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -76,6 +76,8 @@ class EvalOptions:
     """Plan and estimate (`EvalOutcome.spending`), call nothing."""
     observed: dict[str, Observed] = field(default_factory=dict)
     """Per provider, what its calls measured in the baseline (for `dry_run`'s estimate)."""
+    on_start: Callable[[int], object] | None = None
+    """Told the number of rows planned when they start running (the action's live status)."""
 
 
 @dataclass
@@ -225,6 +227,8 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, spending=estimate)
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False and cli_defaults.progress_bar is not False  # promptfoo's switches
     _built()
+    if options.on_start is not None:
+        options.on_start(len(plan.rows))
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
     if options.stop.max_duration is None and eval_options.maxEvalTimeMs:
         options.stop.max_duration = eval_options.maxEvalTimeMs / 1000
@@ -289,7 +293,7 @@ def _tracing(loaded: LoadedConfig) -> Tracing | None:
 
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:
     """Rerun the tests `test_ids` `runs` more times with fresh samples; their rows (`--confirm N`)."""
-    rerun = dataclasses.replace(options, outputs=[], repeat=runs, test_repeats=False, cache=False, only_test_ids=frozenset(test_ids))
+    rerun = dataclasses.replace(options, outputs=[], repeat=runs, test_repeats=False, cache=False, only_test_ids=frozenset(test_ids), on_start=None)
     return list(evaluate(rerun).run.results)
 
 

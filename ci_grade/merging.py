@@ -99,11 +99,11 @@ def write_outputs(paths: list[str], merged: Merged, title: str) -> list[Path]:
     return formats.write_files(paths, doc, per_config=lambda path, index: for_config(path, merged.pooled[index], merged.several))
 
 
-def save_baselines(path: str, merged: Merged) -> list[Path]:
-    """Each config's results as a baseline file."""
+def save_baselines(path: str, merged: Merged, keep: int | None = None) -> list[Path]:
+    """Each config's results as a baseline file, keeping the last `keep` runs of history."""
     saved = []
     for part in merged.pooled:
         target = Path(for_config(path, part, merged.several))
-        save_baseline(baseline_from_run(part.run), target)
+        save_baseline(baseline_from_run(part.run), target, keep)
         saved.append(target)
     return saved

@@ -165,17 +165,17 @@ def test_pull_request_creates_then_updates_one_comment(workspace: Path, gh: GitH
     (comment,) = gh.comments[7]
     assert comment["user"]["login"] == BOT_LOGIN and comment["body"].endswith(MARKER)
     body = comment["body"]
-    assert "📉 **Regressed**" in body and "greets the user" in body and "says goodbye" in body
-    assert "hello there \\[\\*\\*\\*\\]" in body  # the echoed token was masked, not absent
+    assert "✗ **Regressed**" in body and "greets the user" in body and "says goodbye" in body
+    assert "+ hello there [***]" in body  # the echoed token was masked, not absent
     assert first.outputs["comment-url"] == comment["html_url"]
     assert body.replace(MARKER, "").strip() in first.summary  # the same report in the job summary
     assert_no_token(first, gh, workspace)
 
     second = run_action(workspace, gh)
     assert second.code == 1
-    assert len(gh.comments[7]) == 1 and len(gh.calls("POST")) == 1
-    (patch,) = gh.calls("PATCH")
-    assert patch.path == f"/repos/octo/demo/issues/comments/{comment['id']}"
+    assert len(gh.comments[7]) == 1 and len(gh.calls("POST")) == 1  # created once, as the running status
+    patches = gh.calls("PATCH")  # the first run's report, the second run's running status and report
+    assert len(patches) == 3 and {p.path for p in patches} == {f"/repos/octo/demo/issues/comments/{comment['id']}"}
     assert second.outputs["comment-url"] == first.outputs["comment-url"]
     assert_no_token(second, gh, workspace)
 
@@ -215,7 +215,7 @@ def test_outputs_files_and_annotations(workspace: Path, gh: GitHubServer) -> Non
     assert title == "ci-grade regression: greets the user" and "score 1.00 -> 0.50" in message
     title, message = errors[("evals/cases.yaml", "1")]
     assert title == "ci-grade regression: says goodbye" and 'Expected output to contain "bye"' in message
-    assert "📉 **Regressed**" in run.summary and "says goodbye" in run.summary
+    assert "✗ **Regressed**" in run.summary and "says goodbye" in run.summary
 
 
 def test_unchanged_configs_pass(workspace: Path, gh: GitHubServer) -> None:
@@ -224,7 +224,7 @@ def test_unchanged_configs_pass(workspace: Path, gh: GitHubServer) -> None:
     assert run.outputs["passed"] == "true" and run.outputs["verdict"] == "passed"
     assert run.outputs["regressions"] == "0" and run.outputs["score-delta"] == "0.0000"
     assert not run.commands("error") and not run.commands("warning")
-    assert "✅ **Passed**" in gh.comments[7][0]["body"]
+    assert "✓ **Passed**" in gh.comments[7][0]["body"]
 
 
 def test_a_regression_alone_fails_only_when_the_gate_says_so(workspace: Path, gh: GitHubServer) -> None:
@@ -249,9 +249,9 @@ def test_comment_is_found_among_many_and_lookalikes_are_left_alone(workspace: Pa
     run = run_action(workspace, gh)
     assert run.code == 0
     assert not gh.calls("POST") and len(gh.comments[7]) == 127
-    assert ours["body"].startswith("### ci-grade") and lookalike["body"].startswith("I copied")
+    assert ours["body"].startswith("### ✓ **Passed**") and lookalike["body"].startswith("I copied")
     assert run.outputs["comment-url"] == ours["html_url"]
-    assert [r.query.get("page", "1") for r in gh.calls("GET", r"/issues/7/comments$")] == ["1", "2"]
+    assert [r.query.get("page", "1") for r in gh.calls("GET", r"/issues/7/comments$")] == ["1", "2"] * 2  # the running status, then the report
 
 
 @pytest.mark.parametrize(("change", "code"), [(False, 0), (True, 1)])
@@ -263,7 +263,7 @@ def test_read_only_token_degrades_to_a_warning(workspace: Path, gh: GitHubServer
     assert run.code == code  # the gate's verdict, unchanged by the failed comment
     (warning,) = [(p, m) for p, m in run.commands("warning") if "PR comment" in m]
     assert "could not post the PR comment: GitHub answered 403" in warning[1] and "permissions: pull-requests: write" in warning[1]
-    assert "### ci-grade" in run.summary and "could not post the PR comment" in run.summary
+    assert "\n**ci-grade**: support bot" in run.summary and "could not post the PR comment" in run.summary
     assert run.outputs["comment-url"] == "" and run.outputs["passed"] == ("true" if code == 0 else "false")
     assert gh.comments.get(7) is None
     assert_no_token(run, gh, workspace)
@@ -291,7 +291,7 @@ def test_the_warning_names_why_github_refused(workspace: Path, gh: GitHubServer,
         assert "did not accept the token" in warning and "fork" not in warning
     else:
         assert "secondary rate limit" in warning and "waits at most 60 s" in warning and "permission" not in warning and "fork" not in warning
-    assert "### ci-grade" in run.summary and run.outputs["comment-url"] == ""
+    assert "\n**ci-grade**: support bot" in run.summary and run.outputs["comment-url"] == ""
 
 
 def test_api_outage_degrades_to_a_warning(workspace: Path, gh: GitHubServer) -> None:
@@ -299,7 +299,7 @@ def test_api_outage_degrades_to_a_warning(workspace: Path, gh: GitHubServer) -> 
     run = run_action(workspace, gh)
     assert run.code == 0
     assert any("could not post the PR comment" in m for _, m in run.commands("warning"))
-    assert "✅ **Passed**" in run.summary
+    assert "✓ **Passed**" in run.summary
 
 
 def test_push_event_writes_the_summary_and_posts_nothing(workspace: Path, gh: GitHubServer) -> None:
@@ -307,7 +307,7 @@ def test_push_event_writes_the_summary_and_posts_nothing(workspace: Path, gh: Gi
     run = run_action(workspace, gh, event="push", payload={"ref": "refs/heads/main", "before": "a" * 40, "after": "b" * 40})
     assert run.code == 1
     assert gh.requests == []
-    assert "### ci-grade" in run.summary and "says goodbye" in run.summary
+    assert "\n**ci-grade**: support bot" in run.summary and "says goodbye" in run.summary
     assert run.outputs["comment-url"] == "" and run.outputs["regressions"] == "2"
     assert "not a pull-request event" in run.result.out
 
@@ -489,7 +489,7 @@ def test_a_workflow_run_after_a_forks_pull_request_comments_on_it(workspace: Pat
     run = run_action(workspace, gh, event="workflow_run", payload=fork_workflow_run())
     assert run.code == 0
     (comment,) = gh.comments[12]
-    assert comment["body"].startswith("### ci-grade") and set(gh.comments) == {12}
+    assert comment["body"].startswith("### ") and set(gh.comments) == {12}
     assert run.outputs["comment-url"] == comment["html_url"]
     (listing,) = gh.calls("GET", r"/repos/octo/demo/pulls$")
     assert listing.query["head"] == "stranger:improve-prompt" and listing.query["state"] == "open"
@@ -501,7 +501,7 @@ def test_a_workflow_run_whose_pull_request_moved_on_posts_nothing(workspace: Pat
     run = run_action(workspace, gh, event="workflow_run", payload=fork_workflow_run())
     assert run.code == 0 and not gh.calls("POST") and gh.comments == {}
     assert f"no open pull request has stranger:improve-prompt at {FORK_SHA[:12]} as its head" in run.result.out
-    assert "### ci-grade" in run.summary and run.outputs["comment-url"] == ""
+    assert "\n**ci-grade**: support bot" in run.summary and run.outputs["comment-url"] == ""
 
 
 def test_the_pull_request_number_input_names_the_pull_request(workspace: Path, gh: GitHubServer) -> None:
@@ -554,3 +554,49 @@ def test_an_issue_comment_on_a_forks_pull_request_is_warned_about(workspace: Pat
     warned = [m for p, m in run.commands("warning") if p.get("title") == "ci-grade: unsafe trigger"]
     assert warned == (["running under issue_comment on a fork's pull request: its config can run code with this repository's secrets and write token. Use pull_request (see the docs)."] if head != "octo/demo" else [])
     assert gh.calls("GET", r"/repos/octo/demo/pulls/7$")
+
+
+def test_the_comment_says_the_run_is_on_then_is_replaced_by_the_report(workspace: Path, gh: GitHubServer) -> None:
+    regress(workspace)
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    payload = {"number": 7, "pull_request": {"number": 7, "head": {"sha": sha, "repo": {"full_name": "octo/demo"}}, "base": {"repo": {"full_name": "octo/demo"}}}, "repository": {"full_name": "octo/demo"}}
+    env = {"GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "4242", "GITHUB_SHA": "f" * 40}
+    first = run_action(workspace, gh, payload=payload, env_extra=env)
+    (post,) = gh.calls("POST", r"/issues/7/comments$")
+    running = post.json["body"]
+    assert running.startswith("### ○ **Running** · 3 rows planned · started ") and running.endswith(MARKER)
+    assert f"commit [0123456](https://github.example/octo/demo/commit/{sha})" in running
+    assert "[workflow run](https://github.example/octo/demo/actions/runs/4242)" in running
+    (patch,) = gh.calls("PATCH")  # the same comment, now the report
+    (comment,) = gh.comments[7]
+    assert patch.json["body"] == comment["body"] and comment["body"].startswith("### ✗ **Regressed** · 2/3 passed · 2 regressed\n")
+    assert first.outputs["comment-url"] == comment["html_url"]
+    # the failing test's line, linked at the head commit (not GITHUB_SHA's merge commit), from the workspace root
+    assert f"[cases.yaml:1](https://github.example/octo/demo/blob/{sha}/evals/cases.yaml#L1)" in comment["body"]
+    assert "[artifacts](https://github.example/octo/demo/actions/runs/4242#artifacts)" in comment["body"]
+
+    # the next run: the earlier verdict is replaced by the running status first, never left looking current
+    run_action(workspace, gh, payload=payload, env_extra=env)
+    bodies = [p.json["body"] for p in gh.calls("PATCH")[1:]]
+    assert [b.splitlines()[0].split(" · ")[0] for b in bodies] == ["### ○ **Running**", "### ✗ **Regressed**"]
+    assert len(gh.comments[7]) == 1
+
+
+def test_no_running_status_without_a_pull_request(workspace: Path, gh: GitHubServer) -> None:
+    run = run_action(workspace, gh, event="push", payload={"ref": "refs/heads/main"})
+    assert run.code == 0 and not gh.calls("POST") and not gh.calls("PATCH")
+    assert run.result.out.count("is not a pull-request event") == 1
+
+
+def test_the_base_branch_saves_a_baseline_with_its_history_and_pull_requests_show_the_trend(workspace: Path, gh: GitHubServer) -> None:
+    push = {"ref": "refs/heads/main"}
+    for commit in ("a", "b"):  # two pushes to main, each adding its run to the baseline's history
+        main = run_action(workspace, gh, event="push", payload=push, env_extra={"GITHUB_SHA": commit * 40}, baseline="", save_baseline=".ci-grade/main.json", baseline_history="5")
+        assert main.code == 0, main.result.err
+    saved = load_baseline(".ci-grade/main.json", workspace / "evals")
+    assert saved is not None and len(saved.history) == 2 and all(t.output for t in saved.tests.values())
+    regress(workspace)
+    pr = run_action(workspace, gh, baseline=".ci-grade/main.json")
+    body = gh.comments[7][0]["body"]
+    assert pr.code == 1 and "#### Trend: the base branch's last 2 runs, then this one" in body
+    assert '  x-axis ["aaaaaaa", "bbbbbbb", "this run"]' in body and "  bar [100.0, 100.0, 66.7]" in body and "```mermaid\nxychart-beta\n" in body

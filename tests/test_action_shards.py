@@ -44,9 +44,9 @@ def test_the_merge_job_publishes_what_one_unsharded_job_would(workspace: Path, g
     assert merged.code == whole.code == 1, merged.result.err
     assert {k: v for k, v in merged.outputs.items() if k != "comment-url"} == {k: v for k, v in whole.outputs.items() if k != "comment-url"}
     assert merged.outputs["verdict"] == "regressed" and merged.outputs["regressions"] == "2"
-    bodies = {c["body"].splitlines()[0]: c["body"] for c in gh.comments[7]}
-    assert set(bodies) == {"### evals: support bot", "### whole: support bot"}
-    merged_body, whole_body = (bodies[f"### {title}: support bot"].splitlines()[1:-1] for title in ("evals", "whole"))  # no title, no marker
+    bodies = {c["body"].splitlines()[2].split(" · ")[0]: c["body"] for c in gh.comments[7]}
+    assert set(bodies) == {"**evals**: support bot", "**whole**: support bot"}
+    merged_body, whole_body = (bodies[f"**{title}**: support bot"].splitlines()[3:-1] for title in ("evals", "whole"))  # no title, no marker
     assert without_times("\n".join(merged_body)) == without_times("\n".join(whole_body)) and "#### Regressions and new failures (2)" in merged_body
     assert merged.commands("error") == whole.commands("error") and len(merged.commands("error")) == 2
     assert "shards/1.json, shards/2.json" in merged.result.out
@@ -79,8 +79,8 @@ def test_several_configs_merge_into_one_comment(workspace: Path, gh: GitHubServe
     assert run.outputs["results-path"].splitlines() == ["evals/ci-grade-results/results-evals-promptfooconfig.json", "evals/ci-grade-results/results-evals-triage.json"]
     assert run.outputs["pass-rate"] == "1.0000" and run.outputs["verdict"] == "passed"
     body = gh.comments[7][0]["body"]
-    assert body.startswith("## ci-grade\n\n✅ **Passed**: all 2 configs passed")
-    assert "### evals/promptfooconfig.yaml: support bot" in body and "### evals/triage.yaml" in body  # named from the workspace
+    assert body.startswith("## ci-grade\n\n✓ **Passed**: all 2 configs passed")
+    assert "\n**evals/promptfooconfig.yaml**: support bot" in body and "\n**evals/triage.yaml**" in body  # named from the workspace
 
 
 def test_retry_errors_reruns_only_the_errored_rows(workspace: Path, gh: GitHubServer, openai_env: LLMServer) -> None:  # noqa: F811

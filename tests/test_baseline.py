@@ -34,7 +34,7 @@ def sample_run():
     )
 
 
-def test_baseline_keeps_scores_and_provenance_but_no_outputs() -> None:
+def test_baseline_keeps_scores_provenance_and_outputs_but_no_errors() -> None:
     baseline = baseline_from_run(sample_run())
     rubric = next(t for t in baseline.tests.values() if t.name == "rubric")
     assert (rubric.score, rubric.passed, rubric.status, rubric.repeats, rubric.score_spread) == (0.75, False, "fail", 1, 0.0)
@@ -50,7 +50,8 @@ def test_baseline_keeps_scores_and_provenance_but_no_outputs() -> None:
     assert baseline.totals.rows == 3
     text = baseline.model_dump_json()
     assert '"rubric"' in text and '"accuracy"' in text and '"abc123"' in text  # the names and scores are kept
-    assert "provider timed out" not in text and '"output"' not in text
+    assert "provider timed out" not in text  # an error's text is not the test's output
+    assert rubric.output == "ok" and broken.output == "ok"
 
 
 def test_repeats_fold_into_mean_spread_and_majority() -> None:

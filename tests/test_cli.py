@@ -55,7 +55,7 @@ def test_exit_1_on_an_error_row(tmp_path: Path) -> None:
     )
     result = run_cli_process("eval", "--no-progress", cwd=tmp_path)
     assert result.code == 1
-    assert "1 passed, 0 failed, 1 errors" in result.out
+    assert "1 passed, 0 failed, 1 error " in result.out
     assert "API key is not set" in result.out
     assert "Traceback" not in result.err
 

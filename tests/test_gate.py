@@ -64,7 +64,9 @@ def test_save_baseline_from_eval(saved: Path) -> None:
     tests = sorted(data["tests"].values(), key=lambda t: t["name"])
     assert [(t["name"], t["score"], t["status"]) for t in tests] == [("reset link", 1.0, "pass"), ("stays polite", 1.0, "pass")]
     assert [a["type"] for a in tests[0]["assertions"]] == ["contains", "contains", "icontains", "contains"]
-    assert "output" not in json.dumps(data)
+    assert [t["output"] for t in tests] == [f"{GOOD} password", f"{GOOD} thanks"]  # each test's reply, for a later report's before and after
+    (point,) = data["history"]  # the run's summary, for the trend
+    assert (point["tests"], point["passed"], point["mean_score"]) == (2, 2, 1.0)
 
 
 def test_regression_fails_the_gate_with_reports(saved: Path) -> None:
@@ -74,10 +76,10 @@ def test_regression_fails_the_gate_with_reports(saved: Path) -> None:
     assert "verdict: REGRESSED (gate failed): 1 test regressed beyond tolerance (max drop 0.10)" in result.out  # ...but one got worse
     assert "] reset link: score 1.00 -> 0.75 (-0.25)" in result.out
     md = (saved / "out" / "report.md").read_text()
-    assert md.startswith("### ci-grade\n\n📉 **Regressed**: 1 test regressed beyond tolerance (max drop 0.10)")
+    assert md.startswith("### ✗ **Regressed** · 2/2 passed · 1 regressed\n\n**ci-grade**\n\n1 test regressed beyond tolerance (max drop 0.10)")
     assert "- **reset link** · echo" in md and "score 1.00 → 0.75 (▼ −0.25) · **regressed**" in md
     assert '  - ✗ contains (accuracy) 1.00 → 0.00: Expected output to contain "30 minutes"' in md
-    assert "| metric accuracy | 1.00 | 0.50 | ▼ −0.50 | – | reproducible: exact · 🔻 **regression** |" in md
+    assert "| metric accuracy | 1.00 | 0.50 | ▼ −0.50 | – | reproducible: exact · **regression** |" in md
     junit = (saved / "out" / "results.junit.xml").read_text()
     assert 'message="REGRESSION: score 1.00 -&gt; 0.75 (-0.25)' in junit and 'type="regression"' in junit
     assert json.loads((saved / "out" / "results.json").read_text())["results"]["stats"]["successes"] == 2
@@ -103,7 +105,7 @@ def test_failures_fail_the_gate_unless_fail_on_never(saved: Path) -> None:
     never = eval_(saved, BROKEN, "--baseline", ".ci-grade/baseline.json", "--fail-on", "never", "-o", "report.md")
     assert never.code == 0
     assert "(fail-on never: reported, not gating)" in never.out
-    assert "📉 **Regressed**" in (saved / "report.md").read_text()
+    assert "✗ **Regressed**" in (saved / "report.md").read_text()
 
 
 def test_min_pass_rate_lets_some_failures_through(saved: Path) -> None:
@@ -123,7 +125,7 @@ def test_missing_baseline_judges_thresholds_only(tmp_path: Path) -> None:
     assert "warning: no baseline at nowhere/baseline.json; the gate judges thresholds only" in result.err
     assert "no baseline: the gate judged thresholds only" in result.out
     md = (tmp_path / "report.md").read_text()
-    assert "✅ **Passed**: all 2 tests passed; no baseline, thresholds only" in md and "No baseline: the gate judged thresholds only" in md
+    assert "### ✓ **Passed** · 2/2 passed\n" in md and "\nall 2 tests passed; no baseline, thresholds only\n" in md and "No baseline: the gate judged thresholds only" in md
 
 
 def test_invalid_baseline_exits_2_before_running(tmp_path: Path) -> None:
@@ -149,7 +151,7 @@ def test_baseline_save_and_compare_commands(saved: Path) -> None:
     result = run_cli("compare", "--baseline", "from-results.json", "pr.json", "-o", "cmp/report.md", "-o", "cmp/junit.xml", "-o", "cmp/comparison.json", "--title", "PR evals", cwd=saved)
     assert result.code == 1, result.out + result.err
     assert result.out.startswith("verdict: REGRESSED (gate failed)")
-    assert (saved / "cmp" / "report.md").read_text().startswith("### PR evals\n\n📉 **Regressed**")
+    assert (saved / "cmp" / "report.md").read_text().startswith("### ✗ **Regressed**")
     assert "REGRESSION: score 1.00 -&gt; 0.75" in (saved / "cmp" / "junit.xml").read_text()
     comparison = json.loads((saved / "cmp" / "comparison.json").read_text())
     assert comparison["verdict"] == "regressed" and comparison["gate_failed"] is True
@@ -226,12 +228,14 @@ def test_quickstart_shows_a_regression_against_its_committed_baseline(tmp_path: 
     assert "verdict: REGRESSED (gate failed): 1 test regressed beyond tolerance (max drop 0.10); 3 measures dropped beyond tolerance (max drop 0.02): mean score, pass rate, 'accuracy'" in result.out
     assert result.out.count("double charge offers a refund and a human: score 1.00 -> 0.33 (-0.67); newly failing (passed in the baseline)") == 1
     md = (out / "summary.md").read_text()
-    assert "📉 **Regressed**: 1 test regressed beyond tolerance (max drop 0.10)" in md
+    assert "✗ **Regressed**" in md and "\n1 test regressed beyond tolerance (max drop 0.10)" in md
     # 7 of 9 accuracy assertions pass, as promptfoo reports it (the mean of the tests' values was 0.83).
-    assert "| metric accuracy | 1.00 | 0.78 | ▼ −0.22 | – | reproducible: exact · 🔻 **regression** |" in md
+    assert "| metric accuracy | 1.00 | 0.78 | ▼ −0.22 | – | reproducible: exact · **regression** |" in md
     assert md.count("- **double charge offers a refund and a human** · support-bot") == 1
     assert "score 1.00 → 0.33 (▼ −0.67) · **regressed** · **new failure**" in md
-    assert "  - output: You can see your invoices and change your payment method under Settings &gt; Billing." in md
+    # the baseline keeps the previous reply: the regression shows it before the new one
+    assert "\n    ```diff\n    - I'm sorry about the double charge. Refunds for duplicate payments" in md
+    assert "…\n    + You can see your invoices and change your payment method under Settings > Billing.\n    ```\n" in md  # lines cut to 160
     assert (out / "results.junit.xml").read_text().count('type="regression"') == 1
 
 

@@ -140,3 +140,20 @@ def test_annotate_uses_every_slot_when_everything_fits() -> None:
     assert annotate(WorkflowCommands(out), items, "warning") == 10
     assert "more failing" not in out.getvalue()
     assert [parse_command(line)[1].get("line") for line in out.getvalue().splitlines()] == [str(i + 1) for i in range(10)]
+
+
+def test_commands_resumed_inside_a_stopped_stretch_then_stopped_again() -> None:
+    import io
+
+    from ci_grade.github.workflow_commands import WorkflowCommands
+    from tests.github_helpers import commands_in
+
+    out = io.StringIO()
+    commands = WorkflowCommands(stream=out)
+    with commands.commands_stopped():
+        commands.warning("hidden while stopped")
+        with commands.commands_resumed():
+            commands.warning("seen")
+        commands.warning("hidden again")
+    commands.warning("seen after")
+    assert [message for name, _, message in commands_in(out.getvalue()) if name == "warning"] == ["seen", "seen after"]

@@ -54,9 +54,11 @@ def test_report_layout_and_content() -> None:
     run, comparison = scenario()
     md = render_markdown(run, comparison, title="LLM evals")
     lines = md.splitlines()
-    assert lines[0] == "### LLM evals: Acme support bot"
+    # the first line: verdict, counts and cost; then the title and the run's commit
+    assert lines[0] == "### ✗ **Failed** · 4/6 passed · 1 regressed · 1 fixed · 1 error · $0.0123"
+    assert lines[2] == "**LLM evals**: Acme support bot"
     # with a baseline, the newly failing test is a regression, not a plain failure
-    assert lines[2].startswith("❌ **Failed**: 1 error (max 0); 1 test regressed beyond tolerance (max drop 0.10)")
+    assert lines[4].startswith("1 error (max 0); 1 test regressed beyond tolerance (max drop 0.10)")
     assert "Compared with the baseline from commit 0123456789ab (2026-11-20T10:00:00+00:00). Gate: fail-on regressions, alpha 0.05, max score drop 0.10, max metric drop 0.02, max errors 0." in md
     assert "| Pass rate | 80.0% (4/5) | 66.7% (4/6) | ▼ −13.3 pts | – | reproducible: exact · no drop |" in md
     assert "| **Mean score** | 0.75 | 0.88 | ▲ +0.12 | – | reproducible: exact · no drop |" in md  # the renamed test counts as the test it was
@@ -67,27 +69,30 @@ def test_report_layout_and_content() -> None:
     sections = re.findall(r"^#### (.+)$", md, re.M)
     assert sections == [
         "Regressions and new failures (1)", "Errors (1)", "Fixes (1)", "Renamed tests (1)", "Added tests (2)", "Removed tests (1)",
+        "Trend: the base branch's last run, then this one",  # the baseline's one run, then this one's point
     ]
+    assert '  x-axis ["0123456", "this run"]\n  y-axis "%" 0 --> 100\n  bar [80.0, 66.7]\n  line [80.0, 90.0]' in md
     regression = md.split("#### Regressions and new failures (1)")[1].split("####")[0]
     assert "- **reset link** · bot · prompt\n  score 1.00 → 0.50 (▼ −0.50) · **regressed** · **new failure**" in regression
     assert "  - ✗ regex (accuracy) 1.00 → 0.00: Expected output to match /30 minutes/" in regression
-    assert "  - output: Open the reset page." in regression
+    assert "  - output, baseline (−) and this run (+):\n    ```diff\n    - ok\n    + Open the reset page.\n    ```" in regression
     assert "contains" not in regression  # passing assertions are not listed
-    assert "- **flaky grader** · bot · prompt\n  1 of 1 runs errored\n  - grader returned 503" in md
+    assert "- **flaky grader** · bot · prompt\n  1 of 1 run errored\n  - grader returned 503" in md
     assert "- **new title** (was old title) · bot · prompt\n  score 1.00 → 1.00 (＝ 0.00) · pass" in md
     assert "- **legacy** · bot · prompt\n  score was 1.00" in md
     assert md.rstrip().endswith("<sub>Tokens 1,500 (provider 1,200, grading 300) (▲ 500) · cost $0.0123 · duration 1.5s · 6 rows · ci-grade 0.1.0</sub>")
 
 
 @pytest.mark.parametrize(("verdict_run", "expected"), [
-    ((1.0, 1.0), "✅ **Passed**: all 1 test passed; no regressions against the baseline"),
-    ((1.0, 0.6), "📉 **Regressed**: 1 test regressed beyond tolerance (max drop 0.10); mean score dropped 1.00 → 0.60 (-0.40, max drop 0.02)"),
+    ((1.0, 1.0), ("### ✓ **Passed** · 1/1 passed", "all 1 test passed; no regressions against the baseline")),
+    ((1.0, 0.6), ("### ✗ **Regressed** · 1/1 passed · 1 regressed", "1 test regressed beyond tolerance (max drop 0.10); mean score dropped 1.00 → 0.60 (-0.40, max drop 0.02)")),
 ])
-def test_verdict_lines(verdict_run: tuple[float, float], expected: str) -> None:
+def test_verdict_lines(verdict_run: tuple[float, float], expected: tuple[str, str]) -> None:
     before, after = verdict_run
     run = run_of(row("a", after, "pass"))
     comparison = compare(run, baseline_from_run(run_of(row("a", before))), GatePolicy())
-    assert render_markdown(run, comparison).splitlines()[2] == expected
+    lines = render_markdown(run, comparison).splitlines()
+    assert (lines[0], lines[4]) == expected
 
 
 def test_without_baseline_the_report_says_so() -> None:
@@ -106,7 +111,7 @@ def test_repeats_show_spread_pass_counts_and_inconclusive_drops() -> None:
     md = render_markdown(head, comparison)
     assert "#### Inconclusive drops (1)" in md
     assert "score 0.70 ±0.35 (n=4) → 0.55 ±0.19 (n=4) (▼ −0.15) · inconclusive · passed 4/4 [0.51, 1.00] → 4/4 [0.51, 1.00]" in md
-    assert "✅ **Passed**" in md
+    assert "✓ **Passed**" in md
 
 
 def test_more_than_ten_items_collapse_into_details() -> None:
@@ -114,10 +119,10 @@ def test_more_than_ten_items_collapse_into_details() -> None:
     head = run_of(*[row(f"t{i:02d}", 0.0) for i in range(25)])
     md = render_markdown(head, compare(head, baseline_from_run(base), GatePolicy()))
     section = md.split("#### Regressions and new failures (25)")[1]
-    before, details = section.split("<details><summary>15 more</summary>", 1)
+    before, details = section.split("<details><summary>15 more regressed or newly failing tests</summary>", 1)
     assert before.count("\n- **") == 10 and "t09" in before and "t10" not in before
     assert details.count("\n- **") == 15 and details.index("</details>") > details.index("t24")
-    assert md.count("<details>") == md.count("</details>") == 1
+    assert md.count("<details>") == md.count("</details>") == 2  # the statistics, then the 15
 
 
 def test_long_reports_are_cut_to_the_limit_with_a_note() -> None:
@@ -133,8 +138,9 @@ def test_long_reports_are_cut_to_the_limit_with_a_note() -> None:
         assert md.count("<details>") == md.count("</details>")
         shown = md.count("\n- **")
         assert 0 < shown < 400
-        assert f"_… {400 - shown} more not shown here (size limit); the results file lists every test._" in md
-        assert md.splitlines()[2].startswith("📉 **Regressed**: 400 tests regressed beyond tolerance")
+        assert f"_… {400 - shown} more regressed or newly failing tests not shown here (size limit); the results file lists every test._" in md
+        assert md.splitlines()[0] == "### ✗ **Regressed** · 0/400 passed · 400 regressed"
+        assert md.splitlines()[4].startswith("400 tests regressed beyond tolerance")
 
 
 def test_byte_limit_counts_utf8() -> None:
@@ -150,7 +156,7 @@ def test_tiny_limits_still_give_the_verdict() -> None:
     comparison = compare(run, None, GatePolicy())
     md = render_markdown(run, comparison, max_chars=300)
     assert len(md) <= 300
-    assert md.startswith("❌ **Failed**: 50 tests failed")
+    assert md.startswith("✗ **Failed**: 50 tests failed")
     assert "does not fit here" in md
 
 
@@ -186,9 +192,9 @@ def test_the_smallest_report_is_the_verdict_with_as_much_of_the_reason_as_fits()
     marker = "<!-- ci-grade:sticky-comment abc -->"
     for limit in (400, 300, 200):
         md = render_markdown(run, comparison, max_chars=limit, marker=marker)
-        assert md.startswith("❌ **Failed**: reason0 reason1") and md.endswith(f"{note}\n{marker}\n")
+        assert md.startswith("✗ **Failed**: reason0 reason1") and md.endswith(f"{note}\n{marker}\n")
         assert limit - 2 <= len(md) <= limit, (limit, len(md))  # the reason is cut to fill the room, no more
     whole = render_markdown(run, comparison.model_copy(update={"reason": "short"}), max_chars=200, marker=marker)
-    assert whole == f"❌ **Failed**: short{note}\n{marker}\n"
-    assert render_markdown(run, comparison, max_chars=10) == "❌ **Failed"
-    assert render_markdown(run, comparison, max_chars=100, max_bytes=10) == "❌ **Fail"  # the emoji is 3 bytes
+    assert whole == f"✗ **Failed**: short{note}\n{marker}\n"
+    assert render_markdown(run, comparison, max_chars=10) == "✗ **Failed"
+    assert render_markdown(run, comparison, max_chars=100, max_bytes=10) == "✗ **Fail"  # the glyph is 3 bytes

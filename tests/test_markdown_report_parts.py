@@ -28,7 +28,7 @@ def test_known_failures_and_other_failing_tests_have_their_own_sections() -> Non
     head = run_of(row("a", 1.0), row("known", 0.0), row("added", 0.0))
     md = render_markdown(head, compare(head, baseline_from_run(base), GatePolicy()))
     other = md.index("#### Other failing tests (1)\n\n- **added**")
-    known = md.index("#### Known failures (failing in the baseline too) (1)\n\n<details><summary>1 more</summary>\n\n- **known**")
+    known = md.index("#### Known failures (failing in the baseline too) (1)\n\n<details><summary>1 known failure</summary>\n\n- **known**")
     assert other < known < md.index("#### Added tests (1)")
 
 
@@ -116,7 +116,7 @@ def test_the_smallest_report_quotes_at_most_800_characters_of_the_reason() -> No
     comparison = compare(run, None, GatePolicy())
     comparison.reason = "x" * 1000
     first_line = render_markdown(run, comparison, max_chars=1000).split("\n")[0]
-    assert first_line == "❌ **Failed**: " + "x" * 799 + "…"
+    assert first_line == "✗ **Failed**: " + "x" * 799 + "…"
 
 
 def test_title_flaky_section_long_metric_names_and_the_pass_rate_row() -> None:
@@ -125,7 +125,7 @@ def test_title_flaky_section_long_metric_names_and_the_pass_rate_row() -> None:
     comparison = compare(head, baseline_from_run(base), GatePolicy())
     assert not comparison.same_measure
     md = render_markdown(head, comparison)
-    assert md.startswith("### ci-grade\n")
+    assert md.startswith("### ✓ **Passed** · 3/4 passed\n\n**ci-grade**\n")
     assert "#### Newly failing, not significant (sampled) (1)" in md
     assert "| metric " + "m" * 59 + "… |" in md
     assert "| Pass rate | 100.0% (4/4) | 75.0% (3/4) |" in md

@@ -71,9 +71,9 @@ def test_each_config_merged_on_its_own_into_one_report(repo: Path) -> None:
         assert (repo / "out" / f"{slug}.csv").read_text().count("\n") == rows + 1
         assert json.loads((repo / "base" / f"b-{slug}.json").read_text())["info"]["config_name"] in SECTIONS
     report = (repo / "out" / "report.md").read_text()
-    assert report.startswith("## ci-grade\n\n✅ **Passed**: all 2 configs passed")
-    assert f"| {SECTIONS[0]} | ✅ **Passed** | 100.0% (4/4) | 1.00 | – |" in report
-    assert f"### {SECTIONS[0]}: support bot" in report and f"### {SECTIONS[1]}: triage" in report
+    assert report.startswith("## ci-grade\n\n✓ **Passed**: all 2 configs passed")
+    assert f"| {SECTIONS[0]} | ✓ **Passed** | 100.0% (4/4) | 1.00 | – |" in report
+    assert f"\n**{SECTIONS[0]}**: support bot" in report and f"\n**{SECTIONS[1]}**: triage" in report
     junit = (repo / "out" / "all.junit.xml").read_text()
     xmlschema.XMLSchema(str(FIXTURES / "junit-10-file-line.xsd")).validate(junit)
     suites = [s.get("name") for s in ET.fromstring(junit).iter("testsuite")]
@@ -89,9 +89,9 @@ def test_one_verdict_with_a_baseline_per_config(repo: Path) -> None:
     merged = run_cli("merge", "shards/*.json", "--baseline", "base/{config}.json", "-o", "report.md", cwd=repo)
     assert merged.code == 1
     report = (repo / "report.md").read_text()
-    assert report.startswith(f"## ci-grade\n\n📉 **Regressed**: {SECTIONS[0]}: 1 test regressed beyond tolerance")
-    assert f"| {SECTIONS[1]} | ✅ **Passed** | 100.0% (2/2) | 1.00 | +0.00 |" in report
-    support_part, triage_part = report.split(f"### {SECTIONS[1]}")
+    assert report.startswith(f"## ci-grade\n\n✗ **Regressed**: {SECTIONS[0]}: 1 test regressed beyond tolerance")
+    assert f"| {SECTIONS[1]} | ✓ **Passed** | 100.0% (2/2) | 1.00 | +0.00 |" in report
+    support_part, triage_part = report.split(f"**{SECTIONS[1]}**")
     assert "Regressions and new failures (1)" in support_part and "Compared with the baseline" in triage_part
     assert "Regressions" not in triage_part
     never = run_cli("merge", "shards/*.json", "--baseline", "base/{config}.json", "--fail-on", "never", cwd=repo)

@@ -93,7 +93,7 @@ def test_gate_and_report_compare_metrics_per_assertion(tmp_path: Path) -> None:
     md = (tmp_path / "summary.md").read_text()
     # 12/14 -> 11/14 per assertion (the means of the tests' values were 0.94 -> 0.88).
     # Every grading is reproducible (echo, deterministic assertions): the drop is exact.
-    assert "| metric accuracy | 0.86 | 0.79 | ▼ −0.07 | – | reproducible: exact · 🔻 **regression** |" in md
+    assert "| metric accuracy | 0.86 | 0.79 | ▼ −0.07 | – | reproducible: exact · **regression** |" in md
     assert "| metric info | 0.50 | 0.50 | ＝ 0.00 | – | reproducible: exact · no drop |" in md
     assert "| metric style | 0.50 | 0.50 | ＝ 0.00 | – | reproducible: exact · no drop |" in md
 

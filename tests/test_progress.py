@@ -60,7 +60,7 @@ def test_ci_logs_get_a_line_per_tenth(twenty: Path) -> None:
     assert "ETA" not in lines[-1] and all("ETA" in line for line in lines[1:-1])
     costs = [float(m["cost"]) for m in matches if m]
     assert costs == sorted(costs) and costs[-1] > 0
-    assert "19 passed" not in result.out and "18 passed, 1 failed, 1 errors" in result.out
+    assert "19 passed" not in result.out and "18 passed, 1 failed, 1 error " in result.out
     assert KEY not in result.err
 
 
@@ -91,7 +91,7 @@ def test_a_terminal_gets_one_live_line(twenty: Path) -> None:
     os.close(leader)
     terminal = b"".join(chunks).decode()
     assert process.returncode == 1
-    assert "18 passed, 1 failed, 1 errors" in stdout and "rows done" not in stdout
+    assert "18 passed, 1 failed, 1 error " in stdout and "rows done" not in stdout
     frames = terminal.split("\r\x1b[2K")
     assert frames[0] == "", "nothing but the status line goes to the terminal"
     shown = [LINE.fullmatch(frame.rstrip("\r\n")) for frame in frames[1:]]

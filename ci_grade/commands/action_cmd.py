@@ -78,8 +78,11 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
     """Evaluate (or merge), compare, publish everywhere, and return the gate's exit code."""
     from ci_grade.commands import action_runs
     from ci_grade.errors import ExitCode, UsageError
+    from ci_grade.github.comment import marker_for
     from ci_grade.github.forks import UNSAFE_TITLE, unsafe_trigger
-    from ci_grade.github.publishing import publish_results
+    from ci_grade.github.live import announcer
+    from ci_grade.github.publishing import publish_comment, publish_results
+    from ci_grade.report.links import Links
 
     workdir = (event.workspace / inputs.working_directory).resolve()
     if not workdir.is_dir():
@@ -92,9 +95,11 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         return action_runs.dry_run(commands, env, inputs, workdir, stop)
     if inputs.shard:
         return action_runs.run_shard(commands, env, inputs, workdir, event.workspace, stop)
+    marker, links = marker_for(inputs.comment_title), Links.from_env(env, head_sha=event.head_sha, cwd=workdir)
     if inputs.merge:
         graded = action_runs.merge_and_compare(commands, inputs, inputs.gate_policy(), workdir, event.workspace)
-    else:
-        graded = action_runs.evaluate_and_compare(commands, inputs, inputs.gate_policy(), workdir, event, stop)
-    publish_results(commands, env, event, inputs, graded, workdir)
+    else:  # the sticky comment says the run is on as soon as its rows are planned
+        live = announcer(commands, inputs.comment_title, links, lambda body: publish_comment(commands, event, inputs, body, marker)) if event.pull_request_number or event.run_head else None
+        graded = action_runs.evaluate_and_compare(commands, inputs, inputs.gate_policy(), workdir, event, stop, live)
+    publish_results(commands, env, event, inputs, graded, workdir, links)
     return ExitCode.GATE_FAILED if graded.gate_failed else ExitCode.OK

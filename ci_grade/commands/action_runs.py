@@ -4,7 +4,7 @@ with the baseline and write the results files, in the working directory and insi
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +39,9 @@ def dry_run(commands: WorkflowCommands, env: Mapping[str, str], inputs: ActionIn
     return 0
 
 
-def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop, seen: dict[str, Observed] | None = None) -> tuple[EvalOutcome, EvalOptions, Path | None]:
+def _evaluate(
+    commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop, seen: dict[str, Observed] | None = None, on_start: Callable[[int], object] | None = None,
+) -> tuple[EvalOutcome, EvalOptions, Path | None]:
     """Run the eval (or its shard, or its retry) in the working directory, inside a log group."""
     from ci_grade.commands.shared import skip_final_collection
     from ci_grade.evaluate import EvalOptions, evaluate
@@ -50,7 +52,7 @@ def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, s
     options = EvalOptions(
         configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
         cache_dir=str(cache) if cache else None, cache=inputs.cache, shard=inputs.shard, retry_errors=inputs.retry_errors,
-        stop=stop, budget=Budget(inputs.max_cost) if inputs.max_cost is not None else None, dry_run=inputs.dry_run, observed=seen or {},
+        stop=stop, budget=Budget(inputs.max_cost) if inputs.max_cost is not None else None, dry_run=inputs.dry_run, observed=seen or {}, on_start=on_start,
     )
     with commands.group("ci-grade: evaluate"), commands.commands_stopped():
         outcome = evaluate(options)
@@ -74,12 +76,12 @@ def _in_folder(workdir: Path) -> Iterator[None]:
         raise
 
 
-def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, event: ActionEvent, stop: Stop) -> Graded:
+def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, event: ActionEvent, stop: Stop, on_start: Callable[[int], object] | None = None) -> Graded:
     """Run the eval in the working directory, compare with the baseline (a stored one, or the base
     evaluated in this job: `run:REF`), write the results files."""
     from ci_grade import base_run, redact
     from ci_grade.commands.shared import judge
-    from ci_grade.gate.store import load_baselines, names_a_run
+    from ci_grade.gate.store import load_baselines, names_a_run, save_run_baseline
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console
     from ci_grade.report.formats import Document, Part, write_files
@@ -90,7 +92,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
     with _in_folder(workdir):
         base = base_run.resolve(inputs.baseline, workdir, event.payload) if inputs.baseline and names_a_run(inputs.baseline) else None
         baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline and base is None else None
-        outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
+        outcome, options, cache = _evaluate(commands, inputs, workdir, stop, on_start=on_start)
         if base is not None:
             with commands.group("ci-grade: evaluate the base"), commands.commands_stopped():
                 baseline, notes = base_run.measure(base, options)
@@ -109,6 +111,8 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
             hand_over(write_files(paths, document(None), problems=problems), workspace)
             raise
         written = write_files(paths, document(comparison), problems=problems)
+        if inputs.save_baseline and not stop.requested:  # e.g. on main: the baseline for pull requests, with its history
+            written += save_run_baseline(run, Path(inputs.save_baseline), inputs.baseline_history, problems)
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
             print(console.summary(run))
@@ -146,6 +150,7 @@ def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: Action
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console
     from ci_grade.report.formats import Document, Part, write_files
+    from ci_grade.report.wording import plural
 
     with _in_folder(workdir):
         outcome, _, cache = _evaluate(commands, inputs, workdir, stop)
@@ -157,7 +162,7 @@ def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: Action
         with commands.commands_stopped():
             print(console.summary(run), flush=True)
     stats, shard = run.stats, inputs.shard
-    line = f"shard {shard}: {stats.total} rows, {stats.successes} passed, {stats.failures} failed, {stats.errors} errors; the merge job gives the verdict"
+    line = f"shard {shard}: {plural(stats.total, 'row')}, {stats.successes} passed, {stats.failures} failed, {plural(stats.errors, 'error')}; the merge job gives the verdict"
     commands.line(f"ci-grade: {line}")
     if env.get("GITHUB_STEP_SUMMARY"):
         from ci_grade.github.env_files import append_summary

@@ -14,12 +14,13 @@ if TYPE_CHECKING:
 
 
 def add_parser(subparsers: Any) -> None:
-    from ci_grade.commands.shared import add_eval_arguments, add_gate_arguments
+    from ci_grade.commands.shared import add_eval_arguments, add_gate_arguments, add_history_argument
 
     parser = subparsers.add_parser("eval", help="run and grade a promptfoo config", description=__doc__)
     add_eval_arguments(parser)
     add_gate_arguments(parser)
-    parser.add_argument("--save-baseline", metavar="PATH", help="also save this run as a baseline file")
+    parser.add_argument("--save-baseline", metavar="PATH", help="also save this run as a baseline file (carrying the history of the one already there)")
+    add_history_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="call nothing: print the plan's rows, provider and grader calls (and how many the response cache holds), estimated tokens, cost per provider and time (reply sizes and latencies from --baseline when given)")
     parser.add_argument("--confirm", type=int, default=0, metavar="N", help="rerun each newly failing sampled test N more times and judge it on those fresh runs (confirmed or flaky)")
     scale = parser.add_argument_group("shards and retries")
@@ -123,7 +124,7 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
         problems.append(f"the run was stopped: no baseline saved to {args.save_baseline}")
     elif args.save_baseline:
         try:
-            save_baseline(baseline_from_run(outcome.run), Path(args.save_baseline))
+            save_baseline(baseline_from_run(outcome.run), Path(args.save_baseline), args.history)
             written.append(Path(args.save_baseline))
         except InfrastructureError as exc:  # the disk filled during the run
             problems.append(str(exc))

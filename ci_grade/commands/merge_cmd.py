@@ -14,7 +14,7 @@ from typing import Any
 
 
 def add_parser(subparsers: Any) -> None:
-    from ci_grade.commands.shared import add_gate_arguments
+    from ci_grade.commands.shared import add_gate_arguments, add_history_argument
 
     parser = subparsers.add_parser("merge", help="merge shard results into one run and gate", description=__doc__)
     parser.add_argument("results", nargs="+", metavar="SHARD.json", help="results files of `eval --shard K/N` (paths or quoted globs); every shard of each config")
@@ -24,7 +24,8 @@ def add_parser(subparsers: Any) -> None:
         "With several configs, other formats are written once per config ({config} in PATH, else added before the extension)",
     )
     add_gate_arguments(parser)
-    parser.add_argument("--save-baseline", metavar="PATH", help="also save the merged results as a baseline file (one per config, as -o)")
+    parser.add_argument("--save-baseline", metavar="PATH", help="also save the merged results as a baseline file (one per config, as -o; carrying the history of the one already there)")
+    add_history_argument(parser)
     parser.add_argument("--verbose", action="store_true", help="show tracebacks for internal errors")
     parser.set_defaults(handler=main)
 
@@ -45,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write(f"warning: {redact.text(warning)}\n")
     written = merging.write_outputs(args.output, merged, args.title)
     if args.save_baseline:
-        written += merging.save_baselines(args.save_baseline, merged)
+        written += merging.save_baselines(args.save_baseline, merged, args.history)
     for part, section in zip(merged.pooled, merged.sections, strict=True):
         if merged.several:
             print(f"== {redact.text(part.name)}")

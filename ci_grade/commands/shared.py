@@ -107,6 +107,11 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--title", default="ci-grade", help="heading of the Markdown report (default ci-grade)")
 
 
+def add_history_argument(parser: argparse.ArgumentParser) -> None:
+    """How many runs of history a saved baseline keeps (the report's trend)."""
+    parser.add_argument("--history", type=_count, metavar="N", help="runs of history the saved baseline keeps for the report's trend: those of the baseline already at its path, then this one (default 30; 0 keeps none)")
+
+
 def gate_policy(args: argparse.Namespace) -> GatePolicy:
     from ci_grade.gate.models import GatePolicy
 

@@ -1,9 +1,11 @@
 """The baseline: per stable test id, what a known-good run scored, and where it came from.
 
-A baseline keeps no outputs, vars or assertion values: only names, scores and pass/fail per
-test and assertion, a hash of the output (to tell a reproducible result), plus the run's
-provenance (commit, config hash, graders and their template hashes). `ci_grade.gate.store`
-reads and writes it.
+A baseline keeps names, scores and pass/fail per test and assertion, a hash of the output (to
+tell a reproducible result), the output itself cut to `OUTPUT_CHARS` characters (so a report can
+show a regression's output before and after; secrets are masked when it is saved), no vars or
+assertion values, plus the run's provenance (commit, config hash, graders and their template
+hashes) and the summaries of the base branch's last runs (`history.py`). Baselines written
+before outputs were kept read as ever (no output to show). `ci_grade.gate.store` reads and writes it.
 
 Repeats (`--repeat N`, or several runs saved together) are folded per test: the score is the
 mean of the scored repeats, the spread their sample standard deviation (0 with a single repeat),
@@ -21,12 +23,15 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel, Field
 
 from ci_grade.gate import derived
-from ci_grade.results.models import EvalRun, RunInfo, Status
-from ci_grade.results.summary import RowSummary, output_hash, summaries_of
+from ci_grade.gate.history import RunPoint, point_of
+from ci_grade.results.models import EvalRun, RunInfo, Status, TestResult
+from ci_grade.results.summary import RowSummary, output_hash, output_text, summaries_of
 
 __all__ = ["Baseline", "BaselineAssertion", "BaselineTest", "ProviderTotals", "Totals", "baseline_from_run", "baseline_from_runs", "fold_test", "group_rows", "output_hash"]
 
 BASELINE_VERSION = 1
+OUTPUT_CHARS = 2_000
+"""Characters of each test's output a baseline keeps (a longer one is cut, ending in "…")."""
 
 
 class BaselineAssertion(BaseModel):
@@ -69,6 +74,8 @@ class BaselineTest(BaseModel):
     """Every repeat was graded without a model (the same output always gets the same verdict)."""
     named_weights: dict[str, float] = Field(default_factory=dict)
     """The weight behind each named score (mean over repeats), so a run's metric counts per assertion."""
+    output: str | None = None
+    """The reply of the newest run's first scored repeat (else its first), cut to `OUTPUT_CHARS`."""
 
     @property
     def scored(self) -> int:
@@ -166,6 +173,8 @@ class Baseline(BaseModel):
     measured: str | None = Field(default=None, exclude=True)
     """For a base evaluated in this job (`--baseline run:REF`): which commit, e.g. "the merge base
     1a2b3c4d5e6f of origin/main"; never stored."""
+    history: list[RunPoint] = Field(default_factory=list)
+    """The base branch's last runs, oldest first (`history.py`); empty in older baselines."""
 
 
 def _mean_and_spread(values: list[float]) -> tuple[float, float]:
@@ -266,10 +275,32 @@ def baseline_from_runs(runs: list[EvalRun]) -> Baseline:
     tests = {test_id: fold_test(rows) for test_id, rows in group_rows(row for run in runs for row in summaries_of(run.results)).items()}
     scored = [derived.sums(t.named_scores, t.named_weights) for t in tests.values() if t.status != "error"]
     values = derived.values(scored, newest.info.derived_metrics) if scored else {}
+    for test_id, position in _shown_rows(summaries_of(newest.results)).items():
+        tests[test_id].output = _kept_output(newest.results[position])
+    history = [point_of((fold_test(rows) for rows in group_rows(summaries_of(run.results)).values()), run.info, Totals.of(run)) for run in runs]
     return Baseline(
         info=newest.info.model_copy(deep=True),
         totals=Totals.of(newest),
         runs=len(runs),
         tests=tests,
         derived={name: value for name, value in values.items() if math.isfinite(value)},
+        history=history,
     )
+
+
+def _shown_rows(rows: Sequence[RowSummary]) -> dict[str, int]:
+    """Per test, the position of its first scored row (else its first row)."""
+    shown: dict[str, int] = {}
+    for position, row in enumerate(rows):
+        first = shown.get(row.test_id)
+        if first is None or (rows[first].status == "error" and row.status != "error"):
+            shown[row.test_id] = position
+    return shown
+
+
+def _kept_output(row: TestResult) -> str | None:
+    """A row's output as a baseline keeps it: text (data as JSON), cut to `OUTPUT_CHARS`."""
+    if row.output is None:
+        return None
+    text = output_text(row.output)
+    return text if len(text) <= OUTPUT_CHARS else text[: OUTPUT_CHARS - 1] + "…"

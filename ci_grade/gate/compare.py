@@ -9,7 +9,6 @@ outage is not a quality drop).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from ci_grade.gate.models import AssertionDelta, CaseDelta, Comparison, GatePoli
 from ci_grade.gate.per_test import classify, confirmation, judge_reproducible, judge_sampled
 from ci_grade.gate.suite import Pair, measures, weighted_mean
 from ci_grade.results.models import EvalRun, TestResult
-from ci_grade.results.summary import RowSummary, summaries_of
+from ci_grade.results.summary import RowSummary, output_text, summaries_of
 from ci_grade.results.traces import trajectory_steps
 
 MIN_SHARED = 0.5
@@ -104,6 +103,7 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
         head_totals=Totals.of(run),
         base_totals=baseline.totals,
         base_runs=baseline.runs,
+        history=baseline.history,
         warnings=provenance_warnings(run.info, baseline.info) + _changed_definitions(run, baseline),
         head_scores=[t.score for t in head.values() if t.status != "error"],
     )
@@ -227,14 +227,6 @@ def _head_only(heads: list[_Head], derived_metrics: Sequence[Mapping[str, Any]] 
     return mean_of("mean score", [t.score for t in scored]), mean_of("pass rate", [t.pass_rate or 0.0 for t in scored]), False, metrics
 
 
-def _output_text(output: object) -> str:
-    if output is None:
-        return ""
-    if isinstance(output, str):
-        return output
-    return json.dumps(output, ensure_ascii=False, default=str)
-
-
 def _case(test: BaselineTest, before: BaselineTest | None, change: Literal["same", "renamed", "added"]) -> CaseDelta:
     """The test's case from its folded results (the text a report shows is added by `_detailed`)."""
     case = CaseDelta(
@@ -259,6 +251,7 @@ def _case(test: BaselineTest, before: BaselineTest | None, change: Literal["same
         case.base_spread = before.score_spread
         case.base_repeats = before.scored
         case.base_passes = before.passes
+        case.base_output = before.output
         before_assertions = _keyed(before)
     for key, item in _keyed(test).items():
         old = before_assertions.pop(key, None)
@@ -282,7 +275,7 @@ def _detailed(case: CaseDelta, run: EvalRun, rows: list[_Positioned]) -> CaseDel
     location = whole[0].location
     case.reason = shown.reason
     case.error = shown.error
-    case.output = _output_text(shown.output)
+    case.output = output_text(shown.output)
     case.location = f"{location.file}:{location.line}" if location and location.line else location.file if location else None
     reasons = _failure_reasons(whole)
     for key, delta in zip(_keys(case), case.assertions, strict=False):

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, computed_field
 
 from ci_grade.gate.baseline import Totals
+from ci_grade.gate.history import RunPoint
 from ci_grade.gate.statistics import wilson
 from ci_grade.results.models import RunInfo, Status
 
@@ -235,6 +236,8 @@ class Comparison(BaseModel):
     base_totals: Totals | None = None
     base_runs: int = 0
     """How many runs the baseline folds (0 without a baseline)."""
+    history: list[RunPoint] = Field(default_factory=list, exclude=True)
+    """The baseline's summaries of the base branch's last runs, oldest first (the report's trend)."""
     head_scores: list[float] = Field(default_factory=list, exclude=True)
     """The score of every scored test of the run, in order (`tests` may list only some tests)."""
 

@@ -17,6 +17,8 @@ from ci_grade.atomic import write_atomic
 from ci_grade.config import files
 from ci_grade.errors import ConfigError, InfrastructureError, UsageError
 from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run, baseline_from_runs
+from ci_grade.gate.history import DEFAULT_KEEP, RunPoint, extend
+from ci_grade.results.models import EvalRun
 from ci_grade.safe_text import json_dumps
 
 GIT_PREFIX = "git:"
@@ -28,12 +30,35 @@ def names_a_run(source: str | None) -> bool:
     return source is not None and (source == RUN_SOURCE or source.startswith(RUN_SOURCE + ":"))
 
 
-def save_baseline(baseline: Baseline, path: Path) -> None:
-    """Write atomically, secrets masked and config paths under the working directory made relative."""
+def save_baseline(baseline: Baseline, path: Path, keep: int | None = None) -> None:
+    """Write atomically, secrets masked and config paths under the working directory made relative;
+    the history of the baseline already at `path` is carried, the last `keep` runs kept (default
+    `DEFAULT_KEEP`; a file that cannot be read as a baseline has none to carry)."""
     portable = baseline.model_copy(deep=True)
+    portable.history = extend(_previous_history(Path(path)), portable.history, DEFAULT_KEEP if keep is None else keep)
     portable.info.config_files = [_relative(name) for name in portable.info.config_files]
     data = redact.data(portable.model_dump(mode="json"))
     write_atomic(Path(path), json_dumps(data, indent=2) + "\n")
+
+
+def save_run_baseline(run: EvalRun, path: Path, keep: int | None, problems: list[str]) -> list[Path]:
+    """Save `run` as the baseline at `path` (carrying its history): the path written, or none and
+    the reason in `problems` (a full disk is a warning: the verdict stands)."""
+    try:
+        save_baseline(baseline_from_run(run), path, keep)
+    except InfrastructureError as exc:
+        problems.append(str(exc))
+        return []
+    return [path]
+
+
+def _previous_history(path: Path) -> list[RunPoint]:
+    if not path.is_file():
+        return []
+    try:
+        return parse_baseline(files.read_text(path, None, "the baseline to replace"), str(path)).history
+    except (ConfigError, UsageError, InfrastructureError):
+        return []
 
 
 def _relative(name: str) -> str:

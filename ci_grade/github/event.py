@@ -69,6 +69,13 @@ class ActionEvent:
         return f"{owner}:{branch}", sha
 
     @property
+    def head_sha(self) -> str | None:
+        """The commit a reviewer sees: the pull request's head (GITHUB_SHA is a merge commit
+        there), a `workflow_run`'s triggering commit; None otherwise (GITHUB_SHA serves)."""
+        sha = _get(self.payload, "pull_request", "head", "sha") or _get(self.payload, "workflow_run", "head_sha")
+        return sha if isinstance(sha, str) and sha else None
+
+    @property
     def from_fork(self) -> bool:
         """A PR from another repository: its token is read-only and it gets no secrets."""
         head = _get(self.payload, "pull_request", "head", "repo", "full_name") or _get(self.payload, "workflow_run", "head_repository", "full_name")

@@ -53,6 +53,8 @@ DEFAULTS: dict[str, str] = {
     "max-output-chars": "100000",
     "github-token": "",
     "cache": "on",
+    "save-baseline": "",
+    "baseline-history": "30",
 }
 
 SECRET_INPUTS = ("github-token",)
@@ -108,6 +110,9 @@ class ActionInputs:
     max_cost: float | None = None
     max_cost_increase: float | None = None
     dry_run: bool = False
+    save_baseline: str | None = None
+    """Also save this run as a baseline file there, carrying the history of the one already there."""
+    baseline_history: int = 30
 
     def gate_policy(self) -> GatePolicy:
         """The gate the inputs set."""
@@ -252,4 +257,6 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         max_cost=_money("max-cost", text) if (text := get("max-cost")) else None,
         max_cost_increase=_increase("max-cost-increase", text) if (text := get("max-cost-increase")) else None,
         dry_run=_switch("dry-run", get("dry-run")),
+        save_baseline=_path("save-baseline", text, (".json",)) if (text := get("save-baseline")) else None,
+        baseline_history=_whole("baseline-history", get("baseline-history"), low=0),
     )

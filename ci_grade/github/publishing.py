@@ -16,6 +16,7 @@ from ci_grade.github.env_files import SUMMARY_LIMIT_BYTES, append_summary, write
 from ci_grade.github.event import ActionEvent
 from ci_grade.github.inputs import ActionInputs
 from ci_grade.github.workflow_commands import WorkflowCommands
+from ci_grade.report.links import Links
 from ci_grade.report.markdown_escape import Escaper
 from ci_grade.report.sections import Section, render_report
 
@@ -35,12 +36,12 @@ class Graded(NamedTuple):
         return any(s.comparison.gate_failed for s in self.sections)
 
 
-def publish_results(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs, graded: Graded, workdir: Path) -> None:
+def publish_results(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs, graded: Graded, workdir: Path, links: Links | None = None) -> None:
     """The comment, the annotations (warnings about the run first), the job summary and the outputs."""
     from ci_grade.github.step_outputs import step_outputs
 
     marker = marker_for(inputs.comment_title)
-    report = render_report(graded.sections, title=inputs.comment_title, marker=marker)
+    report = render_report(graded.sections, title=inputs.comment_title, marker=marker, links=links)
     comment_url, comment_problem = publish_comment(commands, event, inputs, report, marker)
     warnings = [comment_problem] if comment_problem else []
     warnings += graded.warnings
@@ -50,7 +51,7 @@ def publish_results(commands: WorkflowCommands, env: Mapping[str, str], event: A
     if env.get("GITHUB_STEP_SUMMARY"):
         # The summary allows 1 MiB where a comment allows 65,536 characters: render it at its own size.
         note = warning_note(comment_problem)
-        summary = render_report(graded.sections, title=inputs.comment_title, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()))
+        summary = render_report(graded.sections, title=inputs.comment_title, max_chars=SUMMARY_LIMIT_BYTES - len(note), max_bytes=SUMMARY_LIMIT_BYTES - len(note.encode()), links=links)
         publish(commands, "the job summary", lambda: append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary + note))
     if env.get("GITHUB_OUTPUT"):
         values = step_outputs(graded, event.workspace, comment_url)
@@ -83,6 +84,7 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
             from ci_grade.github.pulls import pull_request_of
 
             number = pull_request_of(event.api_url, inputs.github_token, event.repository, *event.run_head)
+            inputs.pull_request_number = number  # found once: the report after the running status reuses it
         if number is None:
             if event.run_head is not None:
                 label, sha = event.run_head
@@ -108,6 +110,7 @@ def publish_comment(commands: WorkflowCommands, event: ActionEvent, inputs: Acti
             "update it instead of posting a comment and deleting it again",
             title="ci-grade",
         )
+        inputs.comment_author = posted.author  # the report after the running status finds it at once
     return posted.url, None
 
 

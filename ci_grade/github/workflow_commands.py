@@ -119,6 +119,19 @@ class WorkflowCommands:
             self.line(f"::{self._stopped_by}::")
             self._stopped_by = None
 
+    @contextmanager
+    def commands_resumed(self) -> Iterator[None]:
+        """Act on commands again inside a stopped stretch (our own warnings), then stop them anew."""
+        token = self._stopped_by
+        if token is not None:
+            self.line(f"::{token}::")
+            self._stopped_by = None
+        try:
+            yield
+        finally:
+            if token is not None:
+                self._stop()
+
     def _stop(self) -> None:
         self._stopped_by = secrets.token_hex(16)
         self.command("stop-commands", self._stopped_by)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ci_grade import redact
+from ci_grade.report.wording import plural
 from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.results.summary import summaries_of
 from ci_grade.safe_text import terminal
@@ -40,8 +41,8 @@ def summary(run: EvalRun) -> str:
     title = f"ci-grade: {run.info.description}" if run.info.description else "ci-grade"
     lines.append(title)
     lines.append(
-        f"  {stats.successes} passed, {stats.failures} failed, {stats.errors} errors"
-        f"  ({stats.total} rows, pass rate {stats.pass_rate:.1%})"
+        f"  {stats.successes} passed, {stats.failures} failed, {plural(stats.errors, 'error')}"
+        f"  ({plural(stats.total, 'row')}, pass rate {stats.pass_rate:.1%})"
     )
     grading = stats.grading_token_usage.total
     tokens = stats.token_usage.total + grading
@@ -64,5 +65,5 @@ def summary(run: EvalRun) -> str:
             repeat = f" (repeat {row.repeat_index + 1})" if row.repeat_index else ""
             lines.append(f"  - [{target}] {_one_line(row.name, 60)}{repeat}{_where(row)}: {_one_line(reason or '')}")
         if len(positions) > _MAX_LISTED:
-            lines.append(f"  ... and {len(positions) - _MAX_LISTED} more (see the results file)")
+            lines.append(f"  ... and {plural(len(positions) - _MAX_LISTED, 'more failing row' if status == 'fail' else 'more errored row')} (see the results file)")
     return terminal(redact.text("\n".join(lines)))

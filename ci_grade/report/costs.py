@@ -12,6 +12,7 @@ from ci_grade.gate.decision import cost_rise
 from ci_grade.gate.models import Comparison
 from ci_grade.providers.budget import usd
 from ci_grade.report.markdown_escape import Escaper, Md
+from ci_grade.report.wording import plural
 
 MAX_PROVIDERS = 10
 
@@ -57,5 +58,5 @@ def cost_table(c: Comparison, escaper: Escaper) -> Md:
         change = f"{_change(now.latency_p50_ms, before.latency_p50_ms)} / {_change(now.latency_p95_ms, before.latency_p95_ms)}" if before else ""
         lines.append(_row(f"{escaper.inline(name, 60)} latency p50 / p95", _pair(now.latency_p50_ms, now.latency_p95_ms), _pair(before.latency_p50_ms, before.latency_p95_ms) if before else None, change))
     if len(names) > MAX_PROVIDERS:
-        lines.append(f"| … {len(names) - MAX_PROVIDERS} more providers in the results file |" + (" | | |" if base else " |"))
+        lines.append(f"| … {plural(len(names) - MAX_PROVIDERS, 'more provider')} in the results file |" + (" | | |" if base else " |"))
     return Md("\n".join(lines))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ci_grade import redact
 from ci_grade.gate.models import CaseDelta, Comparison, MetricDelta
+from ci_grade.report.wording import plural
 from ci_grade.safe_text import terminal
 
 _MAX_LISTED = 8
@@ -31,7 +32,7 @@ def _listing(lines: list[str], heading: str, cases: list[CaseDelta], detail: boo
             note = f"was {_one_line(case.base_name or case.base_id or '', 80)}"
         lines.append(f"    - {_test(case)}" + (f": {note}" if note else ""))
     if len(cases) > _MAX_LISTED:
-        lines.append(f"    ... and {len(cases) - _MAX_LISTED} more (see the Markdown report)")
+        lines.append(f"    ... and {plural(len(cases) - _MAX_LISTED, 'more test')} (see the Markdown report)")
 
 
 def _judgement(m: MetricDelta) -> str:

@@ -1,11 +1,18 @@
 """The Markdown report (PR comment and job summary) from jinja2 templates under `templates/`.
 
-Layout: the verdict line, the baseline and gate settings, a table of pass rate, mean score and
-named metrics (base, head, delta), then sections: regressions and new failures (with the
-grader's reasons), errors, failing tests, inconclusive drops, fixes, renamed, added and removed
-tests, each showing ten items and collapsing the rest in `<details>`; then cost per test and per
-run and each provider's latency against the baseline (`costs.py`); then tokens, cost and duration. The body always fits `max_chars` (and `max_bytes` of UTF-8 when given): the long
-sections are cut, lowest priority first, with a note saying how many items are not shown.
+Layout: a first line a reviewer acts on (the verdict, tests passed of all, regressed, fixed,
+known failures, errors, the run's cost and the change of its cost per test); the title, the head
+commit, the workflow run and its artifact, linked when the run is on GitHub (`links.py`); the
+verdict's reason; the baseline and gate settings; the statistics (pass rate, mean score and named
+metrics: base, head, delta, interval, evidence) collapsed in `<details>`; then sections:
+regressions and new failures (with the grader's reasons and, when the baseline keeps it, the
+output before and after as a compact diff), errors, failing tests, inconclusive drops, known
+failures (collapsed), fixes, renamed, added and removed tests, each showing ten items and
+collapsing the rest in `<details>`, a failing test's `file:line` linked at the head commit; the
+base branch's trend (`trend.py`); cost per test and per run and each provider's latency against
+the baseline (`costs.py`); then tokens, cost and duration. Plain glyphs only, no emoji. The body
+always fits `max_chars` (and `max_bytes` of UTF-8 when given): the long sections are cut, lowest
+priority first, with a note saying how many items are not shown.
 """
 
 from __future__ import annotations
@@ -18,17 +25,23 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from ci_grade.gate.decision import cost_rise
 from ci_grade.gate.models import CaseDelta, Comparison, MetricDelta, Rate
+from ci_grade.providers.budget import usd
 from ci_grade.report.console import format_cost, format_duration
 from ci_grade.report.costs import cost_table
+from ci_grade.report.links import Links
 from ci_grade.report.markdown_escape import Escaper, Md
+from ci_grade.report.output_diff import output_diff
+from ci_grade.report.trend import run_point, trend_markdown
+from ci_grade.report.wording import plural
 from ci_grade.results.models import EvalRun
 
 TEMPLATES = Path(__file__).parent / "templates"
 EXPANDED = 10
 MAX_METRIC_ROWS = 50
 _DETAILS_OVERHEAD = 80
-VERDICTS = {"passed": "✅ **Passed**", "regressed": "📉 **Regressed**", "failed": "❌ **Failed**", "cancelled": "⏹️ **Cancelled**"}
+VERDICTS = {"passed": "✓ **Passed**", "regressed": "✗ **Regressed**", "failed": "✗ **Failed**", "cancelled": "■ **Cancelled**"}
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
@@ -36,6 +49,8 @@ _BLANK_RUNS = re.compile(r"\n{3,}")
 class _Section:
     title: str
     items: list[Md]
+    noun: str = "test"
+    """What one item is, for counts ("15 more failing tests")."""
     keep: int = 0
     folded: bool = False
     """Every item in the collapsed part (e.g. known failures)."""
@@ -129,7 +144,7 @@ def _evidence(m: MetricDelta) -> Md:
         if m.p_adjusted is not None and m.p_adjusted != m.p_value:
             test += f" (Holm {m.p_adjusted:.2g})"
     if m.regressed:
-        return Md(f"{test} · 🔻 **regression**")
+        return Md(f"{test} · **regression**")
     if m.inconclusive:
         needed = f", ~{m.tests_needed} tests to settle" if m.tests_needed else ""
         return Md(f"{test} · inconclusive (MDE {m.mde:.2f}{needed})" if m.mde else f"{test} · inconclusive")
@@ -150,7 +165,20 @@ def _spread(case: CaseDelta, side: str) -> Md:
     return Md(f" ±{spread:.2f} (n={repeats})" if repeats > 1 else "")
 
 
-def _environment(escaper: Escaper) -> Environment:
+def _location(escaper: Escaper, links: Links) -> Callable[[str | None], Md]:
+    def where(location: str | None) -> Md:
+        text = escaper.inline(location, 120)
+        url = links.source(location)
+        return Md(f"[{text}]({url})") if url else text
+
+    return where
+
+
+def _diff(escaper: Escaper) -> Callable[[CaseDelta], Md]:
+    return lambda case: output_diff(case.base_output or "", case.output, escaper)
+
+
+def _environment(escaper: Escaper, links: Links) -> Environment:
     """Templates whose every `{{ }}` is escaped by `escaper` unless it is our own Markdown."""
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
@@ -164,6 +192,7 @@ def _environment(escaper: Escaper) -> Environment:
     env.filters.update(
         text=lambda value, limit=300: escaper.inline(value, limit), score=_number, pct=lambda v: _number(v, "{:.0%}"),
         delta=_delta, delta_pct=_delta_pct, rate=_rate, spread=_spread, interval=_interval, ci=_ci, evidence=_evidence, p=_p,
+        where=_location(escaper, links), diff=_diff(escaper), plural=lambda n, word, lead="": Md(plural(n, f"{lead} {word}".strip())),
     )
     return env
 
@@ -177,18 +206,18 @@ def _sections(c: Comparison, items: Any) -> list[_Section]:
     failing = [t for t in c.failures if t.test_id not in listed]
     inconclusive = [t for t in c.inconclusive if not t.new_failure]
     candidates = [
-        ("Regressions and new failures", regressions, items.failing, False),
-        ("Errors", c.errors, items.errored, False),
-        ("Newly failing, not significant (sampled)", flaky, items.failing, False),
-        ("Other failing tests" if c.has_baseline else "Failing tests", failing, items.failing, False),
-        ("Inconclusive drops", inconclusive, items.brief, False),
-        ("Known failures (failing in the baseline too)", known, items.brief, True),
-        ("Fixes", c.fixes, items.brief, False),
-        ("Renamed tests", c.changed("renamed"), items.brief, False),
-        ("Added tests", c.changed("added"), items.brief, False),
-        ("Removed tests", c.changed("removed"), items.brief, False),
+        ("Regressions and new failures", "regressed or newly failing test", regressions, items.failing, False),
+        ("Errors", "errored test", c.errors, items.errored, False),
+        ("Newly failing, not significant (sampled)", "newly failing test", flaky, items.failing, False),
+        ("Other failing tests" if c.has_baseline else "Failing tests", "failing test", failing, items.failing, False),
+        ("Inconclusive drops", "inconclusive drop", inconclusive, items.brief, False),
+        ("Known failures (failing in the baseline too)", "known failure", known, items.brief, True),
+        ("Fixes", "fixed test", c.fixes, items.brief, False),
+        ("Renamed tests", "renamed test", c.changed("renamed"), items.brief, False),
+        ("Added tests", "added test", c.changed("added"), items.brief, False),
+        ("Removed tests", "removed test", c.changed("removed"), items.brief, False),
     ]
-    return [_Section(title, [_item(render(t)) for t in tests], folded=folded) for title, tests, render, folded in candidates if tests]
+    return [_Section(title, [_item(render(t)) for t in tests], noun, folded=folded) for title, noun, tests, render, folded in candidates if tests]
 
 
 def _item(text: str) -> Md:
@@ -222,10 +251,40 @@ def _totals(run: EvalRun, c: Comparison, escaper: Escaper) -> Md:
         f"Tokens {tokens:,} (provider {head.tokens:,}, grading {head.grading_tokens:,}){change(tokens, base_tokens, lambda v: f'{int(v):,}')}",
         f"cost {format_cost(head.cost)}{change(head.cost, base.cost if base and base.rows else None, format_cost)}",
         f"duration {format_duration(head.duration_ms)}{change(head.duration_ms, base.duration_ms if base and base.rows and base.duration_ms else None, format_duration)}",
-        f"{head.rows} rows",
+        plural(head.rows, "row"),
     ]
     if run.info.ci_grade_version:
         parts.append(f"ci-grade {escaper.inline(run.info.ci_grade_version, 20)}")
+    return Md(" · ".join(parts))
+
+
+def _headline(c: Comparison) -> Md:
+    """The first line: verdict, counts and cost, e.g. "2/3 passed · 1 regressed · $0.031 (+4% per test)"."""
+    rate = c.pass_rate_head
+    parts = [VERDICTS[c.verdict], f"{rate.passed}/{rate.total} passed"]
+    if c.has_baseline:
+        counts = ((len(c.regressions), "regressed"), (len(c.fixes), "fixed"), (len(c.known_failures), "known"))
+        parts += [f"{count} {word}" for count, word in counts if count]
+    if c.error_rows:
+        parts.append(plural(c.error_rows, "error"))
+    head = c.head_totals
+    if head.cost:
+        rise = cost_rise(c)
+        parts.append(usd(head.cost) + (f" ({rise:+.0%} per test)" if rise is not None else ""))
+    return Md(" · ".join(parts))
+
+
+def _provenance(c: Comparison, title: str, links: Links, escaper: Escaper) -> Md:
+    """The title, the head commit, the workflow run and its artifact (linked when on GitHub)."""
+    parts = [f"**{escaper.inline(title, 120)}**" + (f": {escaper.inline(c.head_info.description, 120)}" if c.head_info.description else "")]
+    sha = links.sha or c.head_info.commit or ""
+    if sha:
+        short = escaper.inline(sha[:7], 7)
+        parts.append(f"commit [{short}]({links.commit})" if links.commit else f"commit {short}")
+    if links.run:
+        parts.append(f"[workflow run]({links.run})")
+    if links.artifacts:
+        parts.append(f"[artifacts]({links.artifacts})")
     return Md(" · ".join(parts))
 
 
@@ -237,11 +296,13 @@ def render_markdown(
     max_chars: int = 65_536,
     marker: str | None = None,
     max_bytes: int | None = None,
+    links: Links | None = None,
 ) -> str:
     """The report as Markdown of at most `max_chars` characters (and `max_bytes` UTF-8 bytes),
-    the hidden `marker` comment included when given."""
+    the hidden `marker` comment included when given; `links` to the run on GitHub when known."""
     escaper = Escaper()
-    env = _environment(escaper)
+    links = links or Links()
+    env = _environment(escaper, links)
     items = env.get_template("items.md.j2").module
     sections = _sections(comparison, items)
     rows = _metric_rows(comparison, escaper)
@@ -251,6 +312,9 @@ def render_markdown(
         "title": title,
         "c": comparison,
         "verdict": Md(VERDICTS[comparison.verdict]),
+        "headline": _headline(comparison),
+        "provenance": _provenance(comparison, title, links, escaper),
+        "trend": trend_markdown(comparison.history, run_point(run), escaper) if comparison.history else Md(""),
         "base_commit": (comparison.base_info.commit or "")[:12] if comparison.base_info else "",
         "metrics": rows[:MAX_METRIC_ROWS],
         "rate": c_rate(comparison),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ci_grade.gate.models import Comparison
+from ci_grade.report.links import Links
 from ci_grade.report.markdown import VERDICTS, render_markdown
 from ci_grade.report.markdown_escape import Escaper
 from ci_grade.results.models import EvalRun
@@ -42,18 +43,18 @@ def mean_score(c: Comparison) -> float | None:
     return sum(scores) / len(scores) if scores else None
 
 
-def render_report(sections: list[Section], *, title: str, max_chars: int = 65_536, marker: str | None = None, max_bytes: int | None = None) -> str:
+def render_report(sections: list[Section], *, title: str, max_chars: int = 65_536, marker: str | None = None, max_bytes: int | None = None, links: Links | None = None) -> str:
     """The report of every section within `max_chars` (and `max_bytes`), `marker` at the end."""
     if len(sections) == 1:
         only = sections[0]
-        return render_markdown(only.run, only.comparison, title=title, max_chars=max_chars, marker=marker, max_bytes=max_bytes)
+        return render_markdown(only.run, only.comparison, title=title, max_chars=max_chars, marker=marker, max_bytes=max_bytes, links=links)
     escaper = Escaper()
     head = _summary(sections, title, escaper)
     tail = f"\n{Escaper.marker(marker)}\n" if marker else ""
     count = len(sections)
     chars = (max_chars - len(head) - len(tail) - 2 * count) // count
     room = (max_bytes - len(head.encode()) - len(tail.encode()) - 2 * count) // count if max_bytes is not None else None
-    parts = [render_markdown(s.run, s.comparison, title=s.name, max_chars=chars, max_bytes=room) for s in sections]
+    parts = [render_markdown(s.run, s.comparison, title=s.name, max_chars=chars, max_bytes=room, links=links) for s in sections]
     return head + "".join(f"\n\n{part.rstrip()}" for part in parts) + "\n" + tail
 
 

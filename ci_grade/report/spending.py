@@ -53,5 +53,5 @@ def markdown(plan: SpendingPlan, title: str = "ci-grade") -> str:
     ]
     problems = sorted(set(plan.ungraded))
     if problems:
-        lines += ["", *(f"> ⚠️ {escaper.inline(problem, 300)}" for problem in problems[:10])]
+        lines += ["", *(f"> **Warning:** {escaper.inline(problem, 300)}" for problem in problems[:10])]
     return "\n".join(lines) + "\n"

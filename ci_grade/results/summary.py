@@ -140,6 +140,13 @@ def summaries_of(rows: Sequence[TestResult]) -> Sequence[RowSummary]:
     return [RowSummary.of(row, output_chars(row.output)) for row in rows]
 
 
+def output_text(output: object) -> str:
+    """An output as results files write it: text as it is, data as JSON ("" for none)."""
+    if output is None:
+        return ""
+    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+
+
 def output_chars(output: object) -> int:
     """The length of an output as results files write it (0 for none)."""
     if output is None:

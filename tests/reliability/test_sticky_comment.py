@@ -77,7 +77,7 @@ def test_eight_runs_at_once_leave_one_comment(workspace: Path, gh: GitHubServer)
         assert not [m for name, _, m in commands_in(result.out) if name == "warning"], result.out
     assert len(gh.calls("POST", r"/issues/7/comments$")) == RUNS, "every run saw no comment and posted one"
     ours = [c for c in markers(gh) if c["user"]["login"] == BOT_LOGIN]
-    assert len(ours) == 1 and ours[0]["body"].startswith("### ci-grade")
+    assert len(ours) == 1 and ours[0]["body"].startswith("### ")
     assert {outputs["comment-url"] for _, outputs in runs} == {ours[0]["html_url"]}
     assert lookalike in gh.comments[7] and lookalike["body"] == f"quoting the bot:\n{MARKER}"
     assert other_title in gh.comments[7] and other_title["body"].startswith("the other job")
@@ -93,7 +93,7 @@ def test_runs_racing_an_existing_comment_update_it(workspace: Path, gh: GitHubSe
     with ThreadPoolExecutor(4) as pool:
         runs = list(pool.map(lambda i: action(workspace, gh, i), range(4)))
     assert all(result.code == 0 for result, _ in runs)
-    assert markers(gh) == [stale] and stale["body"].startswith("### ci-grade")
+    assert markers(gh) == [stale] and stale["body"].startswith("### ")
     assert not gh.calls("POST"), "the comment existed: nobody posted"
     assert [r.path for r in gh.calls("DELETE")].count(f"/repos/octo/demo/issues/comments/{duplicate['id']}") == 4  # three of them found it gone
 

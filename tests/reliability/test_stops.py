@@ -230,10 +230,11 @@ def test_action_signal_publishes_everything_as_cancelled_then_exits_with_its_cod
     assert outputs["errors"] == "3" and outputs["passed"] == "false" and outputs["comment-url"]
     assert outputs["verdict"] == "cancelled"
     summary = (step / "summary.md").read_text(encoding="utf-8")
-    verdict_line = f"⏹️ **Cancelled**: stopped by {name} before the run finished; partial results: 3 errors (max 0)"
+    verdict_line = f"stopped by {name} before the run finished; partial results: 3 errors (max 0)"
     assert verdict_line in summary and f"cancelled: stopped by {name}" in summary and "**Failed**" not in summary
     (comment,) = gh.comments[7]
     assert verdict_line in comment["body"] and "could not run" not in comment["body"]
+    assert comment["body"].startswith("### ■ **Cancelled** · 2/5 passed · 3 errors\n")  # never an earlier verdict
     assert statuses(ws / "evals" / "ci-grade-results" / "results.json")["openai:chat:target-model stuck two"][0] == "error"
 
 
