@@ -10,6 +10,8 @@ verdict and score, named scores, and each assertion's pass and score. Difference
 `docs/compatibility.md` lists are still printed: read them against it. Not a test: it needs
 promptfoo from `bash bench/setup_promptfoo.sh`, and its output is for a person. The configs
 that found each difference fixed so far are pinned in the unit tests with promptfoo's values.
+A config with `tracing:` runs promptfoo with its database (kept under FOLDER/promptfoo-home);
+Python providers that export spans need PROMPTFOO_PYTHON set to a Python with the OpenTelemetry SDK.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ def run(folder: Path, extra: list[str]) -> dict[str, list[dict[str, Any]] | str]
         tool = make_tool(name, folder, {})
         output = folder / f"{name}.json"
         output.unlink(missing_ok=True)
-        flags = ["--no-progress", "--no-cache"] if name == "ci-grade" else ["--no-write", "--no-cache", "--no-table", "--no-progress-bar", "--no-share"]
+        flags = ["--no-progress", "--no-cache"] if name == "ci-grade" else ["--no-cache", "--no-table", "--no-progress-bar", "--no-share"]
+        if name == "promptfoo" and "tracing:" not in (folder / "promptfooconfig.yaml").read_text():
+            flags.append("--no-write")  # promptfoo reads a row's spans back from its database: it must write them
         done = subprocess.run([*tool.base, "eval", "-c", "promptfooconfig.yaml", "-o", str(output), *flags, *extra], cwd=folder, env=tool.env, capture_output=True, text=True, timeout=600)
         found[name] = json.loads(output.read_text())["results"]["results"] if output.exists() else f"exit {done.returncode}: {(done.stderr or done.stdout).strip()[-500:]}"
     return found

@@ -66,7 +66,8 @@ def test_script_assertions_read_the_row_trace_and_the_results_json_has_promptfoo
     assert "trace" not in row and row["evaluationId"].startswith("eval-")
     (trace,) = data["traces"]
     assert trace["traceId"] == row["traceId"] and trace["evaluationId"] == row["evaluationId"] and trace["testCaseId"] == "0-0"
-    assert trace["metadata"]["vars"] == {"city": "Paris"} and trace["metadata"]["testIdx"] == 0 and trace["metadata"]["promptIdx"] == 0
+    assert trace["metadata"] == {"testIdx": 0, "promptIdx": 0, "providerId": "file://agent_provider.py", "repeatIndex": 0, "vars": {"city": "Paris"}}
+    assert "droppedSpans" not in trace
     assert len(trace["spans"]) == 4 and {"spanId", "name", "startTime", "endTime", "attributes"} <= set(trace["spans"][0])
     # and it reads back: a baseline, a merge or --retry-errors gets the spans again
     run, _ = read_results_and_config(str(tmp_path / "out.json"))

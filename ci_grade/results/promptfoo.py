@@ -111,7 +111,7 @@ def _trace_fields(trace: Trace | None) -> dict[str, Any]:
     fields: dict[str, Any] = {"traceId": trace.trace_id}
     if trace.evaluation_id:
         fields["evaluationId"] = trace.evaluation_id
-    fields["trace"] = trace.model_dump(mode="json", by_alias=True, exclude_none=True)
+    fields["trace"] = trace.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"dropped_spans"} if not trace.dropped_spans else None)
     return fields
 
 

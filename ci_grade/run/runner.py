@@ -235,7 +235,7 @@ def _trace_metadata(planned: PlannedRow) -> dict[str, Any]:
         "testIdx": planned.test_index,
         "promptIdx": planned.column_index if planned.column_index is not None else planned.prompt_index,
         "providerId": planned.provider.id,
-        **({"repeatIndex": planned.repeat_index} if planned.repeat_index else {}),
+        "repeatIndex": planned.repeat_index,
         "vars": planned.shown_vars if planned.shown_vars is not None else planned.vars,
     }
 
