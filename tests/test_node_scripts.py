@@ -148,7 +148,7 @@ def test_prompt_function_generator_and_assertion_file_with_require(tmp_path: Pat
         """
         const { words } = require('./lib/words');
         const assert = require('node:assert');
-        module.exports.mentions = (output, context) => {
+        module.exports = function mentions(output, context) {
           assert.strictEqual(typeof context.provider.id, 'function');
           const found = words(output.toLowerCase()).includes(context.vars.name.toLowerCase());
           return { pass: found, score: found ? 1 : 0, reason: `${context.provider.id()} said ${words(output).length} words` };

@@ -54,7 +54,8 @@ async function loadModule(file) {
 
 async function loadFunction(file, name) {
   const { imported, main } = await loadModule(file);
-  const fn = name ? (main?.[name] ?? imported[name]) : main;
+  // `module.exports = check` named as `file://x.js:check` is that function, as promptfoo finds it
+  const fn = name ? (main?.[name] ?? imported[name] ?? (typeof main === 'function' && main.name === name ? main : undefined)) : main;
   if (typeof fn !== 'function') {
     throw new Error(`${path.basename(file)} has no function ${name || "(default export)"}`);
   }
