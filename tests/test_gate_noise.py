@@ -96,7 +96,7 @@ def test_two_runs_of_the_same_model_show_no_significant_change(suite: tuple[Path
     assert code == 0, out
     assert data["same_measure"] is True  # 0/1 scores: mean score and pass rate are one measure
     mean = data["mean_score"]
-    assert mean["method"] == "exact McNemar" and mean["tests"] == CASES
+    assert mean["method"] == "McNemar mid-p" and mean["tests"] == CASES
     flips_down, flips_up = mean["discordant"]
     assert flips_down + flips_up > 5  # the runs differ...
     assert not mean["significant"] and not mean["regressed"]  # ...but not significantly
@@ -123,7 +123,7 @@ def test_a_real_drop_fails_the_gate(suite: tuple[Path, SamplingModel]) -> None:
     assert mean["significant"] and mean["regressed"] and mean["p_value"] < 0.001
     assert mean["ci_high"] < 0  # the whole interval is a drop
     assert data["verdict"] == "regressed" and data["reason"].startswith("pass rate dropped ")
-    assert "pass rate" in out and "regressed (exact McNemar, p=" in out
+    assert "pass rate" in out and "regressed (McNemar mid-p, p=" in out
 
 
 def test_alpha_and_margin_decide_together(suite: tuple[Path, SamplingModel]) -> None:

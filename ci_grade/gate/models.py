@@ -164,8 +164,8 @@ class MetricDelta(BaseModel):
     base: float | None = None
     head: float | None = None
     tests: int = 0
-    method: Literal["exact", "exact McNemar", "paired t"] | None = None
-    """exact: every paired test is reproducible; exact McNemar: 0/1 outcomes; paired t: otherwise."""
+    method: Literal["exact", "McNemar mid-p", "paired t"] | None = None
+    """exact: every paired test is reproducible; McNemar mid-p: 0/1 outcomes, one run a side; paired t: otherwise."""
     p_value: float | None = None
     """One-sided p that the head is worse (before Holm's correction)."""
     p_adjusted: float | None = None
@@ -176,12 +176,14 @@ class MetricDelta(BaseModel):
     mde: float | None = None
     """The smallest drop this comparison could detect (one-sided alpha, 80% power)."""
     tests_needed: int | None = None
-    """Tests needed to detect a drop of the practical margin."""
+    """Tests needed to tell the drop observed from noise (one-sided alpha, 80% power); None without a drop."""
     discordant: tuple[int, int] | None = None
     """McNemar's pass->fail and fail->pass counts."""
     clusters: int | None = None
     regressed: bool = False
     inconclusive: bool = False
+    same_as: str | None = None
+    """The measure this one is the same quantity as (same values per test): tested once, as that one."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -213,7 +215,7 @@ class Comparison(BaseModel):
     mean_score: MetricDelta = Field(default_factory=lambda: MetricDelta(name="mean score"))
     pass_rate: MetricDelta = Field(default_factory=lambda: MetricDelta(name="pass rate"))
     same_measure: bool = False
-    """Mean score and pass rate are one measure (every test's score is its 0/1 outcome): judged once."""
+    """Mean score and pass rate are one measure (every paired test's score is its pass rate): judged once."""
     metrics: list[MetricDelta] = Field(default_factory=list)
     pass_rate_head: Rate = Field(default_factory=Rate)
     pass_rate_base: Rate | None = None
@@ -253,8 +255,19 @@ class Comparison(BaseModel):
 
     @property
     def measures(self) -> list[MetricDelta]:
-        """The suite-level measures judged: the mean score (and the pass rate when it differs), then the metrics."""
-        return [self.mean_score, *([] if self.same_measure else [self.pass_rate]), *self.metrics]
+        """The suite-level measures judged: the mean score, the pass rate and the metrics, each quantity once."""
+        return [m for m in (self.mean_score, self.pass_rate, *self.metrics) if m.same_as is None]
+
+    def label(self, m: MetricDelta) -> str:
+        """How the report names a measure (and how `same_as` refers to it)."""
+        if m is self.mean_score:
+            return "pass rate" if self.same_measure else "mean score"
+        return "pass rate" if m is self.pass_rate else f"metric {m.name!r}"
+
+    def repeats(self, m: MetricDelta) -> list[MetricDelta]:
+        """The measures with the same values as `m`, tested once with it."""
+        label = self.label(m)
+        return [r for r in (self.pass_rate, *self.metrics) if r.same_as == label and r is not m]
 
     @property
     def inconclusive(self) -> list[CaseDelta]:
