@@ -31,6 +31,12 @@ class GatePolicy(BaseModel):
     cluster_key: str | None = None
     """A `metadata` key grouping tests that are not independent (clustered standard errors)."""
 
+    @property
+    def confidence(self) -> float:
+        """The level of the two-sided intervals shown, 1 - 2 alpha (at least 1%): an interval lies
+        wholly below zero exactly when the one-sided test at alpha finds a drop."""
+        return max(0.01, 1.0 - 2.0 * self.alpha)
+
 
 class AssertionDelta(BaseModel):
     """One assertion of a test, base vs head (matched by type, metric and occurrence)."""
@@ -172,7 +178,7 @@ class MetricDelta(BaseModel):
     significant: bool = False
     ci_low: float | None = None
     ci_high: float | None = None
-    """A two-sided 1-alpha confidence interval of the delta."""
+    """A two-sided confidence interval of the delta at `GatePolicy.confidence` (1 - 2 alpha)."""
     mde: float | None = None
     """The smallest drop this comparison could detect (one-sided alpha, 80% power)."""
     tests_needed: int | None = None

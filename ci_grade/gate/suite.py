@@ -171,7 +171,7 @@ def _measure(
     )
     d = _linearised(d, [(b + h) / 2 for b, h in weights])
     clusters = [p.cluster for p in pairs] if policy.cluster_key else None
-    stats = paired(d, policy.alpha, clusters)
+    stats = paired(d, 1.0 - policy.confidence, clusters)
     if exact:
         result.method, result.p_value = "exact", 0.0 if result.delta is not None and result.delta < -EPS else 1.0
         result.ci_low = result.ci_high = result.delta
