@@ -96,10 +96,10 @@ def measures(pairs: list[Pair], policy: GatePolicy) -> tuple[MetricDelta, Metric
     exact = bool(pairs) and all(p.reproducible for p in pairs)
     binary = bool(pairs) and all(p.base.scored == 1 and p.head.scored == 1 for p in pairs) and policy.cluster_key is None
     score: Callable[[BaselineTest], float] = lambda t: t.score  # noqa: E731
-    same = bool(pairs) and _signature(pairs, score) == _signature(pairs, _outcome)
+    signatures = [_signature(pairs, score), _signature(pairs, _outcome)]
+    same = bool(pairs) and signatures[0] == signatures[1]
     mean = _measure("mean score", pairs, score, policy, exact, mcnemar_ok=binary and same)
     rate = _measure("pass rate", pairs, _outcome, policy, exact, mcnemar_ok=binary)
-    signatures = [_signature(pairs, score), _signature(pairs, _outcome)]
     names = sorted({m for p in pairs for m in p.head.named_scores} | {m for p in pairs for m in p.base.named_scores})
     metrics = []
     for name in names:
@@ -127,17 +127,14 @@ def _label(m: MetricDelta, mean: MetricDelta, rate: MetricDelta, same: bool) -> 
 
 
 def _signature(pairs: list[Pair], value: Callable[[BaselineTest], float], weights: list[tuple[float, float]] | None = None) -> tuple[object, ...]:
-    """What makes two measures the same quantity: each paired test's value on both sides and its
-    share of each side's weight (rounded to 12 digits, so sums in another order still match)."""
-    if not pairs:
-        return ()
-    weights = weights or [(1.0, 1.0)] * len(pairs)
-    totals = [math.fsum(w[side] for w in weights) for side in (0, 1)]
-    shares = [tuple(w[side] / totals[side] if totals[side] > 0 else 1 / len(pairs) for side in (0, 1)) for w in weights]
-    return tuple(
-        (p.head.test_id, round(value(p.base), 12), round(value(p.head), 12), round(share[0], 12), round(share[1], 12))
-        for p, share in zip(pairs, shares, strict=True)
-    )
+    """What makes two measures the same quantity: each paired test's value on both sides (rounded to
+    12 digits, so sums in another order still match) and, unless every test weighs alike on a side,
+    its share of that side's weight."""
+    values = tuple((p.head.test_id, round(value(p.base), 12), round(value(p.head), 12)) for p in pairs)
+    if not weights or all(len({w[side] for w in weights}) == 1 for side in (0, 1)):
+        return values
+    totals = [math.fsum(w[side] for w in weights) or 1.0 for side in (0, 1)]
+    return values + tuple((round(b / totals[0], 12), round(h / totals[1], 12)) for b, h in weights)
 
 
 def _once(candidates: list[MetricDelta], signatures: list[tuple[object, ...]]) -> tuple[list[MetricDelta], list[tuple[MetricDelta, MetricDelta]]]:
