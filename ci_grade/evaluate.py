@@ -110,6 +110,7 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     learn_secrets(options, loaded, env)
     loaded.config.providers = [render_spec(spec, provider_env(spec, env)) for spec in loaded.config.providers]
     loaded.warnings += preflight.check(loaded)
+    preflight.check_graders(loaded, env, options.grader or loaded.command_line.grader)
     paths = list(options.outputs)
     if not paths:
         paths = list(loaded.config.outputPath or [])
