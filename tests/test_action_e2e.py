@@ -325,8 +325,8 @@ def test_comment_off_and_missing_token(workspace: Path, gh: GitHubServer) -> Non
 def test_missing_baseline_judges_thresholds_only(workspace: Path, gh: GitHubServer) -> None:
     run = run_action(workspace, gh, baseline="git:HEAD:.ci-grade/nothing.json")
     assert run.code == 0 and run.outputs["score-delta"] == ""
-    assert any("not found: judged by thresholds only" in m for _, m in run.commands("warning"))
-    assert "No baseline" in run.summary
+    assert any("not found: .ci-grade/nothing.json is not in HEAD (no baseline committed there yet?); judged by thresholds only" in m for _, m in run.commands("warning"))
+    assert "**Baseline not found**: .ci-grade/nothing.json is not in HEAD" in run.summary
 
 
 def test_config_error_exits_2_and_says_where(workspace: Path, gh: GitHubServer) -> None:

@@ -210,7 +210,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
     """Run the eval in the working directory, compare with the baseline, write the results files."""
     from ci_grade import redact
     from ci_grade.commands.shared import judge
-    from ci_grade.gate.store import load_baselines
+    from ci_grade.gate.store import load_baselines, why_missing
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
     from ci_grade.report.sections import Section
@@ -220,6 +220,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
         outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
         with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
             comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm)
+        comparison.baseline_missing = why_missing(inputs.baseline, workdir) if inputs.baseline and baseline is None else None
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
         problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
@@ -228,7 +229,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
         with commands.commands_stopped():
             print(console.summary(run))
             print(redact.text(f"verdict: {comparison.verdict}: {comparison.reason}"), flush=True)
-        warnings = [f"baseline {inputs.baseline} not found: judged by thresholds only"] if inputs.baseline and baseline is None else []
+        warnings = [f"baseline {inputs.baseline} not found: {comparison.baseline_missing}; judged by thresholds only"] if comparison.baseline_missing else []
         section = Section(run.info.config_name, run, comparison)
         return Graded([section], [Path(inputs.results_path).resolve()], Path(inputs.junit_path).resolve(), [*problems, *warnings])
 

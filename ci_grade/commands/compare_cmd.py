@@ -35,7 +35,9 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {path}: compare writes {', '.join(COMPARE_OUTPUTS)}")
     policy = gate_policy(args)
     run = read_results(args.results)
-    comparison = compare(run, read_baseline(args.baseline, Path.cwd()), policy)
+    baseline, missing = read_baseline(args.baseline, Path.cwd())
+    comparison = compare(run, baseline, policy)
+    comparison.baseline_missing = missing
     written = write_reports(args.output, run, comparison, args.title, json_is_comparison=True)
     print(terminal_summary(comparison))
     for path in written:

@@ -80,7 +80,7 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     from ci_grade.report.outputs import write_reports
 
     policy = gate_policy(args)
-    baseline = read_baseline(args.baseline, Path.cwd())
+    baseline, missing = read_baseline(args.baseline, Path.cwd())
     if args.save_baseline:
         outputs.check_writable(args.save_baseline)
     with _log_group("ci-grade: evaluate"):
@@ -94,6 +94,7 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     if outcome.run.info.shard:
         return _shard_done(outcome, cap)
     comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
+    comparison.baseline_missing = missing
     if args.baseline:
         written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output, max_output_chars=cap, problems=problems)
     else:

@@ -113,17 +113,19 @@ def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None,
     return comparison
 
 
-def read_baseline(source: str | None, cwd: Path) -> Baseline | None:
-    """The baseline `source` names (a glob of results files folds several runs), or None (with a
-    warning when a given source does not exist)."""
+def read_baseline(source: str | None, cwd: Path) -> tuple[Baseline | None, str | None]:
+    """The baseline `source` names (a glob of results files folds several runs), or None and why
+    (a given source that does not exist, said at once and in the verdict)."""
     if not source:
-        return None
-    from ci_grade.gate.store import load_baselines
+        return None, None
+    from ci_grade.gate.store import load_baselines, why_missing
 
     baseline = load_baselines(source, cwd)
-    if baseline is None:
-        sys.stderr.write(f"warning: no baseline at {source}; the gate judges thresholds only\n")
-    return baseline
+    if baseline is not None:
+        return baseline, None
+    missing = why_missing(source, cwd)
+    sys.stderr.write(f"warning: no baseline at {source}: {missing}; the gate judges thresholds only\n")
+    return None, missing
 
 
 def key_value(text: str) -> tuple[str, str]:

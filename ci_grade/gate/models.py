@@ -230,6 +230,8 @@ class Comparison(BaseModel):
     base_totals: Totals | None = None
     base_runs: int = 0
     """How many runs the baseline folds (0 without a baseline)."""
+    baseline_missing: str | None = None
+    """Why the baseline asked for was not read (a mistyped path, a git ref not fetched): judged by thresholds only."""
     head_scores: list[float] = Field(default_factory=list, exclude=True)
     """The score of every scored test of the run, in order (`tests` may list only some tests)."""
 

@@ -65,6 +65,8 @@ def terminal_summary(comparison: Comparison) -> str:
         _listing(lines, "renamed", c.changed("renamed"))
         _listing(lines, "added", c.changed("added"), detail=False)
         _listing(lines, "removed", c.changed("removed"), detail=False)
+    elif c.baseline_missing:
+        lines.append(f"  baseline not found: {c.baseline_missing}; the gate judged thresholds only")
     else:
         lines.append("  no baseline: the gate judged thresholds only")
     lines += [f"warning: {w}" for w in c.warnings]
