@@ -6,20 +6,19 @@ of the suite-level measures, in process (`bench/gate_noise.py` runs it through t
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import random
 import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-from ci_grade.gate.baseline import BaselineTest
-from ci_grade.gate.models import GatePolicy
-from ci_grade.gate.suite import Pair, measures
-from tests.conftest import run_cli, write
+from tests.conftest import REPO, run_cli, write
 from tests.servers.llm_server import LLMServer, request_text
 
 CASES = 80
@@ -220,21 +219,11 @@ def test_a_three_run_baseline_and_a_significant_15_point_drop_fail_the_gate(tmp_
     assert "verdict: REGRESSED (gate failed): pass rate dropped" in result.out
 
 
-def _side(index: int, passes: int, runs: int) -> BaselineTest:
-    passed = passes * 2 > runs
-    return BaselineTest(test_id=f"t{index}", score=passes / runs, repeats=runs, passes=passes, passed=passed, status="pass" if passed else "fail")
-
-
-def _gate_fails(rng: random.Random, chances: list[float], drop: float, baseline_runs: int) -> bool:
-    """One trial: a baseline of `baseline_runs` runs and a head run sampled with every pass chance
-    lowered by `drop`, judged by the suite-level measures at the default policy."""
-    pairs = []
-    for i, chance in enumerate(chances):
-        base = sum(rng.random() < chance for _ in range(baseline_runs))
-        head = int(rng.random() < max(0.0, chance - drop))
-        pairs.append(Pair(_side(i, base, baseline_runs), _side(i, head, 1), reproducible=False, cluster=f"test:t{i}"))
-    mean, rate, _, metrics = measures(pairs, GatePolicy())
-    return any(m.regressed for m in (mean, rate, *metrics))
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """`bench/gate_noise.py` as a module."""
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    return importlib.import_module("gate_noise")
 
 
 @pytest.mark.parametrize(
@@ -242,12 +231,12 @@ def _gate_fails(rng: random.Random, chances: list[float], drop: float, baseline_
     [(200, 0, 0, 3), (100, 80, 20, 1)],
     ids=["200 flaky tests, 3-run baseline", "bench suite, 1-run baseline"],
 )
-def test_a_and_a_runs_rarely_fail_and_ten_point_drops_are_caught(flaky: int, always_pass: int, always_fail: int, baseline_runs: int) -> None:
+def test_a_and_a_runs_rarely_fail_and_ten_point_drops_are_caught(bench: ModuleType, flaky: int, always_pass: int, always_fail: int, baseline_runs: int) -> None:
     """200 sampled tests (flaky ones pass with a chance between 0.5 and 1), 80 trials per scenario,
-    seeded: at most 7 A/A comparisons fail, at least 64 drops of 0.1 are caught."""
-    seeded = random.Random(2026)
-    chances = [seeded.uniform(0.5, 1.0) for _ in range(flaky)] + [1.0] * always_pass + [0.0] * always_fail
+    seeded, as `bench/gate_noise.py --in-process` runs them: at most 7 A/A comparisons fail, at
+    least 64 drops of 0.1 are caught."""
+    chances = bench.chances(2026, flaky, always_pass, always_fail)
     rng = random.Random(0)
-    false_alarms = sum(_gate_fails(rng, chances, 0.0, baseline_runs) for _ in range(80))
-    caught = sum(_gate_fails(rng, chances, 0.1, baseline_runs) for _ in range(80))
+    false_alarms = sum(bench.measured_trial(rng, chances, 0.0, baseline_runs) for _ in range(80))
+    caught = sum(bench.measured_trial(rng, chances, 0.1, baseline_runs) for _ in range(80))
     assert false_alarms <= 7 and caught >= 64, (false_alarms, caught)
