@@ -220,6 +220,7 @@ def test_unchanged_configs_pass(workspace: Path, gh: GitHubServer) -> None:
     assert run.outputs["regressions"] == "0" and run.outputs["score-delta"] == "0.0000"
     assert not run.commands("error") and not run.commands("warning")
     assert "✅ **Passed**" in gh.comments[7][0]["body"]
+    assert "ci-grade: confirm newly failing tests" not in run.result.out  # confirm 0: no empty log group
 
 
 def test_a_regression_alone_fails_only_when_the_gate_says_so(workspace: Path, gh: GitHubServer) -> None:

@@ -140,3 +140,10 @@ def test_annotate_uses_every_slot_when_everything_fits() -> None:
     assert annotate(WorkflowCommands(out), items, "warning") == 10
     assert "more failing" not in out.getvalue()
     assert [parse_command(line)[1].get("line") for line in out.getvalue().splitlines()] == [str(i + 1) for i in range(10)]
+
+
+def test_a_long_title_is_cut_with_an_ellipsis() -> None:
+    long = Finding("regression", "x" * 300, "c.yaml", 1, ["reason"])
+    assert len(long.title) == 200 and long.title.endswith("x…") and long.title.startswith("ci-grade regression: xxx")
+    short = Finding("failure", "y" * 179, "c.yaml", 1, ["reason"])
+    assert short.title == "ci-grade failed: " + "y" * 179  # 196 characters: kept whole

@@ -206,6 +206,13 @@ def _in_folder(workdir: Path) -> Iterator[None]:
         raise
 
 
+@contextlib.contextmanager
+def _confirm_group(commands: WorkflowCommands) -> Iterator[None]:
+    """The log group of the confirmation reruns (only when there are any: no empty group)."""
+    with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
+        yield
+
+
 def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path, stop: Stop) -> Graded:
     """Run the eval in the working directory, compare with the baseline, write the results files."""
     from ci_grade import redact
@@ -218,8 +225,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
     with _in_folder(workdir):
         baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
         outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
-        with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
-            comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm)
+        comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm, around=lambda: _confirm_group(commands))
         comparison.baseline_missing = why_missing(inputs.baseline, workdir) if inputs.baseline and baseline is None else None
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))

@@ -7,6 +7,8 @@ import atexit
 import gc
 import signal
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,9 +97,13 @@ def gate_policy(args: argparse.Namespace) -> GatePolicy:
     )
 
 
-def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None, policy: GatePolicy, confirm: int) -> Comparison:
+def judge(
+    outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None, policy: GatePolicy, confirm: int,
+    around: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> Comparison:
     """Compare the run with the baseline; with `confirm` reruns, sample every newly failing sampled
-    test `confirm` more times first and judge it on those fresh runs (`--confirm N`)."""
+    test `confirm` more times first and judge it on those fresh runs (`--confirm N`), inside
+    `around()` (e.g. a log group: opened only when there are reruns)."""
     from ci_grade.evaluate import confirm as rerun
     from ci_grade.gate.compare import compare
     from ci_grade.gate.decision import cancel
@@ -105,8 +111,9 @@ def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None,
     comparison = compare(outcome.run, baseline, policy, every_test=False)
     targets = [t.test_id for t in comparison.new_failures if not t.reproducible]
     if confirm and baseline is not None and targets:
-        sys.stderr.write(f"confirming {len(targets)} newly failing sampled test(s) with {confirm} more run(s) each\n")
-        outcome.run.confirmations = rerun(options, targets, confirm)
+        with around():
+            sys.stderr.write(f"confirming {len(targets)} newly failing sampled test(s) with {confirm} more run(s) each\n")
+            outcome.run.confirmations = rerun(options, targets, confirm)
         comparison = compare(outcome.run, baseline, policy, every_test=False)
     if options.stop.signum is not None:
         cancel(comparison, signal.Signals(options.stop.signum).name)
