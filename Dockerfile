@@ -15,9 +15,10 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
-RUN pip wheel --wheel-dir /wheels '.[aws,google]'
+RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,xlsx]'
 
-# Runtime stage: only the installed package, git (for git:REF:PATH baselines) and tini (PID 1).
+# Runtime stage: only the installed package, git (for git:REF:PATH baselines), ruby (for `ruby`
+# assertions) and tini (PID 1).
 FROM python:3.11-slim
 ARG DEBIAN_FRONTEND=noninteractive
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -28,11 +29,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # to another user than the container's, so git must be told it is safe.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git tini \
+    && apt-get install -y --no-install-recommends git tini ruby \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels
-# Every wheel built above: ci-grade with its dependencies and the SDK extras' (boto3, google-genai).
+# Every wheel built above: ci-grade with its dependencies and the SDK extras' (boto3, cohere, google-genai).
 RUN pip install --no-index --find-links=/wheels /wheels/*.whl \
     && rm -rf /wheels
 # tini is PID 1: the kernel ignores any signal that a PID 1 has no handler for, and a cancelled

@@ -17,8 +17,10 @@ flat.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -39,7 +41,8 @@ from runner import (
 from suites import Suite, write_deterministic, write_grader
 
 DETERMINISTIC_GOALS = "goals at 10,000 tests: ci-grade <= 0.30x promptfoo's wall time, <= 250 MB peak RSS"
-GRADER_GOALS = "goals at 1000 calls, 100 ms: -j 32 within 1.25x the latency floor, < 1 ms CPU per call; default settings <= 5 s"
+GRADER_GOALS = "goals at 1000 calls, 100 ms: -j 32 <= 0.45x promptfoo's wall time and <= 1.5x the latency floor (4.7 s), <= 150 MB peak RSS; default settings <= 5 s"
+BEFORE = "ci-grade@before"
 
 
 def table(summaries: list[Summary], calls: int | None = None) -> str:
@@ -59,9 +62,15 @@ def table(summaries: list[Summary], calls: int | None = None) -> str:
 
 def ratio_line(summaries: list[Summary]) -> str:
     by_name = {s.tool: s for s in summaries}
-    if set(by_name) != set(TOOLS):
-        return ""
+    if not set(TOOLS) <= set(by_name):
+        return "" if BEFORE not in by_name else f"ci-grade / ci-grade@before: wall {by_name['ci-grade'].wall_median / by_name[BEFORE].wall_median:.2f}x (median); CPU {by_name['ci-grade'].cpu_median / by_name[BEFORE].cpu_median:.2f}x"
     ours, theirs = by_name["ci-grade"], by_name["promptfoo"]
+    if BEFORE in by_name:
+        before = by_name[BEFORE]
+        return (
+            f"ci-grade / ci-grade@before: wall {ours.wall_median / before.wall_median:.2f}x (median); CPU {ours.cpu_median / before.cpu_median:.2f}x; "
+            f"peak RSS {ours.rss_max / before.rss_max:.2f}x\n" + ratio_line([s for s in summaries if s.tool != BEFORE])
+        )
     return (
         f"ci-grade / promptfoo: wall {ours.wall_median / theirs.wall_median:.2f}x (median), "
         f"{ours.wall_min / theirs.wall_min:.2f}x (min); CPU {ours.cpu_median / theirs.cpu_median:.2f}x; "
@@ -74,6 +83,10 @@ def compare(args: argparse.Namespace, write: Callable[[Path, int], Suite], extra
         workdir = Path(tmp)
         suite = write(workdir, args.tests)
         tools = [make_tool(name, workdir, extra_env) for name in (args.only or TOOLS)]
+        if getattr(args, "compare", None):
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(args.compare) / "ci_grade")], check=True, stdout=subprocess.DEVNULL)
+            before = make_tool("ci-grade", workdir, {**extra_env, "PYTHONPATH": str(Path(args.compare).resolve())})
+            tools.append(dataclasses.replace(before, name=BEFORE))
         return run_alternating(tools, suite, workdir, args.runs, args.concurrency, quiet(args))
 
 
@@ -180,15 +193,23 @@ def main() -> int:
     def only(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--only", choices=TOOLS, action="append", help="run only this tool (repeatable)")
 
+    def compare_with(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--compare", metavar="PATH",
+            help="also run the ci_grade package under PATH (an export of another commit: git archive <commit> ci_grade | tar -x -C PATH), interleaved, as ci-grade@before",
+        )
+
     sub = scenario("deterministic", deterministic, 3, "N tests x 3 deterministic assertions, both tools")
     sub.add_argument("--tests", type=int, default=10000, help="tests in the config (default 10000)")
     jobs(sub, None)
     only(sub)
+    compare_with(sub)
     sub = scenario("grader", grader, 3, "N tests x 1 llm-rubric against the loopback grader, both tools")
     sub.add_argument("--tests", type=int, default=1000, help="tests (= grader calls) in the config (default 1000)")
     sub.add_argument("--latency-ms", type=float, default=100, help="grader latency (default 100)")
     jobs(sub, 32)
     only(sub)
+    compare_with(sub)
     sub = scenario("scaling", scaling, 1, "ci-grade at growing sizes: peak RSS and wall")
     sub.add_argument("--tests", type=int, nargs="+", default=[10000, 50000, 100000], help="sizes (default 10000 50000 100000)")
     sub.add_argument("--with-promptfoo", action="store_true", help="also run promptfoo at each size")

@@ -101,7 +101,7 @@ class Tool:
 
     def eval_command(self, suite: Suite, output: Path, concurrency: int | None) -> list[str]:
         jobs = ["-j", str(concurrency)] if concurrency is not None else []
-        if self.name == "ci-grade":
+        if self.name.startswith("ci-grade"):
             return [*self.base, "eval", "-c", str(suite.path), "-o", str(output), "--no-progress", "--no-cache", *jobs]
         flags = ["--no-write", "--no-cache", "--no-table", "--no-progress-bar", "--no-share"]
         return [*self.base, "eval", "-c", str(suite.path), "-o", str(output), *flags, *jobs]
@@ -199,19 +199,17 @@ def loopback_grader(latency_ms: float) -> Iterator[dict[str, str]]:
 
 def bare_client(base_url: str, calls: int, concurrency: int) -> tuple[float, float]:
     """`calls` chat requests to the loopback grader at `base_url`, `concurrency` at once, from a
-    bare asyncio client in this process (httpx over ci-grade's HTTP/1.1 transport: no SDK, no
-    grading, no start-up): (wall seconds, CPU seconds). The machine's own floor for a grader
+    bare asyncio client in this process (the HTTP API providers' client, httpx on aiohttp: no SDK,
+    no grading, no start-up): (wall seconds, CPU seconds). The machine's own floor for a grader
     call, and a yardstick for comparing figures taken on machines of different speed."""
     import asyncio
 
-    import httpx
-
-    from ci_grade.providers.http1 import Http1Transport
+    from ci_grade.providers.http_clients import api_http_client
 
     async def once() -> tuple[float, float]:
         body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "grade this"}]}
         left = calls
-        async with httpx.AsyncClient(transport=Http1Transport(httpx), timeout=30) as client:  # type: ignore[arg-type]
+        async with api_http_client(30, concurrency) as client:
 
             async def worker() -> None:
                 nonlocal left

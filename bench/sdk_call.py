@@ -33,20 +33,17 @@ BODY = json.dumps({
 PROMPT = "You are grading output according to a user-specified rubric. " * 40
 
 
-class Answering:
+class Answering(httpx2.AsyncBaseTransport):
     """An httpx2 transport that answers every request with `BODY`."""
 
-    async def handle_async_request(self, request: Any) -> Any:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         await request.aread()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
         return httpx2.Response(200, headers=headers, stream=httpx2.ByteStream(BODY))
 
-    async def aclose(self) -> None:
-        pass
-
 
 async def measure(calls: int, rounds: int) -> None:
-    openai_provider.client_options = lambda lib: {"transport": Answering()}  # type: ignore[attr-defined]
+    openai_provider.sdk_http_client = lambda timeout: httpx2.AsyncClient(transport=Answering(), timeout=timeout)  # type: ignore[assignment]
     env = {"OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
     provider: Any = openai_provider.create(ProviderSpec(id="openai:gpt-4.1-mini"), env, 32)
     context = CallContext(response_schema={"type": "object"})

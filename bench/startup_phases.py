@@ -4,7 +4,7 @@
 
 Runs the `grader` suite (N tests x one llm-rubric) against the loopback grader, each run a fresh
 process that is `ci-grade eval` with timers around its phases. The timers wrap functions by name
-(`evaluate.prepare`, `evaluate.build_plan`, the OpenAI client's `post`, ...), so a renamed one
+(`evaluate.prepare`, `evaluate.build_plan`, the OpenAI provider's `request`, ...), so a renamed one
 stops this script with a clear message. Times are seconds since the process's `main` began; the
 interpreter's own start comes before that. The table gives the median of each mark.
 """
@@ -50,22 +50,22 @@ def child(argv: list[str]) -> None:
 
     from ci_grade import cli, evaluate
     from ci_grade.commands import eval_cmd  # noqa: F401 (imported by `eval` itself; counted here)
-    from ci_grade.providers import openai_client
+    from ci_grade.providers import openai as openai_provider
     from ci_grade.report import outputs
 
     mark("imports done")
     after(evaluate, "prepare", "config loaded")
     after(evaluate, "build_plan", "plan built")
     after(evaluate, "_run_to_completion", "run done")
-    after(openai_client, "client_class", "SDK imported")
+    after(openai_provider, "sdk", "SDK imported")
     after(outputs, "write_outputs", "results written")
-    post = openai_client.LeanRequests.post
+    request = openai_provider.OpenAIProvider.request
 
-    async def first_post(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def first_request(self: Any, *args: Any, **kwargs: Any) -> Any:
         mark("first request sent")
-        return await post(self, *args, **kwargs)
+        return await request(self, *args, **kwargs)
 
-    openai_client.LeanRequests.post = first_post  # type: ignore[method-assign]
+    openai_provider.OpenAIProvider.request = first_request  # type: ignore[method-assign]
     sys.argv = ["ci-grade", *argv]
     try:
         cli.main()

@@ -59,7 +59,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args))
     except Interrupted as exc:
-        sys.stderr.write(f"ci-grade: {exc}: unfinished rows were recorded as errors (cancelled) and every report was written\n")
+        if exc.before_run:
+            sys.stderr.write(f"ci-grade: {exc}\n")
+        else:
+            sys.stderr.write(f"ci-grade: {exc}: unfinished rows were recorded as errors (cancelled) and every report was written\n")
         return int(exit_code_of(exc))
     except CiGradeError as exc:
         sys.stderr.write(f"ci-grade: error: {terminal(redact.text(str(exc)))}\n")

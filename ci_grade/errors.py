@@ -11,6 +11,7 @@
         ├── ProviderError             a model or API call failed for good
         │   ├── TransientError        worth retrying (429, 5xx, timeouts, resets, malformed 200 replies)
         │   ├── UnknownProviderError  no provider family serves this id
+        │   ├── BudgetExhausted       the call was not made: the run's spending limit (--max-cost) is reached
         │   └── NotSupportedError     the provider does not offer this kind of call (text, embedding, ...)
         ├── TemplateError             a nunjucks template could not be parsed or rendered
         ├── ScriptError               user JavaScript or Python raised, or returned nothing usable
@@ -113,9 +114,11 @@ class GitHubError(InfrastructureError):
 class Interrupted(CiGradeError):
     """The process was asked to stop (SIGINT or SIGTERM); what finished was kept."""
 
-    def __init__(self, signum: int):
+    def __init__(self, signum: int, before_run: str | None = None):
         self.signum = signum
-        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.before_run = before_run
+        """Set when the signal came before any row ran: what was being done (nothing to write)."""
+        super().__init__(f"stopped by {signal.Signals(signum).name}" + (f" {before_run}" if before_run else ""))
 
     @property
     def exit_code(self) -> ExitCode:  # type: ignore[override]
@@ -146,6 +149,10 @@ class EndpointDown(ProviderError):
 
 class UnknownProviderError(ProviderError):
     """No provider family serves this id."""
+
+
+class BudgetExhausted(ProviderError):
+    """The call was not made: what it may cost does not fit in what is left of the run's budget."""
 
 
 class NotSupportedError(ProviderError):

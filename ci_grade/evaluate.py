@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_grade import __version__, preflight, redact, settings
-from ci_grade.config.env_templates import provider_env, render_spec
+from ci_grade.config.env_templates import provider_env, render_spec, unset_env_warnings
 from ci_grade.config.envfile import parse_env_file
 from ci_grade.config.loader import LoadedConfig, load_config
 from ci_grade.config.overrides import ConfigOverrides
@@ -27,12 +27,16 @@ from ci_grade.plan.build import DEFAULT_MAX_ROWS, Plan, PlanOptions, build_plan
 from ci_grade.plan.earlier import EarlierRows
 from ci_grade.plan.filters import EvalFilters
 from ci_grade.plan.shard import Shard
+from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache, cache_enabled_by, cache_folder
 from ci_grade.report import outputs
 from ci_grade.report.progress import Progress
 from ci_grade.results.models import EvalRun, ShardInfo, TestResult
+from ci_grade.run import hooks, spending
 from ci_grade.run.runner import DEFAULT_ROW_TIMEOUT_MS, RunOptions, run_plan
+from ci_grade.run.spending import Observed, SpendingPlan
 from ci_grade.run.stop import Stop
+from ci_grade.tracing.session import Tracing
 
 DEFAULT_CONCURRENCY: int | None = None
 """Without -j or maxConcurrency: adaptive (each provider finds its rate limit, `providers.limiter`)."""
@@ -65,6 +69,12 @@ class EvalOptions:
     retry_errors: str | None = None
     stop: Stop = field(default_factory=Stop)
     """Signals and the time limit (`--max-duration`, else evaluateOptions.maxEvalTimeMs)."""
+    budget: Budget | None = None
+    """The spending limit (`--max-cost`), shared with the `--confirm` reruns of this evaluation."""
+    dry_run: bool = False
+    """Plan and estimate (`EvalOutcome.spending`), call nothing."""
+    observed: dict[str, Observed] = field(default_factory=dict)
+    """Per provider, what its calls measured in the baseline (for `dry_run`'s estimate)."""
 
 
 @dataclass
@@ -77,6 +87,8 @@ class EvalOutcome:
     rerun: int | None = None  # with --retry-errors: the rows run again
     config_for_output: outputs.EncodedConfig | None = None
     """The resolved config for results files, encoded when the plan was built."""
+    spending: SpendingPlan | None = None
+    """With `dry_run`: the plan's calls, tokens, cost and time (the run is empty)."""
 
 
 def build_env(options: EvalOptions, loaded: LoadedConfig | None = None) -> dict[str, str]:
@@ -108,7 +120,9 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     loaded = load_config(options.configs, registry.vocabulary(), cwd=options.cwd, overrides=options.overrides)
     env = build_env(options, loaded)
     learn_secrets(options, loaded, env)
+    loaded.warnings += unset_env_warnings(loaded.raw, env, loaded.sources)
     loaded.config.providers = [render_spec(spec, provider_env(spec, env)) for spec in loaded.config.providers]
+    hooks.before_all(loaded, hooks.check(loaded))
     loaded.warnings += preflight.check(loaded)
     preflight.check_graders(loaded, env, options.grader or loaded.command_line.grader)
     paths = list(options.outputs)
@@ -165,7 +179,8 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     from ci_grade.plan import retry
 
     previous = retry.Previous.read(options.retry_errors) if options.retry_errors else None
-    loaded, env, paths = prepare(options)
+    with options.stop.at_once("loading the config"):
+        loaded, env, paths = prepare(options)
     config = loaded.config
     cli_defaults = loaded.command_line
     eval_options = config.evaluateOptions
@@ -175,28 +190,39 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
     filters = options.filters.completed_by(cli_defaults)
     config_for_output = outputs.encode_config({k: v for k, v in loaded.raw.items() if k != "assertionTemplates"})
     earlier = [EarlierRows.read(kind, path) for kind, path in filters.earlier]
-    plan = build_plan(
-        loaded,
-        PlanOptions(
-            repeat=repeat,
-            filters=filters,
-            earlier=earlier,
-            cli_vars={**cli_defaults.vars, **options.vars},
-            grader=grader,
-            prompt_prefix=options.prompt_prefix or cli_defaults.prompt_prefix,
-            prompt_suffix=options.prompt_suffix or cli_defaults.prompt_suffix,
-            only_test_ids=options.only_test_ids,
-            test_repeats=options.test_repeats,
-            shard=previous.shard(options.shard) if previous else options.shard,
-            max_rows=int(settings.number("CI_GRADE_MAX_ROWS", DEFAULT_MAX_ROWS)),
-            release=True,
-        ),
-    )
+    with options.stop.at_once("planning the run"):
+        plan = build_plan(
+            loaded,
+            PlanOptions(
+                repeat=repeat,
+                filters=filters,
+                earlier=earlier,
+                cli_vars={**cli_defaults.vars, **options.vars},
+                grader=grader,
+                prompt_prefix=options.prompt_prefix or cli_defaults.prompt_prefix,
+                prompt_suffix=options.prompt_suffix or cli_defaults.prompt_suffix,
+                only_test_ids=options.only_test_ids,
+                test_repeats=options.test_repeats,
+                shard=previous.shard(options.shard) if previous else options.shard,
+                max_rows=int(settings.number("CI_GRADE_MAX_ROWS", DEFAULT_MAX_ROWS)),
+                release=True,
+            ),
+        )
     if earlier and not plan.rows:
         loaded.warnings.append(" and ".join(rows.explain() for rows in earlier))
     kept = None
     if previous is not None:
         plan, kept = retry.plan_retry(plan, previous)
+    if options.budget is not None:
+        spending.check_prices(plan, env, loaded.base_dir)
+    if options.dry_run:
+        estimate = spending.estimate(
+            plan, env, loaded.base_dir, cache=_cache(options, loaded, env, plan.repeat), concurrency=1 if _delay(options, loaded) else concurrency,
+            env_overrides={k: v for k, v in env.items() if os.environ.get(k) != v}, observed=options.observed,
+        )
+        run = EvalRun(warnings=list(loaded.warnings))
+        run.info.config_name = _config_name(loaded.files, env)
+        return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, spending=estimate)
     shown = (loaded.raw.get("evaluateOptions") or {}).get("showProgressBar") is not False and cli_defaults.progress_bar is not False  # promptfoo's switches
     _built()
     progress = Progress(enabled=options.progress and shown, total=len(plan.rows))
@@ -212,14 +238,25 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         progress=progress,
         cache=_cache(options, loaded, env, plan.repeat),
         stop=options.stop,
+        budget=options.budget,
         release_rows=True,
+        hooks=hooks.Hooks(config.extensions or [], loaded.base_dir),
     )
+    suite = hooks.suite_of(loaded) if run_options.hooks else None
     # User code's prints must not mix with our stdout; user code (Python providers, asserts)
     # sees the config's `env:` and --env-file values as promptfoo's does.
-    with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
-        run = _run_to_completion(plan, run_options)
+    run_options.tracing = _tracing(loaded)
+    try:
+        with contextlib.redirect_stdout(sys.stderr), _process_env(run_options.env_overrides), progress:
+            run = _run_to_completion(plan, run_options)
+    finally:
+        if run_options.tracing is not None:
+            run_options.tracing.stop()
     if kept is not None:
         run = retry.combine(kept, run)
+    if suite is not None:
+        shown_config = redact.current().data({k: v for k, v in loaded.raw.items() if k not in ("tests", "scenarios", "assertionTemplates")})
+        run.warnings += hooks.after_all(run_options.hooks, run, suite, shown_config)
     run.info.ci_grade_version = __version__
     run.info.created_at = datetime.now(UTC).isoformat(timespec="seconds")
     run.info.description = options.description or cli_defaults.description or config.description
@@ -231,8 +268,23 @@ def _evaluate(options: EvalOptions) -> EvalOutcome:
         run.info.shard = ShardInfo(index=plan.shard.index, count=plan.shard.count, groups=plan.groups, rows=plan.total_rows)
     run.info.commit = env.get("GITHUB_SHA") or _git_commit(loaded.base_dir)
     run.info.repeat = repeat
+    run.info.derived_metrics = [metric.model_dump(include={"name", "value"}) for metric in config.derivedMetrics or []]
     run.warnings = [*loaded.warnings, *run.warnings]
     return EvalOutcome(run=run, loaded=loaded, env=env, output_paths=paths, rerun=kept.rerun if kept else None, config_for_output=config_for_output)
+
+
+def _tracing(loaded: LoadedConfig) -> Tracing | None:
+    """The run's tracing, its receiver listening (before any model is called), when the config enables it."""
+    config = loaded.config.tracing
+    if config is None or not config.enabled:
+        return None
+    raw = loaded.raw.get("tracing")
+    place = loaded.sources.location(raw, "otlp") if isinstance(raw, dict) else None
+    if config.receiver is None:
+        loaded.warnings.append("tracing is enabled without an OTLP receiver (tracing.otlp.http): rows get a traceparent but no spans")
+    tracing = Tracing(config, place)
+    tracing.start()
+    return tracing
 
 
 def confirm(options: EvalOptions, test_ids: Iterable[str], runs: int) -> list[TestResult]:

@@ -18,11 +18,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from ci_grade.config import command_line, files
-from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES
-from ci_grade.config.errors import describe, suggest
+from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES, REFUSED_ASSERTION_TYPES
+from ci_grade.config.errors import describe, suggest, validation_error
 from ci_grade.config.loader import LoadedConfig
-from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, TestCase
+from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, ProviderSpec, TestCase
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
@@ -58,11 +60,20 @@ def check(loaded: LoadedConfig) -> list[str]:
             )
     raw_prompts = _list(loaded.raw.get("prompts"))
     for index, prompt in enumerate(loaded.config.prompts):
+        if prompt.function:
+            _check_python_file(f"file://{prompt.function}", loaded, sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
+            continue
         try:
             nunjucks.check(prompt.raw)
         except TemplateError as exc:
             loc = sources.location(_item(raw_prompts, index))
             raise ConfigError.at(str(exc), loc, f"prompts[{index}]") from None
+    if loaded.config.derivedMetrics:
+        from ci_grade.results.derived_metrics import check as check_derived
+
+        problem = check_derived([metric.model_dump() for metric in loaded.config.derivedMetrics])
+        if problem:
+            raise ConfigError.at(f"derivedMetrics {problem}", sources.location(loaded.raw, "derivedMetrics"), "derivedMetrics")
     raw_tests = _list(loaded.raw.get("tests"))
     for index, test in enumerate(loaded.config.tests):
         _check_test(test, _item(raw_tests, index), loaded, f"tests[{index}]", warnings)
@@ -147,9 +158,9 @@ def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str, warni
     sources = loaded.sources
     if test.options.provider is not None:
         loc = sources.location(raw_test.get("options"), "provider") or sources.location(raw_test, "options")
-        _check_provider_ref(test.options.provider, loc, f"{path}.options.provider", grader=True)
+        _check_provider_ref(test.options.provider, loc, f"{path}.options.provider", grader=True, sources=sources)
     if test.provider is not None:
-        _check_provider_ref(test.provider, sources.location(raw_test, "provider"), f"{path}.provider", grader=False)
+        _check_provider_ref(test.provider, sources.location(raw_test, "provider"), f"{path}.provider", grader=False, sources=sources)
     _check_assertions(test.assert_ or [], loaded, raw_test.get("assert"), f"{path}.assert", warnings)
     for name, value in (test.vars or {}).items() if isinstance(test.vars, dict) else ():
         if isinstance(value, str) and value.startswith("file://") and files.split_function(value)[0].endswith(".py"):
@@ -170,6 +181,8 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
             continue
         base = item.base_type
         if base not in known:
+            if base in REFUSED_ASSERTION_TYPES:
+                raise ConfigError.at(f"assertion type {item.type!r} is not supported by ci-grade: {REFUSED_ASSERTION_TYPES[base]}", loc, where)
             if base in PROMPTFOO_ASSERTION_TYPES:
                 raise ConfigError.at(f"assertion type {item.type!r} is not yet supported by ci-grade", loc, where)
             raise ConfigError.at(f"unknown assertion type {item.type!r}{suggest(base, known)}", loc, where)
@@ -178,7 +191,7 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
             warnings.extend(_regex_warning(item.value, value_loc, f"{path}[{i}].value"))
         _check_value(item, registry.get(base), loaded, value_loc, f"{path}[{i}].value")
         if item.provider is not None:
-            _check_provider_ref(item.provider, loaded.sources.location(raw_item, "provider") if raw_item is not None else loc, f"{path}[{i}].provider", grader=True)
+            _check_provider_ref(item.provider, loaded.sources.location(raw_item, "provider") if raw_item is not None else loc, f"{path}[{i}].provider", grader=True, sources=loaded.sources)
 
 
 def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
@@ -190,7 +203,18 @@ def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: L
             raise ConfigError.at(files.not_a_file(path), loc, where)
         if path.suffix == ".py" and item.base_type == "python":
             _check_python_file(value, loaded, loc, where)
+        if path.suffix in (".js", ".cjs", ".mjs") and item.base_type == "javascript":
+            from ci_grade.scripting.js import file_syntax_error
+
+            if problem := file_syntax_error(path, files.display_path(path)):
+                raise ConfigError.at(f"javascript assertion: {problem}", loc, where)
+        if item.base_type == "ruby":
+            _check_ruby(path.read_text(encoding="utf-8", errors="replace"), files.display_path(path), loc, where)
         return
+    if item.base_type == "ruby" and isinstance(value, str) and "{{" not in value and "{%" not in value:
+        _check_ruby(value, None, loc, where)
+    elif item.base_type == "ruby":
+        _check_ruby(None, None, loc, where)
     if isinstance(value, str) and "{{" not in value and "{%" not in value:
         _check_inline_code(item.base_type, value, loc, where)
     if spec is None or spec.value is None or not spec.value.at_load or value is None or isinstance(value, str):
@@ -220,6 +244,17 @@ def _check_inline_code(kind: str, code: str, loc: Location | None, where: str) -
             line = re.match(r"<anonymous>:(\d+): ", str(exc))  # the line in the wrapping function
             problem = f"{str(exc)[line.end():]} (line {max(1, int(line.group(1)) - 1)} of the code)" if line else str(exc)
             raise ConfigError.at(f"javascript assertion: {problem}", loc, where) from None
+
+
+def _check_ruby(source: str | None, shown: str | None, loc: Location | None, where: str) -> None:
+    """A `ruby` assertion needs Ruby (PROMPTFOO_RUBY or `ruby` on PATH), and its code must compile."""
+    from ci_grade.scripting import ruby
+
+    if ruby.interpreter() is None:
+        raise ConfigError.at("ruby assertions need Ruby: install it (ruby on PATH) or set PROMPTFOO_RUBY to its executable", loc, where)
+    problem = None if source is None else ruby.syntax_error(source, shown or "", inline=shown is None)
+    if problem:
+        raise ConfigError.at(f"ruby assertion: {problem}", loc, where)
 
 
 def _check_python_provider(provider_id: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
@@ -261,16 +296,22 @@ def _regex_error(pattern: str) -> str | None:
     return regex_error(pattern)
 
 
-def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: bool) -> None:
-    """A provider reference: an id, an `{id: ...}` mapping, or (graders) a mapping by kind of call."""
+def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: bool, sources: SourceMap | None = None) -> None:
+    """A provider reference: an id, an `{id: ...}` mapping (its settings checked as a provider's
+    are), or (graders) a mapping by kind of call."""
     if grader and is_kind_map(ref):
         for kind, inner in ref.items():
             if inner is not None:
-                _check_provider_ref(inner, loc, f"{where}.{kind}", grader=False)
+                _check_provider_ref(inner, loc, f"{where}.{kind}", grader=False, sources=sources)
         return
     if isinstance(ref, str) and ref.strip():
         return _check_known(ref, loc, where)
     if isinstance(ref, dict) and isinstance(ref.get("id"), str) and ref["id"].strip():
+        try:
+            ProviderSpec.model_validate(ref)
+        except ValidationError as exc:  # e.g. `config: 5`: found now, not row by row
+            error = validation_error(exc, ref, sources or SourceMap(), loc.file if loc else None)
+            raise ConfigError(error.message, file=error.file, line=error.line or (loc.line if loc else None), path=f"{where}.{error.path}" if error.path else where) from None
         return _check_known(ref["id"], loc, where)
     shapes = "a provider id, an {id: ...} mapping or a mapping by kind ({text: ..., embedding: ...})" if grader else "a provider id or an {id: ...} mapping"
     raise ConfigError.at(f"expected {shapes}, got {describe(ref)}", loc, where)
@@ -288,7 +329,7 @@ def _check_known(provider_id: str, loc: Location | None, where: str) -> None:
         return
     if provider_is_known(provider_id):
         if problem := id_problem(provider_id):
-            raise ConfigError.at(f"{problem}; supported providers are listed in {PROVIDERS_DOC}", loc, where)
+            raise ConfigError.at(f"provider {provider_id!r} is not supported: {problem}; supported providers are listed in {PROVIDERS_DOC}", loc, where)
         return
 
     prefix = provider_id.split(":", 1)[0]

@@ -9,7 +9,8 @@ sinks cannot all take it:
 - JSON keeps the text exactly: `json_dumps` writes lone surrogates as `\\udXXX` escapes, which
   read back to the same string, and the file stays valid UTF-8.
 - The terminal and CI logs would obey control characters (ESC starts colour and cursor sequences,
-  CR overwrites the line): `terminal` shows them as visible `\\xNN` escapes.
+  CR overwrites the line) and bidirectional formatting (a right-to-left override shows text in
+  another order than it is): `terminal` shows them as visible `\\xNN` and `\\uNNNN` escapes.
 - XML 1.0 forbids NUL, most C0 controls and surrogates (the JUnit writer drops the controls,
   `well_formed` the surrogates); Markdown drops controls in `report/markdown_escape.py`.
 """
@@ -24,6 +25,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 # C0 controls but tab and newline, DEL, and C1 controls (U+009B is a one-character CSI).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Bidirectional marks, embeddings, overrides and isolates, and the invisible characters that hide text.
+_FORMAT = re.compile("[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
 def well_formed(text: str) -> str:
@@ -62,5 +65,7 @@ def json_dumps(value: Any, **options: Any) -> str:
 
 
 def terminal(text: str) -> str:
-    """`text` fit to print: well formed, control characters (but newline and tab) shown as `\\xNN`."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", well_formed(text))
+    """`text` fit to print: well formed, control characters (but newline and tab) shown as `\\xNN`,
+    bidirectional and invisible formatting characters as `\\uNNNN`."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", well_formed(text))
+    return text if text.isascii() else _FORMAT.sub(_escape, text)

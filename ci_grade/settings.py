@@ -24,6 +24,9 @@ NUMBERS: dict[str, tuple[bool, float]] = {
     "CI_GRADE_JS_MAX_MEMORY_MB": (True, 1),
     "CI_GRADE_PYTHON_WORKERS": (True, 1),
     "CI_GRADE_PYTHON_MAX_MEMORY_MB": (True, 0),
+    "CI_GRADE_MAX_FILE_MB": (True, 1),
+    "CI_GRADE_TRACE_WAIT_MS": (True, 0),
+    "CI_GRADE_TRACE_QUIET_MS": (True, 0),
 }
 
 

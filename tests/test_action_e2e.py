@@ -196,6 +196,7 @@ def test_outputs_files_and_annotations(workspace: Path, gh: GitHubServer) -> Non
         "known-failures": "0",
         "not-significant": "0",
         "errors": "0",
+        "baseline": "compared",
         "results-path": "evals/ci-grade-results/results.json",
         "junit-path": "evals/ci-grade-results/results.junit.xml",
         "comment-url": gh.comments[7][0]["html_url"],

@@ -49,7 +49,7 @@ def test_git_that_cannot_start_in_the_folder_is_an_infrastructure_error(tmp_path
 
 
 def test_a_git_error_without_a_message_is_named_by_its_type() -> None:
-    from ci_grade.gate.store import _first_line
+    from ci_grade.gate.store import first_line
 
-    assert _first_line(Exception("  \n")) == "Exception"
-    assert _first_line(ValueError("first\nsecond")) == "first"
+    assert first_line(Exception("  \n")) == "Exception"
+    assert first_line(ValueError("first\nsecond")) == "first"

@@ -181,8 +181,8 @@ def test_promptfoos_name_for_an_openai_chat_provider_matches() -> None:
 
 
 def test_ambiguous_fingerprints_are_added_and_removed() -> None:
-    base = [row("x1", 1.0, fingerprint="fp"), row("x2", 1.0, fingerprint="fp")]
-    head = [row("y1", 1.0, fingerprint="fp")]
+    base = [row("x1", 1.0, fingerprint="fp"), row("x2", 1.0, fingerprint="fp"), row("kept", 1.0)]
+    head = [row("y1", 1.0, fingerprint="fp"), row("kept", 1.0)]
     c = judge(base, head)
     assert c.changed("renamed") == []
     assert len(c.changed("removed")) == 2 and len(c.changed("added")) == 1

@@ -272,13 +272,14 @@ def test_unknown_keys_warn_once_on_stderr_and_never_crash(tmp_path: Path) -> Non
     assert "2 passed, 0 failed, 0 errors" in result.out
 
 
-def test_unsupported_promptfoo_keys_are_named(tmp_path: Path) -> None:
+def test_promptfoo_keys_are_read_and_web_only_ones_pass_quietly(tmp_path: Path) -> None:
     result, _ = eval_config(
         tmp_path,
-        "prompts: [hello]\nproviders: [echo]\nextensions: ['file://hooks.py:beforeAll']\nsharing: false\n",
+        "prompts: [hello]\nproviders: [echo]\ntracing: {enabled: true}\nderivedMetrics: [{name: twice, value: '2 * 1'}]\nsharing: false\n",
     )
     assert result.code == 0, result.err
-    assert "warning: promptfooconfig.yaml:3: 'extensions' is not supported by ci-grade and is ignored" in result.err.splitlines()
+    assert "not supported" not in result.err
+    assert "tracing is enabled without an OTLP receiver" in result.err  # read, not ignored
     assert "sharing" not in result.err
 
 

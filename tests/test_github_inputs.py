@@ -123,7 +123,7 @@ def test_action_yml_documents_every_input_with_the_same_defaults() -> None:
         assert str(spec.get("default", "")) == expected, name
     assert set(action["outputs"]) == {
         "passed", "verdict", "pass-rate", "score", "score-delta", "p-value", "regressions", "failures", "known-failures",
-        "not-significant", "errors",
+        "not-significant", "errors", "baseline",
         "results-path", "junit-path", "comment-url",
     }
     assert all(spec.get("description") for spec in action["outputs"].values())

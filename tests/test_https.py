@@ -1,6 +1,6 @@
-"""HTTPS calls on the lean transport: the trust store, keep-alive over TLS, and a refused
-certificate reported at once (not retried) with what to do. A loopback server presents
-certificates from a throw-away CA (trustme)."""
+"""HTTPS calls through the providers' clients (`providers/http_clients.py`): the trust store,
+keep-alive over TLS, proxies, and a refused certificate reported at once (not retried) with what
+to do. A loopback server presents certificates from a throw-away CA (trustme)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ import trustme
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
-from ci_grade.providers.http1 import Http1Transport
 from ci_grade.providers.http_api import HttpApiProvider
+from ci_grade.providers.http_clients import api_http_client
 from ci_grade.providers.tls import trust_failure
 from tests.provider_helpers import call, eval_rows, make, use
+from tests.servers.forward_proxy import ForwardProxy
 from tests.servers.llm_server import LLMServer
 
 KEY = "sk-test-0123456789"
@@ -50,17 +51,17 @@ def trusted(ca: trustme.CA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         server.stop()
 
 
-def count_connections(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The scheme of each connection the lean transport sets out to open, in order."""
-    attempts: list[str] = []
-    connect = Http1Transport._connection
+def count_connections(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The connections the clients open (the event loop's `create_connection`), in order."""
+    opened: list[Any] = []
+    create = asyncio.base_events.BaseEventLoop.create_connection
 
-    async def counted(self: Http1Transport, origin: tuple[str, str, int], request: Any) -> Any:
-        attempts.append(origin[0])
-        return await connect(self, origin, request)
+    async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(kwargs.get("ssl") is not None)
+        return await create(self, *args, **kwargs)
 
-    monkeypatch.setattr(Http1Transport, "_connection", counted)
-    return attempts
+    monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "create_connection", counted)
+    return opened
 
 
 def openai_env(server: LLMServer) -> dict[str, str]:
@@ -100,7 +101,7 @@ def test_a_trust_failure_is_an_error_at_once_with_what_to_do(ca: trustme.CA, nam
         assert response.error is not None and response.output is None
         assert "TLS certificate was refused" in response.error and "SSL_CERT_FILE" in response.error
         assert ("self-signed" in response.error or "unable to get local issuer" in response.error) if names == ("127.0.0.1",) else "mismatch" in response.error.lower()
-        assert attempts == ["https"]  # one attempt: a retry would be refused the same way
+        assert attempts == [True]  # one TLS attempt: a retry would be refused the same way
         assert server.requests == []
     finally:
         server.stop()
@@ -125,23 +126,23 @@ def test_ca_certificates_that_cannot_be_read_are_an_error_at_once_naming_the_var
     finally:
         server.stop()
     assert response.error is not None and f"{variable}={value}" in response.error and "cannot be used" in response.error, response.error
-    assert attempts == ["https"]
+    assert attempts == []  # found when the client is made: no connection, no retry
     assert server.requests == []
 
 
 def test_http_api_providers_share_the_trust_store_and_the_refusal(ca: trustme.CA, trusted: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """httpx on the lean transport (HTTP API providers): the trusted server answers; with the CA
-    file gone, the same request fails with a certificate error `trust_failure` recognises."""
+    """The HTTP API providers' client: the trusted server answers; with the CA file gone, the
+    same request fails with a certificate error `trust_failure` recognises."""
 
-    async def get(transport: Any) -> Any:
-        async with httpx.AsyncClient(transport=transport) as client:
+    async def get() -> Any:
+        async with api_http_client(30, 4) as client:
             return await client.post(f"{trusted.openai_base_url}/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
 
-    reply = asyncio.run(get(Http1Transport(httpx)))
+    reply = asyncio.run(get())
     assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == "echo: hi"
     monkeypatch.delenv("SSL_CERT_FILE")
-    with pytest.raises(httpx.ConnectError) as caught:
-        asyncio.run(get(Http1Transport(httpx)))
+    with pytest.raises(httpx.TransportError) as caught:
+        asyncio.run(get())
     assert trust_failure(caught.value) is not None
     assert trust_failure(httpx.ConnectError("Connection refused")) is None
 
@@ -183,55 +184,31 @@ tests:
     assert server.requests == []
 
 
-async def connect_proxy(seen: list[str]) -> asyncio.Server:
-    """A loopback HTTP proxy that tunnels CONNECT requests (how clients reach HTTPS through one)."""
-
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        method, target = head.split(b" ")[:2]
-        seen.append(f"{method.decode()} {target.decode()}")
-        host, port = target.decode().rsplit(":", 1)
-        upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
-        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        await writer.drain()
-        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
-
-    return await asyncio.start_server(handle, "127.0.0.1", 0)
-
-
 def test_through_a_proxy_https_calls_trust_the_same_ca_certificates(trusted: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With HTTPS_PROXY named, the SDK's own transport tunnels through the proxy and trusts the CA
+    """With HTTPS_PROXY named, each family's client tunnels through the proxy and trusts the CA
     that SSL_CERT_FILE names; CA certificates that cannot be used are named, as without a proxy."""
-    seen: list[str] = []
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    specs = {"openai": "openai:chat:gpt-4.1-mini", "http": {"id": "http", "config": {"url": f"{trusted.openai_base_url}/chat/completions", "body": {"model": "m", "messages": [{"role": "user", "content": "{{prompt}}"}]}, "transformResponse": "json.choices[0].message.content"}}}
 
-    async def go() -> list[Any]:
-        proxy = await connect_proxy(seen)
-        async with proxy:
-            monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.sockets[0].getsockname()[1]}")
-            monkeypatch.delenv("NO_PROXY", raising=False)
-            monkeypatch.delenv("no_proxy", raising=False)
-            responses = []
-            for ca_file in (None, "/nonexistent/ca.pem"):
-                if ca_file:
-                    monkeypatch.setenv("SSL_CERT_FILE", ca_file)
-                provider: Any = make("openai:chat:gpt-4.1-mini", openai_env(trusted))
-                try:
-                    responses.append(await provider.call("through the proxy"))
-                finally:
-                    await provider.aclose()
-            return responses
+    async def go(ca_file: str | None) -> list[Any]:
+        if ca_file:
+            monkeypatch.setenv("SSL_CERT_FILE", ca_file)
+        responses = []
+        for spec in specs.values():
+            provider: Any = make(spec, openai_env(trusted))
+            try:
+                responses.append(await provider.call("through the proxy"))
+            finally:
+                await provider.aclose()
+        return responses
 
-    through, unusable = asyncio.run(go())
-    assert through.error is None and through.output == "echo: through the proxy"
-    assert seen == [f"CONNECT 127.0.0.1:{trusted.url.rsplit(':', 1)[1]}"]
-    assert unusable.error is not None and "SSL_CERT_FILE=/nonexistent/ca.pem" in unusable.error and "cannot be used" in unusable.error
+    with ForwardProxy() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        through = asyncio.run(go(None))
+        tunnels = list(proxy.forwarded)
+        unusable = asyncio.run(go("/nonexistent/ca.pem"))
+    assert [r.error for r in through] == [None, None] and [r.output for r in through] == ["echo: through the proxy"] * 2
+    assert tunnels == [f"CONNECT 127.0.0.1:{trusted.url.rsplit(':', 1)[1]}"] * 2
+    for response in unusable:
+        assert response.error is not None and "SSL_CERT_FILE=/nonexistent/ca.pem" in response.error and "cannot be used" in response.error

@@ -99,7 +99,8 @@ def normalized(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def timeless(text: str) -> str:
-    """JUnit and Markdown without elapsed times and durations."""
+    """JUnit and Markdown without elapsed times, durations and latencies."""
+    text = re.sub(r"^\|[^\n]* latency p50 / p95 \|[^\n]*\n", "", text, flags=re.MULTILINE)
     return re.sub(r' time="[0-9.]+"|duration [0-9.]+m?s( \([▲▼] [0-9.]+m?s\))?', "", text)
 
 

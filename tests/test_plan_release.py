@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from ci_grade import redact
-from ci_grade.config.loader import canonical_digest, load_config
+from ci_grade.config.digest import canonical_digest
+from ci_grade.config.loader import load_config
 from ci_grade.grading import registry
 from ci_grade.plan.build import PlanOptions, build_plan
 from ci_grade.redact import Redactor

@@ -26,7 +26,7 @@ from tests.servers.llm_server import LLMServer
 KEY = "sk-test-0123456789"
 LINE = re.compile(
     r"  (?P<done>\d+)/(?P<total>\d+) rows done \((?P<percent>\d+)%\)  (?P<passed>\d+) passed, (?P<failed>\d+) failed, "
-    r"(?P<errors>\d+) errors?  cost \$(?P<cost>[\d.]+)  elapsed \d+\.\ds(?:  ETA (?:\d+\.\ds|-))?"
+    r"(?P<errors>\d+) errors?  cost \$(?P<cost>[\d.]+)  elapsed (?:\d+\.\ds|\d+m\d\ds)(?:  ETA (?:\d+\.\ds|\d+m\d\ds|-))?"  # 2 minutes on: `4m11s`
 )
 
 

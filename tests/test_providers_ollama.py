@@ -129,7 +129,7 @@ def test_unreachable_server_and_timeout(monkeypatch: pytest.MonkeyPatch, server:
     assert response.error == "request timed out after 0.2s (gave up after 1 attempt)"
     monkeypatch.setenv("OLLAMA_BASE_URL", "http://127.0.0.1:9")
     response = call("ollama:chat:llama3.1", "q")
-    assert response.error is not None and response.error.startswith("connection failed: ConnectError")
+    assert response.error is not None and response.error.startswith("connection failed: ClientConnectorError: Cannot connect to host 127.0.0.1:9"), response.error
 
 
 def test_config_base_url_and_api_key(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -120,6 +120,21 @@ def test_chat_message_prompt_and_shorthand_id(server: CountingServer) -> None:
     assert body["model"] == "gpt-4.1-mini" and body["messages"] == messages
 
 
+@pytest.mark.parametrize(
+    ("prompt", "sent"),
+    [
+        ("- role: system\n  content: Be brief.\n- role: user\n  content: Hi\n", [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]),
+        ("- role: user\n  content: [never closed\n", None),  # not YAML: the prompt as it is
+        ("- role: user\n  content: " + "[" * 200 + "\n", None),  # nested past the limit: the same
+    ],
+    ids=["yaml-messages", "not-yaml", "too-deep"],
+)
+def test_a_yaml_message_list_is_sent_as_messages_and_anything_else_as_text(prompt: str, sent: list[dict[str, str]] | None, server: CountingServer) -> None:
+    response = call("openai:gpt-4.1-mini", prompt)
+    assert response.error is None
+    assert only_chat(server)["messages"] == (sent or [{"role": "user", "content": prompt}])
+
+
 def test_tool_calls_are_the_output(server: CountingServer) -> None:
     calls = [{"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}]
     server.on_chat(None, "", tool_calls=calls, finish_reason="tool_calls")

@@ -18,9 +18,7 @@ from ci_grade.grading.scoring import PassRule
 REPO = Path(__file__).resolve().parent.parent
 # promptfoo types ci-grade does not run; each is named in docs/compatibility.md.
 NOT_SUPPORTED = {
-    "gleu", "meteor", "perplexity", "perplexity-score", "ruby", "human", "guardrails", "skill-used", "tool-call-f1",
-    "trace-error-spans", "trace-span-count", "trace-span-duration", "trajectory:step-count",
-    "trajectory:tool-args-match", "trajectory:tool-sequence", "trajectory:tool-used",
+    "meteor", "human", "agent-rubric",
 }
 
 
@@ -32,6 +30,17 @@ def test_registry_is_complete_against_promptfoos_documented_types() -> None:
     compatibility = (REPO / "docs" / "compatibility.md").read_text()
     for name in NOT_SUPPORTED:
         assert f"`{name}`" in compatibility
+
+
+@pytest.mark.parametrize("name", ["human", "agent-rubric", "not-human"])
+def test_types_refused_by_design_exit_2_with_why(tmp_path: Path, name: str) -> None:
+    from tests.conftest import run_cli, write
+
+    write(tmp_path / "promptfooconfig.yaml", f"prompts: ['hi']\nproviders: [echo]\ntests:\n  - assert:\n      - type: {name}\n        value: x\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2
+    assert f"promptfooconfig.yaml:5 tests[0].assert[0].type: assertion type '{name}' is not supported by ci-grade: " in result.err
+    assert ("agentic grading provider" if "agent" in name else "graded by a person") in result.err
 
 
 @pytest.mark.parametrize("name", sorted(registry.names()))

@@ -106,28 +106,39 @@ def test_readme_shows_the_checked_docs_workflows() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     docs = DOCS.read_text(encoding="utf-8")
     workflows = [b for b in re.findall(r"```yaml\n(.*?)```", docs, re.S) if b.startswith("name:")]
-    assert len(workflows) == 5  # pull requests, the baseline, shards, a monorepo, comments on forks' pull requests
+    assert len(workflows) == 6  # pull requests, the baseline, the base in the same job, shards, a monorepo, comments on forks' pull requests
     for workflow in workflows[:2]:
         assert f"```yaml\n{workflow}```" in readme
 
 
 def test_docs_workflows_pass_every_check(tmp_path: Path) -> None:
-    pull_request, baseline, sharded, monorepo, fork_comments = _docs_workflows(tmp_path)
+    pull_request, baseline, same_job, sharded, monorepo, fork_comments = _docs_workflows(tmp_path)
     pr = yaml.safe_load(pull_request.read_text())
     assert list(pr[True]) == ["pull_request"]  # YAML 1.1 reads the key `on` as True
     assert pr["jobs"]["evals"]["permissions"] == {"contents": "read", "pull-requests": "write"}
     main = yaml.safe_load(baseline.read_text())
     assert main[True] == {"push": {"branches": ["main"]}}
     assert "pull_request_target" not in pull_request.read_text() + baseline.read_text()
-    assert_clean(run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", pull_request, baseline, sharded, monorepo, fork_comments))
-    assert_clean(run("actionlint", "-no-color", pull_request, baseline, sharded, monorepo, fork_comments, cwd=tmp_path))
+    assert_clean(run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", pull_request, baseline, same_job, sharded, monorepo, fork_comments))
+    assert_clean(run("actionlint", "-no-color", pull_request, baseline, same_job, sharded, monorepo, fork_comments, cwd=tmp_path))
     config = tmp_path / "zizmor.yml"
     config.write_text(DOCS_ZIZMOR_CONFIG, encoding="utf-8")
     assert_clean(run("zizmor", "--offline", "--persona", "pedantic", "--config", config, ".github/workflows/", cwd=tmp_path))
 
 
+def test_docs_same_job_base_workflow_fetches_the_history_and_needs_no_write_to_contents(tmp_path: Path) -> None:
+    _, _, same_job, _, _, _ = _docs_workflows(tmp_path)
+    workflow = yaml.safe_load(same_job.read_text())
+    assert list(workflow[True]) == ["pull_request"] and workflow["permissions"] == {}
+    job = workflow["jobs"]["evals"]
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    checkout, evaluate = job["steps"]
+    assert checkout["uses"].startswith("actions/checkout@") and checkout["with"]["fetch-depth"] == 0
+    assert evaluate["with"]["baseline"] == "run"
+
+
 def test_docs_shard_workflows_merge_every_shard_with_least_permissions(tmp_path: Path) -> None:
-    _, _, sharded, monorepo, _ = _docs_workflows(tmp_path)
+    _, _, _, sharded, monorepo, _ = _docs_workflows(tmp_path)
     for path in (sharded, monorepo):
         workflow = yaml.safe_load(path.read_text())
         assert list(workflow[True]) == ["pull_request"] and workflow["permissions"] == {}
@@ -151,7 +162,7 @@ def test_docs_fork_comment_workflow_posts_the_pull_requests_results_and_runs_non
     """The two-workflow pattern: triggered by the evals workflow's runs of pull requests, it
     downloads that run's results artifact and merges it (no eval), with no checkout at all and
     only the permissions it needs; the evals workflow uploads the artifact it downloads."""
-    pull_request, _, _, _, fork_comments = _docs_workflows(tmp_path)
+    pull_request, _, _, _, _, fork_comments = _docs_workflows(tmp_path)
     evals = yaml.safe_load(pull_request.read_text())
     workflow = yaml.safe_load(fork_comments.read_text())
     assert workflow[True] == {"workflow_run": {"workflows": [evals["name"]], "types": ["completed"]}} and workflow["permissions"] == {}

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ci_grade.github.inputs import ActionInputs
     from ci_grade.github.workflow_commands import WorkflowCommands
     from ci_grade.report.sections import Section
+    from ci_grade.run.spending import Observed
     from ci_grade.run.stop import Stop
 
 
@@ -103,13 +104,16 @@ def run_action(commands: WorkflowCommands, env: Mapping[str, str], event: Action
         max_errors=inputs.max_errors,
         alpha=inputs.alpha,
         cluster_key=inputs.cluster_key,
+        max_cost_increase=inputs.max_cost_increase,
     )
+    if inputs.dry_run:
+        return dry_run(commands, env, inputs, workdir, stop)
     if inputs.shard:
         return run_shard(commands, env, inputs, workdir, event.workspace, stop)
     if inputs.merge:
         graded = merge_and_compare(commands, inputs, policy, workdir, event.workspace)
     else:
-        graded = evaluate_and_compare(commands, inputs, policy, workdir, event.workspace, stop)
+        graded = evaluate_and_compare(commands, inputs, policy, workdir, event, stop)
     marker = marker_for(inputs.comment_title)
     report = render_report(graded.sections, title=inputs.comment_title, marker=marker)
     comment_url, comment_problem = publish_comment(commands, event, inputs, report, marker)
@@ -172,17 +176,37 @@ class Graded(NamedTuple):
         return any(s.comparison.gate_failed for s in self.sections)
 
 
-def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop) -> tuple[EvalOutcome, EvalOptions, Path | None]:
+def dry_run(commands: WorkflowCommands, env: Mapping[str, str], inputs: ActionInputs, workdir: Path, stop: Stop) -> int:
+    """`dry-run: true`: the plan and its estimates in the log and the job summary; nothing is called."""
+    from ci_grade.commands.shared import observed
+    from ci_grade.gate.store import load_baselines
+    from ci_grade.report import spending
+
+    with _in_folder(workdir):
+        baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
+        plan = _evaluate(commands, inputs, workdir, stop, observed(baseline) if baseline else {})[0].spending
+    assert plan is not None
+    with commands.commands_stopped():
+        print(spending.text(plan), flush=True)
+    if env.get("GITHUB_STEP_SUMMARY"):
+        from ci_grade.github.env_files import append_summary
+
+        publish(commands, "the job summary", lambda: append_summary(Path(env["GITHUB_STEP_SUMMARY"]), spending.markdown(plan, inputs.comment_title)))
+    return 0
+
+
+def _evaluate(commands: WorkflowCommands, inputs: ActionInputs, workdir: Path, stop: Stop, seen: dict[str, Observed] | None = None) -> tuple[EvalOutcome, EvalOptions, Path | None]:
     """Run the eval (or its shard, or its retry) in the working directory, inside a log group."""
     from ci_grade.commands.shared import skip_final_collection
     from ci_grade.evaluate import EvalOptions, evaluate
+    from ci_grade.providers.budget import Budget
 
     skip_final_collection()
     cache = (workdir / inputs.cache_dir).resolve() if inputs.cache_dir else None
     options = EvalOptions(
         configs=inputs.config, grader=inputs.grader, concurrency=inputs.max_concurrency, repeat=inputs.repeat,
         cache_dir=str(cache) if cache else None, cache=inputs.cache, shard=inputs.shard, retry_errors=inputs.retry_errors,
-        stop=stop,
+        stop=stop, budget=Budget(inputs.max_cost) if inputs.max_cost is not None else None, dry_run=inputs.dry_run, observed=seen or {},
     )
     with commands.group("ci-grade: evaluate"), commands.commands_stopped():
         outcome = evaluate(options)
@@ -213,29 +237,41 @@ def _confirm_group(commands: WorkflowCommands) -> Iterator[None]:
         yield
 
 
-def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, workspace: Path, stop: Stop) -> Graded:
-    """Run the eval in the working directory, compare with the baseline, write the results files."""
-    from ci_grade import redact
+def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, event: ActionEvent, stop: Stop) -> Graded:
+    """Run the eval in the working directory, compare with the baseline (with `run`, the base
+    evaluated here afterwards), write the results files."""
+    from ci_grade import base_run, redact
     from ci_grade.commands.shared import judge
-    from ci_grade.gate.store import load_baselines, why_missing
+    from ci_grade.gate.store import load_baselines, names_a_run, why_missing
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console, outputs
     from ci_grade.report.sections import Section
 
+    workspace = event.workspace
+    notes: list[str] = []
     with _in_folder(workdir):
-        baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline else None
+        base = base_run.resolve(inputs.baseline, workdir, event.payload) if inputs.baseline and names_a_run(inputs.baseline) else None
+        baseline = load_baselines(inputs.baseline, workdir) if inputs.baseline and base is None else None
         outcome, options, cache = _evaluate(commands, inputs, workdir, stop)
-        comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm, around=lambda: _confirm_group(commands))
-        comparison.baseline_missing = why_missing(inputs.baseline, workdir) if inputs.baseline and baseline is None else None
+        if base is not None:
+            with commands.group("ci-grade: evaluate the base"), commands.commands_stopped():
+                baseline, notes = base_run.measure(base, options)
         run = outcome.run
         paths = list(dict.fromkeys([*outcome.output_paths, inputs.results_path, inputs.junit_path]))
         problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
+        try:
+            comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm, around=lambda: _confirm_group(commands))
+        except Exception:  # the run's results are written whatever becomes of the comparison
+            hand_over(outputs.write_outputs(paths, run, outcome.config_for_output, max_output_chars=inputs.max_output_chars, problems=problems), workspace)
+            raise
+        if inputs.baseline and baseline is None and base is None:
+            comparison.baseline_missing = why_missing(inputs.baseline, workdir)
         written = outputs.write_outputs(paths, run, outcome.config_for_output, comparison.gate_notes(), max_output_chars=inputs.max_output_chars, problems=problems)
         hand_over([*written, *(cache.rglob("*") if cache and cache.is_dir() else [])], workspace)
         with commands.commands_stopped():
             print(console.summary(run))
             print(redact.text(f"verdict: {comparison.verdict}: {comparison.reason}"), flush=True)
-        warnings = [f"baseline {inputs.baseline} not found: {comparison.baseline_missing}; judged by thresholds only"] if comparison.baseline_missing else []
+        warnings = [f"baseline {inputs.baseline} not found: {comparison.baseline_missing}; judged by thresholds only"] if comparison.baseline_missing else notes
         section = Section(run.info.config_name, run, comparison)
         return Graded([section], [Path(inputs.results_path).resolve()], Path(inputs.junit_path).resolve(), [*problems, *warnings])
 
@@ -380,6 +416,7 @@ def step_outputs(graded: Graded, workspace: Path, comment_url: str) -> dict[str,
         "known-failures": str(sum(len(c.known_failures) for c in comparisons)),
         "not-significant": str(sum(len(c.flaky_flips) for c in comparisons)),
         "errors": str(sum(c.error_rows for c in comparisons)),
+        "baseline": "mismatched" if any(c.baseline_mismatch for c in comparisons) else "compared" if any(c.has_baseline for c in comparisons) else "none",
         "results-path": "\n".join(shown(path) for path in graded.results_paths),
         "junit-path": shown(graded.junit_path),
         "comment-url": comment_url,

@@ -34,8 +34,8 @@ def main(args: argparse.Namespace) -> int:
         if not path.lower().endswith(COMPARE_OUTPUTS):
             raise UsageError(f"cannot write {path}: compare writes {', '.join(COMPARE_OUTPUTS)}")
     policy = gate_policy(args)
-    run = read_results(args.results)
     baseline, missing = read_baseline(args.baseline, Path.cwd())
+    run = read_results(args.results)
     comparison = compare(run, baseline, policy)
     comparison.baseline_missing = missing
     written = write_reports(args.output, run, comparison, args.title, json_is_comparison=True)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ci_grade.base_run import BaseCommit
     from ci_grade.evaluate import EvalOptions, EvalOutcome
 
 
@@ -19,6 +20,7 @@ def add_parser(subparsers: Any) -> None:
     add_eval_arguments(parser)
     add_gate_arguments(parser)
     parser.add_argument("--save-baseline", metavar="PATH", help="also save this run as a baseline file")
+    parser.add_argument("--dry-run", action="store_true", help="call nothing: print the plan's rows, provider and grader calls (and how many the response cache holds), estimated tokens, cost per provider and time (reply sizes and latencies from --baseline when given)")
     parser.add_argument("--confirm", type=int, default=0, metavar="N", help="rerun each newly failing sampled test N more times and judge it on those fresh runs (confirmed or flaky)")
     scale = parser.add_argument_group("shards and retries")
     scale.add_argument("--shard", metavar="K/N", help="run only shard K of N (a balanced part of the plan, whole tests); write its results, no gate: `ci-grade merge` decides")
@@ -59,6 +61,7 @@ def main(args: argparse.Namespace) -> int:
         if not any(path.lower().endswith(".json") for path in args.output):
             raise UsageError("a shard's results are for `ci-grade merge`: write them to a .json file (-o shard.json)")
     options.retry_errors = args.retry_errors
+    options.dry_run = args.dry_run
     with options.stop.catching_signals():
         code = _evaluate(args, options)
     if options.stop.signum is not None:
@@ -70,7 +73,7 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     from pathlib import Path
 
     from ci_grade import redact
-    from ci_grade.commands.shared import gate_policy, judge, read_baseline
+    from ci_grade.commands.shared import gate_policy, judge, observed, read_baseline
     from ci_grade.errors import ExitCode, InfrastructureError
     from ci_grade.evaluate import evaluate
     from ci_grade.gate.baseline import baseline_from_run
@@ -78,22 +81,41 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     from ci_grade.report import console, outputs
     from ci_grade.report.gate_summary import terminal_summary
     from ci_grade.report.outputs import write_reports
+    from ci_grade.safe_text import terminal
 
     policy = gate_policy(args)
-    baseline, missing = read_baseline(args.baseline, Path.cwd())
+    base = _base_commit(args.baseline)
+    baseline, missing = (None, None) if base else read_baseline(args.baseline, Path.cwd())
     if args.save_baseline:
         outputs.check_writable(args.save_baseline)
+    if baseline is not None:
+        options.observed = observed(baseline)
     with _log_group("ci-grade: evaluate"):
         outcome = evaluate(options)
     for warning in outcome.run.warnings:
-        sys.stderr.write(f"warning: {redact.text(warning)}\n")
+        sys.stderr.write(f"warning: {terminal(redact.text(warning))}\n")
+    if outcome.spending is not None:
+        from ci_grade.report import spending
+
+        print(spending.text(outcome.spending))
+        return ExitCode.OK
     if outcome.rerun is not None:
         sys.stderr.write(f"retry: ran {outcome.rerun} of {len(outcome.run.results)} rows again, kept the others from {args.retry_errors}\n")
     problems: list[str] = []  # a file that cannot be written is a warning: the verdict stands
     cap = outputs.DEFAULT_MAX_OUTPUT_CHARS if args.max_output_chars is None else args.max_output_chars
     if outcome.run.info.shard:
         return _shard_done(outcome, cap)
-    comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
+    if base is not None:
+        from ci_grade.base_run import measure
+
+        with _log_group("ci-grade: evaluate the base"):
+            baseline, notes = measure(base, options)
+        problems += notes
+    try:
+        comparison = judge(outcome, options, baseline, policy, 0 if options.stop.requested else args.confirm)
+    except Exception:  # the run's results are written whatever becomes of the comparison
+        outputs.write_outputs(outcome.output_paths, outcome.run, outcome.config_for_output, max_output_chars=cap, problems=problems)
+        raise
     comparison.baseline_missing = missing
     if args.baseline:
         written = write_reports(outcome.output_paths, outcome.run, comparison, args.title, config=outcome.config_for_output, max_output_chars=cap, problems=problems)
@@ -114,6 +136,23 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     for problem in problems:
         sys.stderr.write(f"warning: {redact.text(problem)}\n")
     return ExitCode.GATE_FAILED if comparison.gate_failed else ExitCode.OK
+
+
+def _base_commit(source: str | None) -> BaseCommit | None:
+    """For `--baseline run:REF` (or `run`, the base of the pull request in GITHUB_EVENT_PATH): the
+    commit to evaluate, found before anything runs."""
+    import os
+    from pathlib import Path
+
+    from ci_grade.gate.store import names_a_run
+
+    if not names_a_run(source):
+        return None
+    assert source is not None
+    from ci_grade.base_run import resolve
+    from ci_grade.github.event import ActionEvent
+
+    return resolve(source, Path.cwd(), ActionEvent.from_env(os.environ).payload)
 
 
 def _shard_done(outcome: EvalOutcome, max_output_chars: int) -> int:

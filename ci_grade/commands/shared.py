@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ci_grade.evaluate import EvalOptions, EvalOutcome
     from ci_grade.gate.baseline import Baseline
     from ci_grade.gate.models import Comparison, GatePolicy
+    from ci_grade.run.spending import Observed
 
 
 def _fraction(text: str) -> float:
@@ -60,6 +61,30 @@ def _alpha(text: str) -> float:
     return number
 
 
+def money(text: str) -> float:
+    """US dollars above zero: `5`, `0.50`, `$2`."""
+    value = text.strip().removeprefix("$")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an amount in US dollars such as 5 or 0.50, got {text!r}") from None
+    if not 0 < number < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected an amount in US dollars above zero, got {text!r}")
+    return number
+
+
+def increase(text: str) -> float:
+    """A tolerated rise: `20%` or `0.2` (0 or more)."""
+    value = text.strip()
+    try:
+        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 20% (or a fraction such as 0.2), got {text!r}") from None
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a rise of 0% or more, got {text!r}")
+    return number
+
+
 def _duration(text: str) -> float:
     from ci_grade.run.stop import parse_duration
 
@@ -72,7 +97,7 @@ def _duration(text: str) -> float:
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     """The baseline source, the gate's options and the report title (shared by eval and compare)."""
     group = parser.add_argument_group("baseline and gate")
-    group.add_argument("--baseline", metavar="SOURCE", help="baseline to compare with: a baseline file, a results JSON, git:REF:PATH, or a glob of results files of one config (several runs fold into one baseline); missing: thresholds only")
+    group.add_argument("--baseline", metavar="SOURCE", help="baseline to compare with: a baseline file, a results JSON, git:REF:PATH, a glob of results files of one config (several runs fold into one baseline), or run:REF (eval only: evaluate the merge base of REF and HEAD here too, with the same options and cache; about doubles the model calls); missing: thresholds only")
     group.add_argument("--fail-on", choices=("failures", "regressions", "never"), default="regressions", help="what fails the gate (default regressions: regressions against the baseline, errors and floors; failures: any failing test)")
     group.add_argument("--max-score-drop", type=_drop, default=0.1, metavar="X", help="largest tolerated drop of a test's score (a sampled test: its pass rate) (default 0.1)")
     group.add_argument("--max-metric-drop", type=_drop, default=0.02, metavar="X", help="practical margin: a significant drop of the mean score, pass rate or a metric must exceed it to regress (default 0.02)")
@@ -80,6 +105,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cluster-key", metavar="KEY", help="metadata key grouping tests that are not independent (e.g. the source document): clustered standard errors")
     group.add_argument("--min-pass-rate", type=_fraction, metavar="X", help="pass rate (0-1 or N%%) failing tests are tolerated down to (instead of failing the gate as --fail-on says)")
     group.add_argument("--max-errors", type=_count, metavar="N", help="errored rows tolerated (default 0)")
+    group.add_argument("--max-cost-increase", type=increase, metavar="PCT", help="fail the gate when the cost per test (provider and graders, rows not served from the cache) rises more than PCT over the baseline's, e.g. 20%%")
     group.add_argument("--title", default="ci-grade", help="heading of the Markdown report (default ci-grade)")
 
 
@@ -94,6 +120,7 @@ def gate_policy(args: argparse.Namespace) -> GatePolicy:
         max_errors=args.max_errors,
         alpha=args.alpha,
         cluster_key=args.cluster_key,
+        max_cost_increase=args.max_cost_increase,
     )
 
 
@@ -118,6 +145,17 @@ def judge(
     if options.stop.signum is not None:
         cancel(comparison, signal.Signals(options.stop.signum).name)
     return comparison
+
+
+def observed(baseline: Baseline) -> dict[str, Observed]:
+    """What each provider's calls measured in the baseline: reply tokens per call, median latency."""
+    from ci_grade.run.spending import Observed
+
+    return {
+        name: Observed(reply_tokens=totals.completion_tokens / totals.calls, latency_ms=totals.latency_p50_ms)
+        for name, totals in baseline.totals.providers.items()
+        if totals.calls
+    }
 
 
 def read_baseline(source: str | None, cwd: Path) -> tuple[Baseline | None, str | None]:
@@ -178,6 +216,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env-file", "--env-path", action="extend", type=_paths, default=[], metavar="FILE", help="load environment variables from .env files (repeatable or comma-separated)")
     parser.add_argument("--max-output-chars", type=_count, metavar="N", help="characters of each row's output kept in results files (default 100000; 0 keeps all); a cut output says so")
     parser.add_argument("--max-duration", type=_duration, metavar="DURATION", help="time limit for the whole run, e.g. 30m or 1h30m: rows not finished by then are recorded as errors (timed out) and every report is written. Default: evaluateOptions.maxEvalTimeMs, else none")
+    parser.add_argument("--max-cost", type=money, metavar="USD", help="spending limit for the run (providers and graders, repeats and --confirm reruns; cache hits are free): a call is made only while its most possible cost fits; rows not run are errors saying so and fail the gate. Each shard has its own")
     parser.add_argument("--cache-dir", metavar="DIR", help="where model replies are cached (default: CI_GRADE_CACHE_DIR, else ~/.cache/ci-grade)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the response cache (it is on by default and off when any test repeats)")
     parser.add_argument("--no-progress", "--no-progress-bar", action="store_true", help="do not report progress on stderr")
@@ -203,6 +242,7 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
     from ci_grade.errors import UsageError
     from ci_grade.evaluate import EvalOptions
     from ci_grade.plan.filters import EvalFilters
+    from ci_grade.providers.budget import Budget
     from ci_grade.run.stop import Stop
 
     skip_final_collection()
@@ -250,4 +290,5 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         delay_ms=args.delay,
         description=args.description,
         stop=Stop(args.max_duration),
+        budget=Budget(args.max_cost) if args.max_cost is not None else None,
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 PROMPTFOO_ASSERTION_TYPES: frozenset[str] = frozenset(
     {
+        "agent-rubric",
         "answer-relevance",
         "assert-set",
         "bleu",
@@ -74,6 +75,7 @@ PROMPTFOO_ASSERTION_TYPES: frozenset[str] = frozenset(
         "trace-error-spans",
         "trace-span-count",
         "trace-span-duration",
+        "trajectory:goal-success",
         "trajectory:step-count",
         "trajectory:tool-args-match",
         "trajectory:tool-sequence",
@@ -82,6 +84,13 @@ PROMPTFOO_ASSERTION_TYPES: frozenset[str] = frozenset(
         "word-count",
     }
 )
+
+
+REFUSED_ASSERTION_TYPES: dict[str, str] = {
+    "agent-rubric": "it needs an agentic grading provider (a coding agent that inspects the workspace), which ci-grade does not run",
+    "human": "it is graded by a person in promptfoo's web viewer, and a CI run has no one to ask",
+}
+"""promptfoo types ci-grade refuses by design, with why (the config exits 2 before any call)."""
 
 
 @dataclass(frozen=True)

@@ -13,18 +13,13 @@ from pathlib import Path
 
 from dotenv.parser import parse_stream
 
+from ci_grade.config import files
 from ci_grade.errors import ConfigError
 
 
 def parse_env_file(path: Path) -> dict[str, str]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError(f"--env-file: file not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"--env-file: not UTF-8 text ({exc.reason} at byte {exc.start})", file=str(path)) from None
-    except OSError as exc:
-        raise ConfigError(f"--env-file: cannot read: {exc.strerror}", file=str(path)) from None
+    text = files.read_text(path, what="--env-file")  # a regular file, within the size limit
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as a text-mode read
     values: dict[str, str] = {}
     for binding in parse_stream(io.StringIO(text)):
         if binding.error or (binding.key is not None and binding.value is None):

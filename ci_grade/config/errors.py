@@ -70,7 +70,7 @@ def _message(error: ErrorDetails) -> str:
         return "expected a list" + got
     if kind in ("greater_than_equal", "greater_than"):
         bound = error.get("ctx", {}).get("ge", error.get("ctx", {}).get("gt"))
-        return f"must be at least {bound}" + got
+        return f"must be at least {bound:g}" + got
     return str(error["msg"]) + got
 
 

@@ -7,11 +7,13 @@ import glob
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ci_grade import settings
 from ci_grade.config import yaml12
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError
@@ -23,11 +25,16 @@ def strip_file_prefix(ref: str) -> str:
     return ref[len("file://") :] if ref.startswith("file://") else ref
 
 
+SCRIPT_SUFFIXES = (".py", ".js", ".cjs", ".mjs", ".ts", ".cts", ".mts")
+
+
 def split_function(ref: str) -> tuple[str, str | None]:
-    """`file://x.py:fn` -> ('x.py', 'fn'); a Windows drive letter is not a function name."""
+    """`file://x.py:fn` -> ('x.py', 'fn'); a Windows drive letter is not a function name. After a
+    script's name, a dotted name is a function too (`prompts.py:Prompt.render`, a class's method)."""
     path = strip_file_prefix(ref)
     head, sep, tail = path.rpartition(":")
-    if sep and tail and "/" not in tail and "\\" not in tail and "." not in tail and len(head) > 1:
+    dotted = "." in tail and head.lower().endswith(SCRIPT_SUFFIXES) and all(part.isidentifier() for part in tail.split("."))
+    if sep and tail and "/" not in tail and "\\" not in tail and ("." not in tail or dotted) and len(head) > 1:
         return head, tail
     return path, None
 
@@ -104,13 +111,73 @@ def _is_folder(entry: os.DirEntry[str]) -> bool:
 
 
 def not_a_file(path: Path) -> str:
-    """Why `path` cannot be read as a file: a symlink loop, or not found."""
+    """Why `path` cannot be read as a file: a symlink loop, not found, or not a regular file
+    (a directory, a FIFO, a device, a socket)."""
     try:
-        path.stat()
+        mode = path.stat().st_mode
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return f"a symlink loop: {display_path(path, follow=False)}"
-    return f"file not found: {display_path(path, follow=False)}"
+        return f"file not found: {display_path(path, follow=False)}"
+    kind = _kind(mode)
+    return f"{display_path(path, follow=False)} is {kind}, not a regular file" if kind else f"cannot read {display_path(path, follow=False)}"
+
+
+def _kind(mode: int) -> str | None:
+    """What a file that is not a regular one is (None for a regular file)."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+DEFAULT_MAX_FILE_MB = 64
+MAX_FILE_SETTING = "CI_GRADE_MAX_FILE_MB"
+"""The setting that raises the size limit of every file a config reads (prompts, tests, variables,
+values, referenced data), in MiB (default `DEFAULT_MAX_FILE_MB`)."""
+
+
+def max_file_bytes() -> int:
+    return int(settings.number(MAX_FILE_SETTING, DEFAULT_MAX_FILE_MB)) * 1024 * 1024
+
+
+def read_bytes(path: Path, referenced_from: Location | None = None, what: str = "file") -> bytes:
+    """A regular file's bytes, at most `max_file_bytes()` of them; anything else (a missing file, a
+    directory, a FIFO, a device, a file over the limit) is a ConfigError naming it. A FIFO is never
+    opened for waiting: it is refused from its type, and the file is opened without blocking."""
+    limit = max_file_bytes()
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise missing_file_error(not_a_file(path), referenced_from, what)
+        _check_size(path, info.st_size, limit, referenced_from, what)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # replaced since it was looked at
+                raise missing_file_error(not_a_file(path), referenced_from, what)
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise missing_file_error(f"file not found: {display_path(path)}", referenced_from, what) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise missing_file_error(not_a_file(path), referenced_from, what) from None
+        raise ConfigError(f"cannot read: {exc.strerror}", file=display_path(path)) from None
+    _check_size(path, len(data), limit, referenced_from, what)
+    return data
+
+
+def _check_size(path: Path, size: int, limit: int, referenced_from: Location | None, what: str) -> None:
+    if size > limit:
+        shown = "more than " + _mib(limit) if size == limit + 1 else _mib(size)
+        raise missing_file_error(
+            f"{display_path(path)} is {shown}, over the limit of {_mib(limit)} for a file a config reads (set {MAX_FILE_SETTING} to raise it)",
+            referenced_from, what,
+        )
+
+
+def _mib(size: int) -> str:
+    return f"{size / 1024 / 1024:,.1f} MiB".replace(".0 MiB", " MiB")
 
 
 def missing_file_error(message: str, referenced_from: Location | None, what: str) -> ConfigError:
@@ -131,15 +198,12 @@ def display_path(path: Path, *, follow: bool = True) -> str:
 
 
 def read_text(path: Path, referenced_from: Location | None = None, what: str = "file") -> str:
-    """A file's UTF-8 text, without the byte-order mark some editors write first."""
+    """A file's UTF-8 text (`read_bytes`), without the byte-order mark some editors write first."""
+    data = read_bytes(path, referenced_from, what)
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise missing_file_error(f"file not found: {display_path(path)}", referenced_from, what)
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=display_path(path))
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", file=display_path(path))
+        raise ConfigError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=display_path(path)) from None
 
 
 def parse_structured(text: str, path: Path, sources: SourceMap | None) -> Any:

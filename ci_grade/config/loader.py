@@ -7,16 +7,15 @@ Variables that point at files stay references until planning (they may be globs 
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from pydantic import ValidationError
 
-from ci_grade.config import command_line, files
+from ci_grade.config import command_line, digest, files, generators, nunjucks_filters, test_sources
 from ci_grade.config.assertion_types import AssertionVocabulary
 from ci_grade.config.command_line import CommandLineDefaults
 from ci_grade.config.csv_tests import read_csv_tests
@@ -31,11 +30,10 @@ from ci_grade.errors import ConfigError, ScriptError
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 _FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform"}
-_IGNORED_KEYS = ("derivedMetrics", "extensions", "tracing")
 TEST_KEYS = ("assert", "vars", "options", "metadata", "provider", "providerOutput", "threshold")
 """A test has one of these (promptfoo's rule): a tests file holding one mapping without any is not a test."""
-MAX_TEST_FILE_NESTING = 20
-"""How deep tests files may name further tests files."""
+MAX_FILE_NESTING = 20
+"""How deep tests, providers or scenarios files may name further such files."""
 
 
 @dataclass
@@ -55,7 +53,7 @@ class LoadedConfig:
     @property
     def config_hash(self) -> str:
         if self._hash is None:
-            self._hash = canonical_digest(self.raw)[:16]
+            self._hash = digest.canonical_digest(self.raw)[:16]
         return self._hash
 
     def release(self) -> None:
@@ -67,32 +65,6 @@ class LoadedConfig:
         self.raw.pop("scenarios", None)
         self.sources.retain(self.raw)
         self.config = self.config.model_copy(update={"tests": [], "scenarios": None})
-
-
-def canonical_digest(raw: dict[str, Any]) -> str:
-    """sha256 of `json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)`, encoded a
-    top-level value (or a top-level list's item) at a time: a config of 100,000 tests is never one
-    string in memory."""
-    digest = hashlib.sha256()
-
-    def encode(value: Any) -> str:
-        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-
-    if not all(isinstance(key, str) for key in raw):  # keys json turns into text: sorted as they are
-        digest.update(encode(raw).encode())
-        return digest.hexdigest()
-    digest.update(b"{")
-    for n, (key, value) in enumerate(sorted(raw.items())):
-        digest.update(f"{', ' if n else ''}{encode(key)}: ".encode())
-        if isinstance(value, list):
-            digest.update(b"[")
-            for i, item in enumerate(value):
-                digest.update(f"{', ' if i else ''}{encode(item)}".encode())
-            digest.update(b"]")
-        else:
-            digest.update(encode(value).encode())
-    digest.update(b"}")
-    return digest.hexdigest()
 
 
 def find_default_config(cwd: Path, overrides: ConfigOverrides | None = None) -> list[Path]:
@@ -134,11 +106,18 @@ def load_config(
     if merged["prompts"] == []:
         where = sources.location(merged, "prompts")
         raise ConfigError("the prompts list is empty: add a prompt or leave prompts out", file=where.file if where else None, line=where.line if where else None, path="prompts")
+    if merged.get("redteam") and not merged.get("tests") and not merged.get("scenarios"):
+        where = sources.location(merged, "redteam")
+        raise ConfigError(
+            "this config holds a red-team block and no tests: generating attacks is out of ci-grade's scope. Generate them with "
+            "`promptfoo redteam generate -c CONFIG -o redteam.yaml`, then evaluate the generated file with `ci-grade eval -c redteam.yaml`",
+            file=where.file if where else None, line=where.line if where else None, path="redteam",
+        )
     if not merged.get("providers"):
         where = sources.location(merged, "providers") or Location(files.display_path(config_files[0]))
         raise ConfigError("no providers: add a providers: list (e.g. - echo)", file=where.file, line=where.line, path="providers")
     config = _validate(merged, sources, files.display_path(config_files[0]) if config_files else None)
-    warnings = loader.warnings + _use_filters(merged, sources)
+    warnings = loader.warnings + nunjucks_filters.use(merged, sources)
     return LoadedConfig(
         config=config,
         files=config_files,
@@ -157,7 +136,23 @@ class _Loader(RefReader):
         self.warnings: list[str] = []
         self.prompt_reader = PromptReader(sources)
         self._nesting: list[Path] = []
-        """The tests files being read that name the current one."""
+        """The tests, providers or scenarios files being read that name the current one."""
+
+    @contextlib.contextmanager
+    def _inside(self, file: Path, what: str, path: str) -> Iterator[None]:
+        """Read what `file` names while it counts as open: a file that names itself again, through
+        any others, is refused with the chain of files (as are chains deeper than `MAX_FILE_NESTING`)."""
+        real = file.resolve()
+        if real in self._nesting or len(self._nesting) >= MAX_FILE_NESTING:
+            chain = [*self._nesting[self._nesting.index(real) if real in self._nesting else 0:], real]
+            shown = " -> ".join(files.display_path(step) for step in chain)
+            problem = "name each other in a loop" if real in self._nesting else f"name one another more than {MAX_FILE_NESTING} deep"
+            raise ConfigError(f"{what} files {problem}: {shown}", file=files.display_path(file), line=1, path=path)
+        self._nesting.append(real)
+        try:
+            yield
+        finally:
+            self._nesting.pop()
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -192,9 +187,8 @@ class _Loader(RefReader):
             for name, ref in filters.items():
                 if isinstance(ref, str) and ref.strip():
                     filters[name] = str(files.resolve(ref, base))
-        for key in _IGNORED_KEYS:
-            if data.get(key):
-                self.warnings.append(f"{self.where(data, key) or shown}: {key!r} is not supported by ci-grade and is ignored")
+        if data.get("redteam") and data.get("tests"):
+            self.warnings.append(f"{self.where(data, 'redteam') or shown}: 'redteam' is ignored: ci-grade runs the tests this config holds and generates no attacks")
         return data
 
     def structured_ref(self, ref: str, base: Path, holder: Any, key: Any, kind: type, path: str | None = None) -> Any:
@@ -225,7 +219,8 @@ class _Loader(RefReader):
                     loaded = files.load_structured(file, self.sources, self.where(raw, i), path)
                     container = {"providers": loaded}
                     self.sources.register(container, files.display_path(file), 1, {"providers": 1})
-                    out.extend(self.providers(loaded, file.parent, container))
+                    with self._inside(file, "providers", path):
+                        out.extend(self.providers(loaded, file.parent, container))
                 continue
             if isinstance(item, str):
                 entry = {"id": item}
@@ -269,7 +264,7 @@ class _Loader(RefReader):
             path_text, function = files.split_function(node)
             file = files.resolve(path_text, base)
             if not file.is_file():
-                raise files.missing_file_error(f"file not found: {files.display_path(file)}", self.where(holder, key), path)
+                raise files.missing_file_error(files.not_a_file(file), self.where(holder, key), path)
             if function and file.suffix == ".py":
                 from ci_grade.workers.calls import call_file_sync
 
@@ -282,8 +277,8 @@ class _Loader(RefReader):
 
                 return call_js_file_function(file, function, [])
             if file.suffix in files.STRUCTURED_SUFFIXES:
-                return files.load_structured(file, self.sources)
-            return files.read_text(file)
+                return files.load_structured(file, self.sources, self.where(holder, key), path)
+            return files.read_text(file, self.where(holder, key), path)
         return node
 
     # -- tests -----------------------------------------------------------------------------------
@@ -299,11 +294,7 @@ class _Loader(RefReader):
             if isinstance(item, str):
                 out.extend(self.test_files(item, base, raw, i, path if single else f"{path}[{i}]"))
             elif isinstance(item, dict) and "path" in item and "vars" not in item and "assert" not in item:
-                ref = item["path"]
-                _, function = files.split_function(str(ref))
-                if function or str(ref).endswith((".py", ".js", ".ts")):
-                    raise self.error("test generators (.py/.js) are not supported by ci-grade; list tests in YAML, JSON, JSONL or CSV", item, "path", f"{path}[{i}].path")
-                out.extend(self.test_files(str(ref), base, item, "path", f"{path}[{i}].path"))
+                out.extend(self.test_files(str(item["path"]), base, item, "path", f"{path}[{i}].path", item.get("config")))
             else:
                 if isinstance(item, dict):
                     if not any(k in item for k in TEST_KEYS):  # as promptfoo refuses it
@@ -313,10 +304,17 @@ class _Loader(RefReader):
                 out.append(item)
         return out
 
-    def test_files(self, ref: str, base: Path, holder: Any, key: Any, path: str) -> list[Any]:
-        if not ref.startswith("file://") and not ref.endswith((".yaml", ".yml", ".json", ".jsonl", ".csv")):
-            raise self.error(f"expected a test mapping or a file:// path, got {ref!r}", holder, key, path)
+    def test_files(self, ref: str, base: Path, holder: Any, key: Any, path: str, config: Any = None) -> list[Any]:
         referenced_from = self.where(holder, key)
+        remote = test_sources.remote(ref, self.vocabulary, referenced_from, path)
+        if remote is not None:
+            return self.checked_tests(remote(), base, referenced_from, path)
+        if generators.is_generator(ref):
+            return self.checked_tests(generators.generate(ref, base, config, referenced_from, path), base, referenced_from, path)
+        if test_sources.is_spreadsheet(ref):
+            return self.spreadsheet_tests(ref, base, referenced_from, path)
+        if not ref.startswith("file://") and not ref.endswith((".yaml", ".yml", ".json", ".jsonl", ".csv", ".xlsx", ".xls")) and "#" not in ref:
+            raise self.error(f"expected a test mapping or a file:// path, got {ref!r}", holder, key, path)
         out: list[Any] = []
         for file in files.expand_glob(ref, base, referenced_from, path):
             shown = files.display_path(file)
@@ -349,15 +347,33 @@ class _Loader(RefReader):
                     self.test_vars_file(test, file.parent, path)
                     out.append(test)
                 elif isinstance(test, str):  # a tests file naming more tests files, as promptfoo reads them
-                    if len(self._nesting) >= MAX_TEST_FILE_NESTING or file in self._nesting:
-                        raise ConfigError(f"tests files name each other in a loop or more than {MAX_TEST_FILE_NESTING} deep", file=shown, line=1, path=path)
-                    self._nesting.append(file)
-                    try:
+                    with self._inside(file, "tests", path):
                         out.extend(self.test_files(test, file.parent, loaded, i, f"{path} > {shown}[{i}]"))
-                    finally:
-                        self._nesting.pop()
                 else:
                     out.append(test)
+        return out
+
+    def checked_tests(self, tests: list[dict[str, Any]], base: Path, referenced_from: Location | None, path: str) -> list[Any]:
+        """Tests made by a generator or read from a remote source, checked as written ones are and
+        located at the reference that made them."""
+        for index, test in enumerate(tests):
+            if not any(k in test for k in TEST_KEYS):
+                keys = ", ".join(map(str, test)) or "none"
+                raise ConfigError.at(f"test {index} it gave needs one of {', '.join(TEST_KEYS)}; it has {keys}", referenced_from, path)
+            if referenced_from is not None:
+                self.sources.register(test, referenced_from.file, referenced_from.line, dict.fromkeys(test, referenced_from.line))
+            self.test_vars_file(test, base, path)
+        return list(tests)
+
+    def spreadsheet_tests(self, ref: str, base: Path, referenced_from: Location | None, path: str) -> list[Any]:
+        """An .xlsx file's tests (`tests.xlsx#Sheet` names the sheet)."""
+        name, _, sheet = files.strip_file_prefix(ref).partition("#")
+        file = files.expand_glob(name, base, referenced_from, path)[0]
+        shown = files.display_path(file)
+        out = []
+        for test, line in test_sources.xlsx_tests(file, sheet or None, self.vocabulary, shown):
+            self.sources.register(test, shown, line, dict.fromkeys(test, line))
+            out.append(test)
         return out
 
     def test_vars_file(self, test: dict[str, Any], base: Path, path: str) -> None:
@@ -391,7 +407,8 @@ class _Loader(RefReader):
                     loaded = files.load_structured(file, self.sources, self.where(raw, i), f"scenarios[{i}]")
                     container = {"scenarios": loaded}
                     self.sources.register(container, files.display_path(file), 1, {"scenarios": 1})
-                    out.extend(self.scenarios(loaded, file.parent, container))
+                    with self._inside(file, "scenarios", f"scenarios[{i}]"):
+                        out.extend(self.scenarios(loaded, file.parent, container))
             elif isinstance(item, dict):
                 if item.get("tests") is not None:
                     item["tests"] = self.tests(item["tests"], base, item, "tests", f"scenarios[{i}].tests")
@@ -403,27 +420,6 @@ class _Loader(RefReader):
             else:
                 raise self.error(f"expected a scenario mapping, got {describe(item)}", raw, i, f"scenarios[{i}]")
         return out
-
-
-def _use_filters(merged: dict[str, Any], sources: SourceMap) -> list[str]:
-    """Load the config's `nunjucksFilters` (JavaScript) and make them the filters every template sees."""
-    from ci_grade.templating import nunjucks
-
-    spec = merged.get("nunjucksFilters") or {}
-    if not isinstance(spec, dict):
-        raise ConfigError.at(f"expected a mapping of filter names to JavaScript files, got {describe(spec)}", sources.location(merged, "nunjucksFilters"), "nunjucksFilters")
-    filters: dict[str, Any] = {}
-    problems: dict[str, str] = {}
-    if spec:
-        from ci_grade.config import nunjucks_filters
-
-        try:
-            filters, problems = nunjucks_filters.load(spec, Path.cwd())
-        except ConfigError as exc:
-            name = (exc.path or "").removeprefix("nunjucksFilters.")
-            raise ConfigError.at(exc.message, sources.location(spec, name), exc.path) from None
-    nunjucks.use_filters(filters)
-    return [f"{ConfigError.at(problem, sources.location(spec, name), f'nunjucksFilters.{name}')}; templates that use it will be ERRORs" for name, problem in problems.items()]
 
 
 def _validate(merged: dict[str, Any], sources: SourceMap, first_file: str | None) -> Config:

@@ -7,12 +7,14 @@ about them once. Field names keep promptfoo's camelCase so error paths match wha
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Score = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 """A threshold or weight: a finite number as written (not `true`, not `.nan`, not text), as promptfoo's schema has it."""
+Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
+"""An assertion's weight: a `Score` of 0 or more (a negative weight would turn a failure into credit)."""
 
 
 class _Model(BaseModel):
@@ -28,7 +30,7 @@ class Assertion(_Model):
     type: str
     value: Any = None
     threshold: Score | None = None
-    weight: Score | None = None
+    weight: Weight | None = None
     metric: str | None = None
     provider: Any = None
     rubricPrompt: Any = None
@@ -118,6 +120,9 @@ class Prompt(_Model):
     id: str | None = None
     key: str
     config: dict[str, Any] | None = None
+    function: str | None = None
+    """A Python prompt function (`/abs/prompts.py:fn`) or script (`/abs/prompt.py`) that makes the
+    template per row; `raw` is then its source."""
 
     def allowed_by(self, patterns: list[str] | None) -> bool:
         """Whether a `prompts:` filter (None: no filter) selects this prompt, by label or id."""
@@ -186,6 +191,46 @@ class EvaluateOptions(_Model):
     maxEvalTimeMs: int | None = Field(default=None, ge=0)
 
 
+_OTLP_FORMATS: tuple[Literal["json", "protobuf"], ...] = ("json", "protobuf")
+
+
+class OtlpHttp(_Model):
+    """`tracing.otlp.http`: the OTLP/HTTP receiver (promptfoo's defaults)."""
+
+    enabled: bool = True
+    port: int = Field(default=4318, ge=0, le=65535)
+    host: str = "127.0.0.1"
+    acceptFormats: list[Literal["json", "protobuf"]] = Field(default_factory=lambda: list(_OTLP_FORMATS))
+    redactAttributes: list[str] | None = None
+
+
+class Otlp(_Model):
+    http: OtlpHttp | None = None
+
+
+class Tracing(_Model):
+    """`tracing:` as promptfoo reads it. `forwarding`, `storage` and `otlp.grpc` are accepted and
+    not used (promptfoo 0.123.1 does not forward either; spans live only for the run)."""
+
+    enabled: bool = False
+    failOnReceiverStartFailure: bool | None = None
+    commandToolNames: list[str] | None = None
+    otlp: Otlp | None = None
+
+    @property
+    def receiver(self) -> OtlpHttp | None:
+        """The receiver to serve: tracing on and `otlp.http` enabled."""
+        http = self.otlp.http if self.otlp else None
+        return http if self.enabled and http is not None and http.enabled else None
+
+
+class DerivedMetric(_Model):
+    """A metric computed from the named metrics: `value` is an expression (`tp / (tp + fp)`)."""
+
+    name: str
+    value: str
+
+
 class Config(_Model):
     """A whole, loaded config: prompts, providers and tests are already expanded from files."""
 
@@ -198,8 +243,12 @@ class Config(_Model):
     env: dict[str, str | int | float | bool | None] | None = None
     evaluateOptions: EvaluateOptions = Field(default_factory=EvaluateOptions)
     outputPath: list[str] | None = None
+    tracing: Tracing | None = None
     metadata: Any = None
     tags: dict[str, Any] | None = None
+    extensions: list[str] | None = None
+    """`file://hooks.py:fn` hooks run around the eval (`run.hooks`)."""
+    derivedMetrics: list[DerivedMetric] | None = None
     commandLineOptions: dict[str, Any] | None = None
     """Defaults for promptfoo's flags; its values are checked where they are read (`command_line`)."""
 
@@ -207,6 +256,11 @@ class Config(_Model):
     @classmethod
     def _none_eval_options(cls, v: Any) -> Any:
         return {} if v is None else v
+
+    @field_validator("extensions", mode="before")
+    @classmethod
+    def _one_extension(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
 
     @field_validator("outputPath", mode="before")
     @classmethod

@@ -17,6 +17,8 @@ from typing import Any
 import jinja2
 
 from ci_grade.config import files
+from ci_grade.config.errors import describe
+from ci_grade.config.sources import SourceMap
 from ci_grade.errors import ConfigError, ScriptError, TemplateError
 from ci_grade.scripting import js
 
@@ -72,3 +74,22 @@ def _plain(value: Any) -> Any:
     if isinstance(value, jinja2.Undefined):
         return js.UNDEFINED
     return value
+
+
+def use(merged: dict[str, Any], sources: SourceMap) -> list[str]:
+    """Load the config's `nunjucksFilters` (JavaScript) and make them the filters every template sees."""
+    from ci_grade.templating import nunjucks
+
+    spec = merged.get("nunjucksFilters") or {}
+    if not isinstance(spec, dict):
+        raise ConfigError.at(f"expected a mapping of filter names to JavaScript files, got {describe(spec)}", sources.location(merged, "nunjucksFilters"), "nunjucksFilters")
+    filters: dict[str, Any] = {}
+    problems: dict[str, str] = {}
+    if spec:
+        try:
+            filters, problems = load(spec, Path.cwd())
+        except ConfigError as exc:
+            name = (exc.path or "").removeprefix("nunjucksFilters.")
+            raise ConfigError.at(exc.message, sources.location(spec, name), exc.path) from None
+    nunjucks.use_filters(filters)
+    return [f"{ConfigError.at(problem, sources.location(spec, name), f'nunjucksFilters.{name}')}; templates that use it will be ERRORs" for name, problem in problems.items()]

@@ -100,7 +100,7 @@ def graded_outputs(overrides: ConfigOverrides, cwd: Path, load: Callable[[Path],
 def _file(name: str, cwd: Path) -> Path:
     path = files.resolve(name, cwd)
     if not path.is_file():
-        raise ConfigError(f"file not found: {files.display_path(path)}")
+        raise ConfigError(files.not_a_file(path))
     return path
 
 

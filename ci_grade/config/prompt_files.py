@@ -100,7 +100,9 @@ class PromptReader(SourceReader):
 
     def prompt_files(self, ref: str, base: Path, holder: list[Any], index: int, label: str | None) -> list[dict[str, Any]]:
         ref_path, function = files.split_function(ref)
-        if function or ref_path.endswith((".py", ".js", ".ts", ".mjs", ".cjs")):
+        if ref_path.endswith(".py"):
+            return self.python_prompt(ref_path, function, base, holder, index, label)
+        if function or ref_path.endswith((".js", ".ts", ".mjs", ".cjs")):
             raise self.error(
                 "prompt functions (.py/.js files) are not supported by ci-grade; use a template file",
                 holder,
@@ -127,6 +129,20 @@ class PromptReader(SourceReader):
                 self.sources.register(entry, shown, line, dict.fromkeys(entry, line))
                 out.append(entry)
         return out
+
+    def python_prompt(self, ref_path: str, function: str | None, base: Path, holder: list[Any], index: int, label: str | None) -> list[dict[str, Any]]:
+        """A Python prompt function (`file://prompts.py:fn`), or a whole file run as a script
+        (`file://prompt.py`), as promptfoo labels them; they run per row (`run.prompt_functions`)."""
+        path = files.expand_glob(ref_path, base, self.where(holder, index), f"prompts[{index}]")[0]
+        source = files.read_text(path)
+        rel = os.path.relpath(path, base).replace(os.sep, "/")
+        shown = label or (f"{rel}:{function}" if function else f"{rel}: {source}")
+        key = f"label:{label}" if label else f"file:{rel}" + (f":{function}" if function else "")
+        entry = {"raw": source, "label": shown, "key": key, "function": f"{path}:{function}" if function else str(path)}
+        loc = self.where(holder, index)
+        if loc is not None:
+            self.sources.register(entry, loc.file, loc.line, dict.fromkeys(entry, loc.line))
+        return [entry]
 
     def prompt_texts(self, path: Path) -> list[tuple[str, int]]:
         """The prompts one file holds, each with the line it starts on."""

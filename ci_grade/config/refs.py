@@ -10,47 +10,64 @@ from typing import Any
 
 from ci_grade import json_pointer
 from ci_grade.config import files
-from ci_grade.config.sources import SourceReader, format_path
+from ci_grade.config.sources import SourceMap, SourceReader, format_path
 
 NOT_DEREFERENCED = {"tools", "functions", "response_format"}
 """Keys whose `$ref`s belong to the JSON schemas they hold."""
-MAX_REF_HOPS = 50
-"""`$ref`s followed one after another before the chain counts as a loop."""
+MAX_REF_NESTING = 50
+"""`$ref`s followed inside one another (a reference whose target holds a reference...) before the
+chain is refused as too deep."""
+MAX_REF_VALUES = 1_000_000
+"""Values `$ref`s may copy into one load: references repeating references would otherwise copy
+billions of them."""
 
 
 class RefReader(SourceReader):
-    def dereference(self, node: Any, root: Any, path: Path, trail: tuple[Any, ...], hops: int = 0) -> Any:
+    def __init__(self, sources: SourceMap):
+        super().__init__(sources)
+        self._copied = 0
+
+    def dereference(self, node: Any, root: Any, path: Path, trail: tuple[Any, ...], chain: tuple[tuple[Path, str], ...] = ()) -> Any:
         """`node` (at `trail` in the file `path`, whose document is `root`) with its `$ref`s
-        replaced by what they point at."""
+        replaced by what they point at. `chain` holds the references being followed (file and
+        fragment) that led here: one that leads back into itself is refused with the whole chain."""
         if isinstance(node, dict):
             ref = node.get("$ref")
             local = isinstance(ref, str) and ref.startswith("#/")
             elsewhere = isinstance(ref, str) and not ref.startswith("#") and "://" not in ref and not set(trail) & (NOT_DEREFERENCED | {"value"})
             if local or elsewhere:
                 assert isinstance(ref, str)
-                if hops > MAX_REF_HOPS:
-                    raise self.error(f"$ref {ref!r}: more than {MAX_REF_HOPS} references in a row (a loop?)", node, "$ref", format_path(trail))
+                written = ref
                 if elsewhere:  # another file, whole or at a fragment (`defs.yaml#/b`), as promptfoo resolves it
                     name, _, fragment = ref.partition("#")
                     path = files.expand_glob(name, path.parent, self.where(node, "$ref"), format_path(trail))[0]
                     root = files.load_structured(path, self.sources, self.where(node, "$ref"), format_path(trail))
                     ref = "#" + fragment
+                link = (path.resolve(), ref.rstrip("/") or "#")
+                if link in chain or len(chain) >= MAX_REF_NESTING:
+                    links = [*chain, link]
+                    shown = " -> ".join(f"{files.display_path(file)}{fragment}" for file, fragment in links[links.index(link) if link in chain else 0:])
+                    problem = "forms a loop:" if link in chain else f"nests more than {MAX_REF_NESTING} references in one another:"
+                    raise self.error(f"$ref {written!r} {problem} {shown}", node, "$ref", format_path(trail))
                 target = json_pointer.resolve(root, ref)
                 if target is json_pointer.MISSING:
                     if set(trail) & (NOT_DEREFERENCED | {"value"}):
                         return node
                     where = "this file" if local else files.display_path(path)
                     raise self.error(f"$ref {node['$ref']!r} points at nothing in {where}", node, "$ref", format_path(trail))
-                resolved = self.sources.copy_tree(target)
+                resolved, copied = self.sources.copy_tree(target)
+                self._copied += copied
+                if self._copied > MAX_REF_VALUES:
+                    raise self.error(f"$ref {written!r}: references copy more than {MAX_REF_VALUES:,} values (references repeating references)", node, "$ref", format_path(trail))
                 if isinstance(resolved, dict):
                     extra = {k: v for k, v in node.items() if k != "$ref"}
                     resolved.update(extra)
-                return self.dereference(resolved, root, path, trail, hops + 1)
+                return self.dereference(resolved, root, path, trail, (*chain, link))
             for key, value in list(node.items()):
                 if key in NOT_DEREFERENCED:
                     continue
-                node[key] = self.dereference(value, root, path, (*trail, key))
+                node[key] = self.dereference(value, root, path, (*trail, key), chain)
         elif isinstance(node, list):
             for i, value in enumerate(node):
-                node[i] = self.dereference(value, root, path, (*trail, i))
+                node[i] = self.dereference(value, root, path, (*trail, i), chain)
         return node

@@ -148,15 +148,16 @@ class SourceMap:
                 best = loc
         return best
 
-    def copy_tree(self, obj: Any) -> Any:
-        """Deep-copy `obj`, carrying source locations over to the copied containers."""
+    def copy_tree(self, obj: Any) -> tuple[Any, int]:
+        """Deep-copy `obj`, carrying source locations over to the copied containers; the copy and
+        how many objects were copied."""
         memo: dict[int, Any] = {}
         new = copy.deepcopy(obj, memo)
         for old_id, copied in list(memo.items()):
             entry = self._entries.get(old_id)
             if entry is not None and isinstance(copied, dict | list):
                 self.register(copied, entry.file, entry.line, entry.lines())
-        return new
+        return new, len(memo)
 
 
 def format_path(path: tuple[Any, ...]) -> str:

@@ -48,10 +48,10 @@ def load(path: Path) -> str:
     if extension == "pdf":
         raise ConfigError("PDF variables (text extraction) are not supported by ci-grade; extract the text into a .txt file", file=files.display_path(path))
     if lowered in _IMAGES:
-        data = base64.b64encode(path.read_bytes()).decode()
+        data = base64.b64encode(files.read_bytes(path)).decode()
         return f"data:{image_type(data, lowered)};base64,{data}"
     if lowered in _VIDEOS or lowered in _AUDIO:
-        return base64.b64encode(path.read_bytes()).decode()
+        return base64.b64encode(files.read_bytes(path)).decode()
     return files.read_text(path).strip()
 
 

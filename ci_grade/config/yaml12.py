@@ -79,37 +79,86 @@ MAX_DEPTH = 1000
 on the C stack, and some tens of thousands of levels (80 KB of `- - - …`, or of `{a: ` in a
 model's reply) would crash the process."""
 
+MAX_ALIASES = 100_000
+"""Aliases (`*name`) one YAML text may use."""
+MAX_ALIAS_VALUES = 1_000_000
+"""Values (scalars, mappings and lists) the aliases of one YAML text may add when expanded: a few
+levels of aliases repeating aliases (an "alias bomb") would otherwise stand for billions of values,
+and every stage that walks the data would walk them all."""
+
 _OPENS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSES = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
 def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
-    """Raise a YAML error (with its line) if `text` nests collections deeper than `limit`;
-    the parser's events are read without building anything."""
-    if len(text) <= limit:
+    """Raise a YAML error (with its line) if `text` nests collections deeper than `limit`, or its
+    aliases repeat themselves, are too many (`MAX_ALIASES`), expand to too much (`MAX_ALIAS_VALUES`)
+    or nest deeper than `limit` once expanded; the parser's events are read without building anything."""
+    aliases = "*" in text
+    if len(text) <= limit and not aliases:
         return  # each level takes at least one character
-    depth = 0
     try:
-        for event in yaml.parse(text, Loader=_BaseLoader):
-            if isinstance(event, _OPENS):
-                depth += 1
-                if depth > limit:
-                    _too_deep(event.start_mark, limit)
-            elif isinstance(event, _CLOSES):
-                depth -= 1
+        _check_events(yaml.parse(text, Loader=_BaseLoader), limit)
     except yaml.MarkedYAMLError as exc:
         if exc.problem == _LIBYAML_TOO_DEEP:
-            _too_deep(exc.problem_mark, limit)
+            _refuse(exc.problem_mark, f"collections nested more than {limit} levels deep")
         raise
+
+
+def _check_events(events: Any, limit: int) -> None:
+    depth = used = added = 0
+    frames: list[list[Any]] = []  # per open collection: [anchor, values in it, deepest level under it]
+    anchored: dict[str, tuple[int, int]] = {}  # anchor -> (values, levels below the anchored node)
+    for event in events:
+        kind = type(event)
+        if kind in _OPENS:
+            depth += 1
+            if depth > limit:
+                _refuse(event.start_mark, f"collections nested more than {limit} levels deep")
+            frames.append([event.anchor, 1, depth])
+        elif kind in _CLOSES:
+            anchor, values, deepest = frames.pop()
+            depth -= 1
+            if anchor is not None:
+                anchored[anchor] = (values, deepest - depth)
+            _count(frames, values, deepest)
+        elif kind is yaml.ScalarEvent:
+            if event.anchor is not None:
+                anchored[event.anchor] = (1, 0)
+            _count(frames, 1, depth)
+        elif kind is yaml.AliasEvent:
+            used += 1
+            if used > MAX_ALIASES:
+                _refuse(event.start_mark, f"more than {MAX_ALIASES:,} aliases")
+            found = anchored.get(event.anchor)
+            if found is None:
+                if any(frame[0] == event.anchor for frame in frames):
+                    _refuse(event.start_mark, f"alias *{event.anchor} repeats the collection it is inside (a structure that contains itself)")
+                continue  # an undefined alias: the loader says so
+            values, below = found
+            added += values
+            if added > MAX_ALIAS_VALUES:
+                _refuse(event.start_mark, f"aliases expand to more than {MAX_ALIAS_VALUES:,} values (aliases repeating aliases); write the data out or use fewer levels")
+            if depth + below > limit:
+                _refuse(event.start_mark, f"alias *{event.anchor} nests collections more than {limit} levels deep")
+            _count(frames, values, depth + below)
+        elif kind is yaml.DocumentStartEvent:
+            anchored.clear()
+
+
+def _count(frames: list[list[Any]], values: int, deepest: int) -> None:
+    if frames:
+        frames[-1][1] += values
+        frames[-1][2] = max(frames[-1][2], deepest)
 
 
 _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 """What the libyaml bundled with newer PyYAML wheels says at its own nesting limit (also 1000)."""
 
 
-def _too_deep(at: Any, limit: int) -> NoReturn:
+def _refuse(at: Any, problem: str) -> NoReturn:
     mark = yaml.error.Mark("<text>", at.index, at.line, at.column, None, 0) if at is not None else None
-    raise yaml.MarkedYAMLError(problem=f"collections nested more than {limit} levels deep", problem_mark=mark)
+    raise yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
 
 
 UNREADABLE = (yaml.YAMLError, ValueError, TypeError, IndexError, RecursionError)

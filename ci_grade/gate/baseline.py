@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from ci_grade.results.models import EvalRun, RunInfo, Status
 from ci_grade.results.summary import RowSummary, output_hash, summaries_of
 
-__all__ = ["Baseline", "BaselineAssertion", "BaselineTest", "Totals", "baseline_from_run", "baseline_from_runs", "fold_test", "group_rows", "output_hash"]
+__all__ = ["Baseline", "BaselineAssertion", "BaselineTest", "ProviderTotals", "Totals", "baseline_from_run", "baseline_from_runs", "fold_test", "group_rows", "output_hash"]
 
 BASELINE_VERSION = 1
 
@@ -80,25 +80,76 @@ class BaselineTest(BaseModel):
         return self.passes / self.scored if self.scored else None
 
 
+class ProviderTotals(BaseModel):
+    """One provider's calls in a run (rows whose reply was not served from the cache)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+
+
 class Totals(BaseModel):
-    """Accounting for a whole run."""
+    """Accounting for a whole run.
+
+    `priced_rows` and `priced_cost` count the rows that were graded (not errors) with a reply not
+    served from the cache, and what they cost (provider and graders): their mean is the cost per
+    test the gate compares (`--max-cost-increase`), unmoved by cache hits, errors or the number of tests.
+    """
 
     rows: int = 0
     tokens: int = 0
     grading_tokens: int = 0
     cost: float = 0.0
     duration_ms: float = 0.0
+    priced_rows: int = 0
+    priced_cost: float = 0.0
+    not_run: int = 0
+    """Rows not (fully) run because the run's budget (`--max-cost`) was reached."""
+    providers: dict[str, ProviderTotals] = Field(default_factory=dict)
+
+    @property
+    def cost_per_test(self) -> float | None:
+        return self.priced_cost / self.priced_rows if self.priced_rows else None
 
     @classmethod
     def of(cls, run: EvalRun) -> Totals:
         stats = run.stats
-        return cls(
+        totals = cls(
             rows=len(run.results),
             tokens=stats.token_usage.total,
             grading_tokens=stats.grading_token_usage.total,
             cost=stats.cost + stats.grading_cost,
             duration_ms=stats.duration_ms,
         )
+        latencies: dict[str, list[float]] = defaultdict(list)
+        for row in summaries_of(run.results):
+            totals.not_run += row.not_run is not None
+            if row.cached or row.status == "error":
+                continue
+            totals.priced_rows += 1
+            totals.priced_cost += row.total_cost
+            provider = totals.providers.setdefault(row.provider, ProviderTotals())
+            provider.calls += 1
+            provider.prompt_tokens += row.usage[0] if row.usage else 0
+            provider.completion_tokens += row.usage[1] if row.usage else 0
+            provider.cost += row.cost or 0.0
+            if row.latency_ms > 0:
+                latencies[row.provider].append(row.latency_ms)
+        for name, values in latencies.items():
+            totals.providers[name].latency_p50_ms, totals.providers[name].latency_p95_ms = percentile(values, 50), percentile(values, 95)
+        return totals
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The p-th percentile, interpolated between the closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * p / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 class Baseline(BaseModel):
@@ -108,6 +159,9 @@ class Baseline(BaseModel):
     runs: int = 1
     """How many runs were folded into it (several runs of main tell the baseline's own noise)."""
     tests: dict[str, BaselineTest] = Field(default_factory=dict)
+    measured: str | None = Field(default=None, exclude=True)
+    """For a base evaluated in this job (`--baseline run:REF`): which commit, e.g. "the merge base
+    1a2b3c4d5e6f of origin/main"; never stored."""
 
 
 def _mean_and_spread(values: list[float]) -> tuple[float, float]:

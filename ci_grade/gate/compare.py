@@ -22,6 +22,12 @@ from ci_grade.gate.per_test import classify, confirmation, judge_reproducible, j
 from ci_grade.gate.suite import Pair, measures, weighted_mean
 from ci_grade.results.models import EvalRun, TestResult
 from ci_grade.results.summary import RowSummary, summaries_of
+from ci_grade.results.traces import trajectory_steps
+
+MIN_SHARED = 0.5
+"""A baseline must share at least this share of the tests of the smaller side (the run or the
+baseline) with the run, and at least one test; else it is taken for another config's baseline and
+the gate judges thresholds only. A suite that grew or shrank still matches its own baseline."""
 
 
 def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, every_test: bool = True) -> Comparison:
@@ -44,6 +50,11 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
     same.update(portable_matches(head, base, same))
     renamed = renames({k: v for k, v in head.items() if k not in same}, {k: v for k, v in base.items() if k not in same.values()})
     same.update(portable_matches(head, base, {**same, **renamed}, in_order=True))
+    shared = len(same) + len(renamed)
+    if head and (not shared or shared < MIN_SHARED * min(len(head), len(base))):
+        note = (f"the baseline is not this config's: it shares {shared} of this run's {len(head)} tests "
+                f"({len(base)} in the baseline), so the gate judged thresholds only")
+        return _without_baseline(run, groups, policy, every_test, note)
     confirmations = group_rows(run.confirmations)
     cases: list[CaseDelta] = []
     judged: list[tuple[CaseDelta, BaselineTest, BaselineTest]] = []
@@ -78,6 +89,7 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
         policy=policy,
         head_info=run.info,
         base_info=baseline.info,
+        base_measured=baseline.measured,
         tests=cases,
         mean_score=mean,
         pass_rate=rate,
@@ -96,8 +108,9 @@ def compare(run: EvalRun, baseline: Baseline | None, policy: GatePolicy, *, ever
     return comparison
 
 
-def _without_baseline(run: EvalRun, groups: dict[str, list[_Positioned]], policy: GatePolicy, every_test: bool) -> Comparison:
-    """Thresholds only: each test folded, counted and (when listed) kept, one test at a time."""
+def _without_baseline(run: EvalRun, groups: dict[str, list[_Positioned]], policy: GatePolicy, every_test: bool, mismatch: str | None = None) -> Comparison:
+    """Thresholds only: each test folded, counted and (when listed) kept, one test at a time;
+    `mismatch` says why a baseline that was given was set aside."""
     cases: list[CaseDelta] = []
     heads: list[_Head] = []
     passed = errors = 0
@@ -120,6 +133,7 @@ def _without_baseline(run: EvalRun, groups: dict[str, list[_Positioned]], policy
         reason="",
         gate_failed=False,
         has_baseline=False,
+        baseline_mismatch=mismatch,
         policy=policy,
         head_info=run.info,
         tests=cases,
@@ -253,7 +267,7 @@ def _detailed(case: CaseDelta, run: EvalRun, rows: list[_Positioned]) -> CaseDel
     case.location = f"{location.file}:{location.line}" if location and location.line else location.file if location else None
     reasons = _failure_reasons(whole)
     for key, delta in zip(_keys(case), case.assertions, strict=False):
-        delta.reason = reasons.get(key, "")
+        delta.reason, delta.steps = reasons.get(key, ("", []))
     return case
 
 
@@ -279,9 +293,10 @@ def _keyed(test: BaselineTest) -> dict[tuple[str, int], BaselineAssertion]:
     return keyed
 
 
-def _failure_reasons(rows: list[TestResult]) -> dict[tuple[str, int], str]:
-    """The grader's reason for each failing flattened assertion, from the first row it fails in."""
-    reasons: dict[tuple[str, int], str] = {}
+def _failure_reasons(rows: list[TestResult]) -> dict[tuple[str, int], tuple[str, list[str]]]:
+    """The grader's reason for each failing flattened assertion, from the first row it fails in,
+    with the agent's steps when it is a trajectory check."""
+    reasons: dict[tuple[str, int], tuple[str, list[str]]] = {}
     for row in rows:
         if row.status == "error":
             continue
@@ -291,7 +306,7 @@ def _failure_reasons(rows: list[TestResult]) -> dict[tuple[str, int], str]:
                 key = f"{item.type}\x1f{item.metric or ''}"
                 seen[key] = seen.get(key, -1) + 1
                 if item.status != "pass" and (key, seen[key]) not in reasons:
-                    reasons[(key, seen[key])] = item.reason
+                    reasons[(key, seen[key])] = (item.reason, trajectory_steps(item.metadata))
     return reasons
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ci_grade.gate.models import Comparison
+from ci_grade.providers.budget import usd
 from ci_grade.results.models import RunInfo
 
 EPS = 1e-9
@@ -27,6 +28,15 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def cost_rise(c: Comparison) -> float | None:
+    """The relative change of the cost per test against the baseline (0.25: 25% more), if both have one."""
+    head = c.head_totals.cost_per_test
+    base = c.base_totals.cost_per_test if c.base_totals is not None and c.has_baseline else None
+    if head is None or base is None or base <= 0:
+        return None
+    return head / base - 1
+
+
 def decide(c: Comparison) -> None:
     """Fill verdict, reason, problems and gate_failed from the comparison and the policy.
 
@@ -48,9 +58,17 @@ def decide(c: Comparison) -> None:
             failures.append(f"{_plural(len(failing), 'test')} failed")
     elif rate.total and rate.value < policy.min_pass_rate - EPS:
         failures.append(f"pass rate {rate.value:.1%} below the minimum {policy.min_pass_rate:.1%}")
+    not_run = c.head_totals.not_run
+    if not_run:
+        failures.append(f"the budget (--max-cost) was reached: {_plural(not_run, 'row')} not run")
     allowed = policy.max_errors or 0
-    if c.error_rows > allowed:
-        failures.append(f"{_plural(c.error_rows, 'error')} (max {allowed})")
+    errors = max(0, c.error_rows - not_run)
+    if errors > allowed:
+        failures.append(f"{_plural(errors, 'error')} (max {allowed})")
+    rise = cost_rise(c)
+    if rise is not None and policy.max_cost_increase is not None and rise > policy.max_cost_increase + EPS:
+        head, base = c.head_totals.cost_per_test, c.base_totals.cost_per_test if c.base_totals else None
+        failures.append(f"cost per test rose {rise:+.0%} ({usd(base or 0.0)} → {usd(head or 0.0)}, max +{policy.max_cost_increase:.0%})")
     dropped = [t for t in c.tests if t.regressed]
     if dropped:
         regressions.append(f"{_plural(len(dropped), 'test')} regressed beyond tolerance (max drop {policy.max_score_drop:.2f})")
@@ -75,7 +93,7 @@ def decide(c: Comparison) -> None:
     gating = {"never": [], "failures": failures, "regressions": failures + regressions}[policy.fail_on]
     c.gate_failed = bool(gating)
     if c.problems:
-        c.reason = "; ".join(c.problems)
+        c.reason = "; ".join([*c.problems, *([c.baseline_mismatch] if c.baseline_mismatch else [])])
         if not c.gate_failed:
             c.reason += f" (fail-on {policy.fail_on}: reported, not gating)"
         elif len(gating) < len(c.problems):
@@ -99,9 +117,11 @@ def _passed_reason(c: Comparison, failing: int) -> str:
     if failing and c.policy.min_pass_rate is not None:
         head += f" (pass rate {rate.value:.1%}, minimum {c.policy.min_pass_rate:.1%})"
     parts = [head]
-    if c.error_rows:
-        parts.append(f"{_plural(c.error_rows, 'error')} tolerated (max {c.policy.max_errors})")
-    if not c.has_baseline:
+    if c.error_rows - c.head_totals.not_run > 0:
+        parts.append(f"{_plural(c.error_rows - c.head_totals.not_run, 'error')} tolerated (max {c.policy.max_errors})")
+    if c.baseline_mismatch:
+        parts.append(c.baseline_mismatch)
+    elif not c.has_baseline:
         parts.append("no baseline, thresholds only")
     elif c.mean_score.method in (None, "exact"):
         parts.append("no regressions against the baseline")

@@ -30,6 +30,8 @@ class GatePolicy(BaseModel):
     """The significance level of every one-sided test (Holm-corrected within each family)."""
     cluster_key: str | None = None
     """A `metadata` key grouping tests that are not independent (clustered standard errors)."""
+    max_cost_increase: float | None = None
+    """The largest tolerated rise of the cost per test over the baseline's (0.2: 20%); None: not judged."""
 
     @property
     def confidence(self) -> float:
@@ -48,6 +50,8 @@ class AssertionDelta(BaseModel):
     base_passed: bool | None = None
     head_passed: bool | None = None
     reason: str = ""
+    steps: list[str] = Field(default_factory=list)
+    """A failing trajectory check's agent steps (`type:name args`), for reports."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -212,11 +216,16 @@ class Comparison(BaseModel):
     reason: str
     gate_failed: bool
     has_baseline: bool
+    baseline_mismatch: str | None = None
+    """Why a baseline that was given was set aside as another config's (too few tests shared):
+    the gate then judged thresholds only, as without a baseline."""
     policy: GatePolicy = Field(default_factory=GatePolicy)
     problems: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     head_info: RunInfo = Field(default_factory=RunInfo)
     base_info: RunInfo | None = None
+    base_measured: str | None = None
+    """Set when the baseline was evaluated in this job (`--baseline run:REF`): which commit."""
     tests: list[CaseDelta] = Field(default_factory=list)
     mean_score: MetricDelta = Field(default_factory=lambda: MetricDelta(name="mean score"))
     pass_rate: MetricDelta = Field(default_factory=lambda: MetricDelta(name="pass rate"))

@@ -1,9 +1,11 @@
 """Reading and writing baselines: a baseline file, any results JSON (ci-grade's or promptfoo's own),
-or `git:REF:PATH` (e.g. the base branch's committed baseline)."""
+or `git:REF:PATH` (e.g. the base branch's committed baseline). `run:REF`, the base evaluated in
+the same job, is `ci_grade.base_run`'s."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,11 +14,18 @@ from pydantic import ValidationError
 
 from ci_grade import redact
 from ci_grade.atomic import write_atomic
+from ci_grade.config import files
 from ci_grade.errors import ConfigError, InfrastructureError, UsageError
 from ci_grade.gate.baseline import BASELINE_VERSION, Baseline, baseline_from_run, baseline_from_runs
 from ci_grade.safe_text import json_dumps
 
 GIT_PREFIX = "git:"
+RUN_SOURCE = "run"
+
+
+def names_a_run(source: str | None) -> bool:
+    """Whether a baseline source asks for the base to be evaluated in this job (`run`, `run:REF`)."""
+    return source is not None and (source == RUN_SOURCE or source.startswith(RUN_SOURCE + ":"))
 
 
 def save_baseline(baseline: Baseline, path: Path) -> None:
@@ -39,8 +48,27 @@ def _relative(name: str) -> str:
 
 def load_baseline(source: str, cwd: Path) -> Baseline | None:
     """A baseline from a file, a results JSON or `git:REF:PATH`; None when it does not exist."""
+    if names_a_run(source):
+        raise UsageError(f"baseline {source} evaluates the base in the same job: only `ci-grade eval` and the action's eval take it (not `compare`, `merge` or a merge job)")
     text = _read_source(source, cwd)
     return None if text is None else parse_baseline(text, source)
+
+
+def check_finite(baseline: Baseline, source: str, *, baseline_file: bool = False) -> Baseline:
+    """`baseline` if every score, spread and weight in it is a finite number; else a ConfigError
+    naming the test (a NaN or an infinity would turn every comparison it enters into noise), and
+    its key path when `source` is a baseline file (not results)."""
+    for test_id, test in baseline.tests.items():
+        numbers = [("score", test.score), ("score_spread", test.score_spread)]
+        numbers += [(f"assertions[{i}].score", item.score) for i, item in enumerate(test.assertions)]
+        for field, values in (("named_scores", test.named_scores), ("named_spreads", test.named_spreads), ("named_weights", test.named_weights)):
+            numbers += [(f"{field}.{name}", value) for name, value in values.items()]
+        bad = next(((field, value) for field, value in numbers if not math.isfinite(value)), None)
+        if bad is not None:
+            name = " ".join((test.description or test.name or test_id).split())[:80]
+            where = f"tests.{test_id}.{bad[0]}" if baseline_file else None
+            raise ConfigError(f"test {name!r} (id {test_id}) has a {bad[0]} of {bad[1]}: a baseline's scores must be finite numbers", file=source, path=where)
+    return baseline
 
 
 def load_baselines(source: str, cwd: Path) -> Baseline | None:
@@ -59,7 +87,7 @@ def why_missing(source: str, cwd: Path) -> str:
 
     if source.startswith(GIT_PREFIX):
         ref, _, inside = source[len(GIT_PREFIX):].partition(":")
-        if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
+        if git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
             branch = ref.removeprefix("origin/")
             return (
                 f"{ref} is not in this clone: a shallow checkout holds only the commit it checked out; set "
@@ -95,12 +123,12 @@ def baseline_from_sources(sources: list[str], cwd: Path) -> Baseline:
         try:
             runs.append(from_promptfoo(data))
         except (ValueError, TypeError, OverflowError, ValidationError) as exc:
-            raise ConfigError(f"unreadable results file: {_first_line(exc)}", file=source) from None
+            raise ConfigError(f"unreadable results file: {first_line(exc)}", file=source) from None
     hashes = {run.info.config_hash for run in runs if run.info.config_hash}
     if len(hashes) > 1:
         named = ", ".join(f"{source} ({run.info.config_hash or 'unknown'})" for source, run in zip(sources, runs, strict=True))
         raise UsageError(f"these results come from different configs and cannot form one baseline: {named}")
-    return baseline_from_runs(runs)
+    return check_finite(baseline_from_runs(runs), ", ".join(sources))
 
 
 def _read_source(source: str, cwd: Path) -> str | None:
@@ -113,10 +141,7 @@ def _read_source(source: str, cwd: Path) -> str | None:
         return None
     if path.is_dir():
         raise UsageError(f"baseline {source} is a directory, expected a baseline or results JSON file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read baseline: {exc}", file=source) from None
+    return files.read_text(path, None, "--baseline")  # a regular file (never a FIFO), within the size limit
 
 
 def _json_object(text: str, source: str) -> dict[str, Any]:
@@ -135,14 +160,14 @@ def parse_baseline(text: str, source: str) -> Baseline:
     """A baseline file's text, or a results JSON's (converted), as a Baseline."""
     data = _json_object(text, source)
     if "tests" in data and "version" in data:
-        return _baseline_from_data(data, source)
+        return check_finite(_baseline_from_data(data, source), source, baseline_file=True)
     if isinstance(data.get("results"), dict):
         from ci_grade.results.promptfoo import from_promptfoo
 
         try:
-            return baseline_from_run(from_promptfoo(data))
+            return check_finite(baseline_from_run(from_promptfoo(data)), source)
         except (ValueError, TypeError, OverflowError, ValidationError) as exc:
-            raise ConfigError(f"unreadable results file: {_first_line(exc)}", file=source) from None
+            raise ConfigError(f"unreadable results file: {first_line(exc)}", file=source) from None
     raise ConfigError("neither a ci-grade baseline (version, tests) nor a results file (results.results[])", file=source)
 
 
@@ -160,15 +185,15 @@ def _baseline_from_data(data: dict[str, Any], source: str) -> Baseline:
         raise ConfigError(f"invalid baseline: {error['msg']}", file=source, path=where) from None
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def git(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
-        raise InfrastructureError("cannot read a git: baseline: git is not installed") from None
+        raise InfrastructureError("git is not installed: a git: or run: baseline needs it") from None
     except (OSError, subprocess.SubprocessError) as exc:
         raise InfrastructureError(f"git failed: {exc}") from None
 
@@ -178,14 +203,14 @@ def _git_file(source: str, cwd: Path) -> str | None:
     ref, sep, path = source[len(GIT_PREFIX):].partition(":")
     if not sep or not ref or not path:
         raise UsageError(f"invalid baseline source {source!r}: expected git:REF:PATH, e.g. git:origin/main:.ci-grade/baseline.json")
-    inside = _git(["rev-parse", "--is-inside-work-tree"], cwd)
+    inside = git(["rev-parse", "--is-inside-work-tree"], cwd)
     if inside.returncode != 0:
-        raise InfrastructureError(f"cannot read {source}: {Path(cwd)} is not in a git repository ({_first_line(Exception(inside.stderr))})")
-    if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
+        raise InfrastructureError(f"cannot read {source}: {Path(cwd)} is not in a git repository ({first_line(Exception(inside.stderr))})")
+    if git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
         return None
-    if _git(["cat-file", "-e", f"{ref}:{path}"], cwd).returncode != 0:
+    if git(["cat-file", "-e", f"{ref}:{path}"], cwd).returncode != 0:
         return None
-    shown = _git(["show", f"{ref}:{path}"], cwd)
+    shown = git(["show", f"{ref}:{path}"], cwd)
     if shown.returncode != 0:
-        raise InfrastructureError(f"git show {ref}:{path} failed: {_first_line(Exception(shown.stderr))}")
+        raise InfrastructureError(f"git show {ref}:{path} failed: {first_line(Exception(shown.stderr))}")
     return shown.stdout

@@ -45,6 +45,9 @@ DEFAULTS: dict[str, str] = {
     "merge": "",
     "retry-errors": "",
     "max-duration": "",
+    "max-cost": "",
+    "max-cost-increase": "",
+    "dry-run": "off",
     "max-output-chars": "100000",
     "github-token": "",
     "cache": "on",
@@ -99,6 +102,9 @@ class ActionInputs:
     max_output_chars: int
     github_token: str | None = field(repr=False)
     cache: bool = True
+    max_cost: float | None = None
+    max_cost_increase: float | None = None
+    dry_run: bool = False
 
     def secrets(self) -> list[str]:
         """The values of the secret inputs (and of GITHUB_TOKEN when it stands in for `github-token`)."""
@@ -163,6 +169,19 @@ def _duration(name: str, text: str) -> float:
         raise UsageError(f"input `{name}`: {exc}") from None
 
 
+def _money(name: str, text: str) -> float:
+    """US dollars above zero (`5`, `0.50`, `$2`)."""
+    value = _number(name, text.removeprefix("$").strip())
+    if value <= 0:
+        raise UsageError(f"input `{name}` must be an amount in US dollars above zero, got {text!r}")
+    return value
+
+
+def _increase(name: str, text: str) -> float:
+    """A tolerated rise: a percentage (20%) or a fraction (0.2)."""
+    return _number(name, text[:-1].strip()) / 100 if text.endswith("%") else _number(name, text)
+
+
 def split_list(text: str) -> list[str]:
     """Newline- or comma-separated values, trimmed, empties dropped."""
     return [part.strip() for part in re.split(r"[\n,]", text) if part.strip()]
@@ -219,4 +238,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         max_output_chars=_whole("max-output-chars", get("max-output-chars"), low=0),
         github_token=optional("github-token") or (env.get("GITHUB_TOKEN") or "").strip() or None,
         cache=_switch("cache", get("cache")),
+        max_cost=_money("max-cost", text) if (text := get("max-cost")) else None,
+        max_cost_increase=_increase("max-cost-increase", text) if (text := get("max-cost-increase")) else None,
+        dry_run=_switch("dry-run", get("dry-run")),
     )

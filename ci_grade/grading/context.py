@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
+from ci_grade.errors import GraderError
 from ci_grade.js_values import js_json
 from ci_grade.providers.base import ProviderResponse
+from ci_grade.results.traces import Trace
 from ci_grade.results.usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -81,6 +83,16 @@ class AssertionContext:
     """For comparison types: the row's other graded assertions (max-score aggregates them)."""
     default_threshold: float | None = None
     """The type's threshold when the config sets none (from the registry)."""
+    trace: Trace | None = None
+    """The row's spans, when the config enables tracing."""
+    traceparent: str | None = None
+    """A W3C trace context in the row's trace, for grader calls (None without tracing)."""
+
+    def require_trace(self) -> Trace:
+        """The row's trace; an ERROR (as in promptfoo) when tracing is not enabled."""
+        if self.trace is None:
+            raise GraderError(f"No trace data available for {self.base_type} assertion (enable tracing: in the config)")
+        return self.trace
 
     @property
     def type(self) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ci_grade.config import files
 from ci_grade.config.models import Assertion, ProviderSpec, TestCase
-from ci_grade.errors import GraderError, TemplateError, TransformError
+from ci_grade.errors import ConfigError, GraderError, TemplateError, TransformError
 from ci_grade.grading import registry
 from ci_grade.grading.context import AssertionContext, Grade, Measure, RunContext
 from ci_grade.grading.grader_prompts import load_template
@@ -27,12 +27,13 @@ from ci_grade.js_values import js_fixed
 from ci_grade.providers.base import ProviderResponse
 from ci_grade.results.models import AssertionResult, Status, TestResult
 from ci_grade.results.named_metrics import assertion_totals
+from ci_grade.results.traces import Trace
 from ci_grade.results.usage import TokenUsage
 from ci_grade.templating import nunjucks
 from ci_grade.templating.nunjucks import js_string
 
 ASSERTION_CONCURRENCY = 4
-_SCRIPT_TYPES = {"javascript", "python"}
+_SCRIPT_TYPES = {"javascript", "python", "ruby"}
 
 
 @dataclass
@@ -45,6 +46,9 @@ class GradingInput:
     prompt_label: str
     response: ProviderResponse
     provider: ProviderSpec | None = None
+    trace: Trace | None = None
+    traceparent: str | None = None
+    """A trace context for the row's grader calls (see `tracing.session`)."""
 
 
 @dataclass
@@ -240,6 +244,8 @@ async def build_context(assertion: Assertion, inp: GradingInput, output: Any, ru
         provider=inp.provider,
         provider_output=inp.response.output,
         default_threshold=spec.default_threshold if spec else None,
+        trace=inp.trace,
+        traceparent=inp.traceparent,
     )
 
 
@@ -252,10 +258,13 @@ async def render_assertion_value(assertion: Assertion, inp: GradingInput, output
                 return result if returned else None
             path = files.resolve(files.split_function(value)[0], run.base_dir)
             if not path.is_file():
-                raise GraderError(f"value file not found: {path}")
-            if path.suffix in files.STRUCTURED_SUFFIXES:
-                return files.load_structured(path, None)
-            return files.read_text(path).strip()
+                raise GraderError(f"value {files.not_a_file(path)}")
+            try:
+                if path.suffix in files.STRUCTURED_SUFFIXES:
+                    return files.load_structured(path, None)
+                return files.read_text(path).strip()
+            except ConfigError as exc:  # grown over the size limit since the run began
+                raise GraderError(f"value file: {exc}") from None
         if value.startswith("file://"):
             return value
         return _render(value, inp.vars, run.env_overrides)

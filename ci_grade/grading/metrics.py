@@ -1,14 +1,16 @@
-"""Text-similarity assertions: levenshtein, rouge-n and bleu.
+"""Text-similarity assertions: levenshtein, rouge-n, bleu and gleu.
 
 The metrics are small pure functions (tested on hand-computed examples); the handlers apply
 promptfoo's thresholds: levenshtein passes when the edit distance (in UTF-16 code units, as
 JavaScript counts) is <= threshold (default 5), rouge-n and bleu score the metric and pass when it
-is >= threshold (defaults 0.75 and 0.5), with `not-` flipping the verdict and reporting `1 - score`.
+is >= threshold (defaults 0.75 and 0.5; gleu 0.5), with `not-` flipping the verdict and reporting
+`1 - score`.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from typing import Any
 
@@ -16,13 +18,15 @@ from ci_grade.errors import GraderError
 from ci_grade.grading.context import AssertionContext, Grade
 from ci_grade.grading.registry import STRING, ValueSpec, assertion
 from ci_grade.grading.treebank import tokenize
-from ci_grade.js_values import js_fixed
+from ci_grade.js_values import JS_WHITESPACE, js_fixed
 from ci_grade.safe_text import utf16_units
 from ci_grade.templating.nunjucks import js_string
 
 BLEU_MAX_N = 4
 BLEU_ZERO_PRECISION = 1e-7  # smoothing for an order with no matching n-gram, as promptfoo does
 ROUGE_MAX_WORK = 1_000_000  # js-rouge refuses to build n-grams from more token text (UTF-16 units)
+GLEU_MAX_N = 4
+_JS_SPACES = re.compile(f"[{re.escape(JS_WHITESPACE)}]+")
 
 
 def levenshtein(a: str, b: str) -> int:
@@ -90,6 +94,37 @@ def bleu(candidate: str, references: list[str], max_n: int = BLEU_MAX_N) -> floa
         clipped = sum(min(count, best[gram]) for gram, count in counts.items())
         logs.append(math.log(clipped / total if clipped else BLEU_ZERO_PRECISION))
     return brevity_penalty(len(words), [len(r) for r in refs]) * math.exp(sum(logs) / len(logs))
+
+
+def gleu_tokens(text: str) -> list[str]:
+    """promptfoo's GLEU tokens: lower-cased, split on JavaScript whitespace, trailing dots cut.
+
+    Tokens left empty (a lone "...") stay, as in promptfoo; text with no non-empty token has none.
+    """
+    words = [word.rstrip(".") for word in _JS_SPACES.split(text.lower().strip(JS_WHITESPACE))]
+    return words if any(words) else []
+
+
+def gleu(candidate: str, references: list[str], max_n: int = GLEU_MAX_N) -> float:
+    """Google-BLEU: per reference, min(precision, recall) of clipped 1..max_n-gram matches; the
+    best reference counts. A candidate identical to a reference (token for token) scores 1."""
+    words = gleu_tokens(candidate)
+    if not words:
+        return 0.0
+    best = 0.0
+    for reference in references:
+        wanted = gleu_tokens(reference)
+        if words == wanted:
+            return 1.0
+        matches = found = expected = 0
+        for n in range(1, max_n + 1):
+            counts, reference_counts = ngrams(words, n), ngrams(wanted, n)
+            matches += sum(min(count, reference_counts[gram]) for gram, count in counts.items())
+            found += counts.total()
+            expected += reference_counts.total()
+        if found and expected:
+            best = max(best, min(matches / found, matches / expected))
+    return best
 
 
 def brevity_penalty(candidate_length: int, reference_lengths: list[int]) -> float:
@@ -163,3 +198,17 @@ async def bleu_assertion(ctx: AssertionContext) -> Grade:
     except ValueError as exc:
         raise GraderError(f"bleu needs at least one reference text: {exc}") from None
     return _bleu(ctx, score, _threshold(ctx))
+
+
+@assertion("gleu", handles_inverse=True, default_threshold=0.5)
+async def gleu_assertion(ctx: AssertionContext) -> Grade:
+    value: Any = ctx.value
+    references = value if isinstance(value, list) else [value]
+    if not references or not all(isinstance(r, str) for r in references):
+        raise GraderError('"gleu" assertion must have a string or array of strings value')
+    threshold = _threshold(ctx)
+    score = gleu(ctx.output_text, references)
+    passed = (score >= threshold) != ctx.inverse
+    relation = "greater than or equal to" if ctx.inverse else "less than"
+    reason = "Assertion passed" if passed else f"GLEU score {js_fixed(score, 4)} is {relation} threshold {js_string(threshold)}"
+    return Grade(passed, 1.0 - score if ctx.inverse else score, reason)

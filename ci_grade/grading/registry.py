@@ -115,6 +115,8 @@ class AssertionType:
     comparison: bool = False
     reproducible: bool = True
     """Whether the same output always gets the same verdict (not for model graders, webhooks or latency)."""
+    uses_trace: bool = False
+    """Whether it grades the row's trace (the row then waits for late spans)."""
 
     @property
     def graded(self) -> bool:
@@ -140,6 +142,7 @@ def assertion(
     model_graded: bool = False,
     comparison: bool = False,
     reproducible: bool = True,
+    uses_trace: bool = False,
 ) -> Callable[[Handler], Handler]:
     """Register `handler` for the assertion type `name` (and its aliases), with its metadata."""
 
@@ -151,6 +154,7 @@ def assertion(
             _REGISTRY[key] = AssertionType(
                 key, handler, value, default_threshold, csv_threshold, grader, prompt,
                 handles_inverse or prompt is not None, invertible, is_model_graded, comparison, reproducible and not is_model_graded,
+                uses_trace,
             )
         return handler
 
@@ -191,6 +195,20 @@ def reproducible(assertions: Iterable[Assertion]) -> bool:
         if spec is None or not spec.reproducible:
             return False
     return True
+
+
+def uses_trace(assertions: Iterable[Assertion]) -> bool:
+    """Whether grading these assertions reads the row's trace: a trace type, or (as promptfoo
+    decides) a script assertion whose code is in a file and may read `context.trace`."""
+    for item in assertions:
+        if item.type == "assert-set":
+            if uses_trace(item.assert_ or []):
+                return True
+            continue
+        spec = get(item.base_type)
+        if (spec is not None and spec.uses_trace) or (item.base_type in ("python", "javascript") and isinstance(item.value, str) and item.value.startswith("file://")):
+            return True
+    return False
 
 
 def vocabulary() -> AssertionVocabulary:

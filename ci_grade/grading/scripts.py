@@ -114,6 +114,35 @@ async def python_assert(ctx: AssertionContext) -> Grade:
         return Grade(False, 0.0, f"Python code execution failed: {exc}")
 
 
+@assertion("ruby", handles_inverse=True, value=ValueSpec("{type} needs code (an expression, a method body or file://x.rb[:fn])", STRING))
+async def ruby_assert(ctx: AssertionContext) -> Grade:
+    """One `ruby` process per call (`ci_grade.scripting.ruby`), read by Python's rules as promptfoo
+    reads Ruby's. Code that raises fails this assertion; code that timed out or died is an ERROR."""
+    from ci_grade.scripting import ruby
+
+    code = ctx.value
+    args = [ctx.output, script_context(ctx)]
+    try:
+        if code.startswith("file://"):
+            path_text, function = files.split_function(code)
+            path = files.resolve(path_text, ctx.run.base_dir)
+            if not path.is_file():
+                raise GraderError(f"file not found: {path}")
+            value = await ruby.call(path, function or "get_assert", args)
+        else:
+            value = await ruby.call_inline(code, args)
+    except ScriptAborted as exc:
+        raise GraderError(str(exc)) from None
+    except ScriptError as exc:
+        running = "Error running Ruby script" if code.startswith("file://") else "Ruby code execution failed"
+        return Grade(False, 0.0, f"{running}: {exc}")
+    _check_finite(value)
+    try:
+        return _python_result(value, ctx, "Ruby")
+    except ScriptError as exc:
+        return Grade(False, 0.0, f"Ruby code execution failed: {exc}")
+
+
 @dataclass(frozen=True)
 class _Language:
     """How promptfoo words a script's result: who returned it, and the code it adds to a failure."""
@@ -137,33 +166,33 @@ def _javascript_result(value: Any, ctx: AssertionContext) -> Grade:
     raise ScriptError(f"Custom function must return a boolean, number, or GradingResult object; got {_shown(value)}")
 
 
-def _python_result(value: Any, ctx: AssertionContext) -> Grade:
-    """promptfoo's Python rules: also text reading true or false (any case), holding a JSON object
-    or starting with a number; snake_case keys are mapped; objects below the threshold fail."""
+def _python_result(value: Any, ctx: AssertionContext, language: str = "Python") -> Grade:
+    """promptfoo's Python (and Ruby) rules: also text reading true or false (any case), holding a
+    JSON object or starting with a number; snake_case keys are mapped; objects below the threshold fail."""
     raw = ctx.assertion.value
-    language = _Language("Python code", raw if isinstance(raw, str) else "", "Python")
+    labels = _Language(f"{language} code", raw if isinstance(raw, str) else "", language)
     if isinstance(value, str):
-        value = _from_text(value)
+        value = _from_text(value, language)
     if isinstance(value, dict):
         value = _camel_case(value)
         if _is_result(value):
-            return _from_mapping(value, ctx, language)
+            return _from_mapping(value, ctx, labels)
     elif isinstance(value, bool | int | float):
-        return _from_scalar(value, ctx, language)
-    raise ScriptError(f"Python assertion must return a boolean, number, or {{pass, score, reason}} object; got {_shown(value)}")
+        return _from_scalar(value, ctx, labels)
+    raise ScriptError(f"{language} assertion must return a boolean, number, or {{pass, score, reason}} object; got {_shown(value)}")
 
 
 _NUMBER_PREFIX = re.compile(r"\s*([+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))")
 """What JavaScript's parseFloat reads."""
 
 
-def _from_text(text: str) -> Any:
+def _from_text(text: str, language: str = "Python") -> Any:
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
     if text.startswith("{"):
         ok, parsed = parse_json(text)
         if not ok:
-            raise ScriptError(f"Python assertion returned invalid JSON: {text[:100]!r}")
+            raise ScriptError(f"{language} assertion returned invalid JSON: {text[:100]!r}")
         return parsed
     number = _NUMBER_PREFIX.match(text)
     return float(number.group(1)) if number else text

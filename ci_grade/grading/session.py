@@ -118,7 +118,8 @@ class GraderSession(Tally):
         `provider` overrides the resolved text grader (e.g. a web-search grader).
         """
         provider = provider or self.provider("text")
-        response = await provider.call(prompt, CallContext(vars=self.ctx.vars, prompt_label=self.ctx.prompt_label, response_schema=schema))
+        context = CallContext(vars=self.ctx.vars, prompt_label=self.ctx.prompt_label, response_schema=schema, traceparent=self.ctx.traceparent)
+        response = await provider.call(prompt, context)
         self.add(response.token_usage, response.cost, provider.describe())
         if response.error:
             raise self.error(f"{what} call to {provider.describe()} failed: {response.error}")

@@ -134,7 +134,7 @@ def build_plan(loaded: LoadedConfig, options: PlanOptions | None = None) -> Plan
             identity_vars = dict(zip(keys, combo, strict=True))
             variables, script_vars = var_loader.row_variables(identity_vars, case.location, case.path)
             if case.test.options.transformVars:
-                variables = transform_vars(case.test, variables, case.location, case.path)
+                variables = transform_vars(case.test, variables, case.location, case.path, loaded.base_dir)
             if case.test.vars is not None and _same_vars(variables, case.test.vars):
                 test, variables = case.test, case.test.vars  # the test's own variables: shared, not copied
             else:

@@ -9,6 +9,7 @@ var loader scripts (`file://vars.py`) stay references, run per row at run time.
 from __future__ import annotations
 
 import copy
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ class VarLoader:
         file = files.resolve(files.split_function(value)[0], self.base_dir)
         where = f"{path}.vars.{key}"
         if not file.is_file():
-            raise files.missing_file_error(f"file not found: {files.display_path(file)}", location, where)
+            raise files.missing_file_error(files.not_a_file(file), location, where)
         if var_files.is_script(value):
             return value
         if file not in self._loaded:
@@ -77,18 +78,36 @@ class VarLoader:
         return copy.deepcopy(self._loaded[file])
 
 
-def transform_vars(test: TestCase, variables: dict[str, Any], location: Location | None, path: str) -> dict[str, Any]:
+def transform_vars(test: TestCase, variables: dict[str, Any], location: Location | None, path: str, base_dir: Path) -> dict[str, Any]:
+    """promptfoo's `transformVars`: inline JavaScript, or a function of a Python or JavaScript file
+    (`file://vars.py[:fn]`, default `get_transform`), called with the variables and the context
+    `{prompt: {}, uuid}`; what it returns is laid over the variables."""
     from ci_grade.scripting import js
 
     code = test.options.transformVars or ""
-    loc = location
     where = f"{path}.options.transformVars"
-    if code.startswith("file://"):
-        raise ConfigError.at("transformVars from a file is not supported by ci-grade; use an inline expression", loc, where)
+    context = {"prompt": {}, "uuid": str(uuid.uuid4())}
     try:
-        _, value = js.run_inline(js.transform_body(code), ("vars", "context"), [variables, {}])
+        if code.startswith("file://"):
+            value = _transform_file(code, variables, context, base_dir, location, where)
+        else:
+            _, value = js.run_inline(js.transform_body(code), ("vars", "context"), [variables, context])
     except ScriptError as exc:
-        raise ConfigError.at(f"transformVars failed: {exc}", loc, where) from None
+        raise ConfigError.at(f"transformVars failed: {exc}", location, where) from None
     if not isinstance(value, dict):
-        raise ConfigError.at("transformVars must return an object", loc, where)
+        raise ConfigError.at("transformVars must return an object", location, where)
     return {**variables, **value}
+
+
+def _transform_file(ref: str, variables: dict[str, Any], context: dict[str, Any], base_dir: Path, location: Location | None, where: str) -> Any:
+    path_text, function = files.split_function(ref)
+    file = files.resolve(path_text, base_dir)
+    if not file.is_file():
+        raise files.missing_file_error(f"file not found: {files.display_path(file)}", location, where)
+    if file.suffix == ".py":
+        from ci_grade.workers.calls import call_file_sync
+
+        return call_file_sync(file, function or "get_transform", [variables, context], base_dir=base_dir)
+    from ci_grade.scripting import js
+
+    return js.call_js_file_function(file, function, [variables, context])

@@ -42,6 +42,7 @@ class AnthropicMessagesProvider(HttpApiProvider):
     key_names = ("ANTHROPIC_API_KEY",)
 
     default_model: ClassVar[str] = "claude-sonnet-4-5"
+    price_family: ClassVar[str | None] = "anthropic"
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
@@ -53,6 +54,10 @@ class AnthropicMessagesProvider(HttpApiProvider):
 
     def describe(self) -> str:
         return f"anthropic:messages:{self._model}"
+
+    def max_output_tokens(self) -> int:
+        """`max_tokens` as the request sends it (the API requires one)."""
+        return int(self.spec.config.get("max_tokens") or self.env_value("ANTHROPIC_MAX_TOKENS") or DEFAULT_MAX_TOKENS)
 
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "model": self._model, "url": self.url()}

@@ -18,14 +18,13 @@ from typing import Any, ClassVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider, ProviderResponse
+from ci_grade.providers.http_clients import sdk, sdk_http_client
 from ci_grade.providers.openai import (
     OpenAIChatProvider,
     OpenAIEmbeddingProvider,
     OpenAIProvider,
-    sdk_http_client,
 )
-from ci_grade.providers.openai_sdk import sdk
-from ci_grade.providers.pricing import estimate_cost
+from ci_grade.providers.pricing import estimate_cost, price_of
 from ci_grade.results.usage import TokenUsage
 
 DEFAULT_API_VERSION = "2024-10-21"
@@ -35,6 +34,10 @@ class AzureClientMixin:
     """Endpoint, key and client handling shared by the Azure providers (mixed into OpenAI ones)."""
 
     key_names: ClassVar[tuple[str, ...]] = ("AZURE_OPENAI_API_KEY", "AZURE_API_KEY")
+
+    def price(self: Any) -> tuple[float, float] | None:
+        """Priced by `config.modelName`, else the deployment name, as `cost` does."""
+        return price_of(self.spec.config.get("modelName") or self._model, self.spec.config, "azure")
 
     @property
     def family(self: Any) -> str:
@@ -74,7 +77,7 @@ class AzureClientMixin:
                 api_version=self.api_version(),
                 max_retries=0,
                 timeout=self._timeout,
-                http_client=sdk_http_client(self.spec.config),
+                http_client=sdk_http_client(self._timeout),
                 default_headers=self.extra_headers(),
             )
         return self._client

@@ -22,12 +22,15 @@ from pydantic import BaseModel, Field
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import NotSupportedError
+from ci_grade.providers.budget import admitted
 from ci_grade.providers.limiter import ADAPTIVE_CEILING, ADAPTIVE_START, Limiter
+from ci_grade.providers.pricing import price_of
 from ci_grade.providers.retry import again_if_empty
 from ci_grade.results.usage import TokenUsage
 from ci_grade.safe_text import well_formed
 
 if TYPE_CHECKING:
+    from ci_grade.providers.budget import Budget
     from ci_grade.providers.cache import ResponseCache
 
 Capability = Literal["text", "embedding", "moderation", "classification"]
@@ -45,6 +48,10 @@ class ProviderResponse(BaseModel):
     finish_reason: str | None = None
     is_refusal: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
+    guardrails: dict[str, Any] | None = None
+    """The provider's safety checks (`flagged`, `flaggedInput`, `flaggedOutput`, `reason`), as promptfoo's `guardrails`."""
+    logprobs: list[float] | None = None
+    """The log probability of each output token, when the provider returned them (promptfoo's `logProbs`)."""
 
 
 class EmbeddingResponse(BaseModel):
@@ -85,6 +92,20 @@ class CallContext:
     prompt_raw: str = ""
     response_schema: dict[str, Any] | None = None
     response_schema_name: str = "verdict"
+    traceparent: str | None = None
+    """The row's W3C trace context when tracing is on (Python and exec providers get it in their
+    context, the HTTP provider as a `traceparent` header), with the ids promptfoo passes beside it."""
+    evaluation_id: str | None = None
+    test_case_id: str | None = None
+
+    def trace_fields(self) -> dict[str, str]:
+        """`traceparent`, `evaluationId` and `testCaseId` for a script's context (none without tracing)."""
+        if not self.traceparent:
+            return {}
+        fields = {"traceparent": self.traceparent, "evaluationId": self.evaluation_id, "testCaseId": self.test_case_id}
+        return {key: value for key, value in fields.items() if value is not None}
+    logprobs: bool = False
+    """Whether the output's token log probabilities are wanted (a perplexity assertion grades them)."""
 
 
 class Provider:
@@ -101,6 +122,8 @@ class Provider:
     a call holds one slot throughout and the limit stays at its ceiling."""
     key_names: ClassVar[tuple[str, ...]] = ()
     """Environment variables that hold the family's API key, in order of preference."""
+    price_family: ClassVar[str | None] = None
+    """The family of `prices.json` its models are priced from (None: only the config's cost keys)."""
     # The folder of the config that named this provider (relative file paths resolve here); set by the registry.
     base_dir: Path | None = None
 
@@ -108,6 +131,7 @@ class Provider:
         self.spec = spec
         self.env = env
         self.cache: ResponseCache | None = None
+        self.budget: Budget | None = None
         explicit = int(spec.config.get("maxConcurrency") or max_concurrency or 0)
         start = explicit or (ADAPTIVE_START if self.adaptive else ADAPTIVE_CEILING)
         self.limiter = Limiter(explicit or ADAPTIVE_CEILING, start)
@@ -130,6 +154,21 @@ class Provider:
     def describe(self) -> str:
         """How results name this provider: its id (which carries the model)."""
         return self.id
+
+    def price(self) -> tuple[float, float] | None:
+        """USD per (input, output) token: the config's `cost`, `inputCost`, `outputCost`, else the
+        family's price table for `model`; None when unknown."""
+        return price_of(self.model, self.spec.config, self.price_family)
+
+    def max_output_tokens(self) -> int | None:
+        """The most tokens one reply may hold, as configured (None: the API's own limit)."""
+        config = self.spec.config
+        generation = config.get("generationConfig")
+        for value in (config.get("max_tokens"), config.get("max_completion_tokens"), config.get("max_output_tokens"), config.get("maxOutputTokens"),
+                      generation.get("maxOutputTokens") if isinstance(generation, dict) else None):
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
 
     def supports(self, kind: Capability) -> bool:
         return kind in self.capabilities
@@ -182,22 +221,28 @@ class Provider:
         """Send a prompt; subclasses implement `_call`, this adds the concurrency bound and timing."""
         context = context or CallContext()
         prompt = well_formed(prompt)
-        key = self._cache_key({"kind": "text", "prompt": prompt, "schema": context.response_schema})
+        key = self._cache_key(_text_request(prompt, context))
         if key is not None and self.cache is not None and (hit := self.cache.get(key, ProviderResponse)) is not None:
             return _from_cache(hit)
         started = time.perf_counter()
-        async with self._slot():
+        async with admitted(self, prompt) as bill, self._slot():
             try:
                 response = await (again_if_empty(lambda: self._call(prompt, context)) if self.cacheable else self._call(prompt, context))
             except NotSupportedError:
                 raise
             except Exception as exc:  # a provider bug must not crash the run
                 response = ProviderResponse(error=f"{type(exc).__name__}: {exc}")
+            bill(response.cost, response.token_usage, response.error, response.output)
         if not response.latency_ms:
             response.latency_ms = (time.perf_counter() - started) * 1000
         if key is not None and self.cache is not None and not response.error and response.output not in (None, ""):
             self.cache.put(key, response.model_dump(mode="json"))
         return response
+
+    def cached_reply(self, prompt: str, context: CallContext | None = None) -> ProviderResponse | None:
+        """The reply the response cache holds for this call, if any (what `call` would return free)."""
+        key = self._cache_key(_text_request(well_formed(prompt), context or CallContext()))
+        return None if key is None or self.cache is None else self.cache.get(key, ProviderResponse)
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
         raise NotSupportedError(f"{self.id} does not generate text")
@@ -209,13 +254,14 @@ class Provider:
             cached.token_usage = TokenUsage(cached=cached.token_usage.total, total=cached.token_usage.total)
             cached.cost = 0.0
             return cached
-        async with self._slot():
+        async with admitted(self, text) as bill, self._slot():
             try:
                 response = await self._embed(text)
             except NotSupportedError:
                 raise
             except Exception as exc:
-                return EmbeddingResponse(error=f"{type(exc).__name__}: {exc}")
+                response = EmbeddingResponse(error=f"{type(exc).__name__}: {exc}")
+            bill(response.cost, response.token_usage, response.error, "" if response.embedding else None)
         if key is not None and self.cache is not None and not response.error and response.embedding:
             self.cache.put(key, response.model_dump(mode="json"))
         return response
@@ -224,25 +270,29 @@ class Provider:
         raise NotSupportedError(f"{self.id} does not provide embeddings")
 
     async def moderate(self, prompt: str, output: str) -> ModerationResponse:
-        async with self._slot():
+        async with admitted(self, prompt + output) as bill, self._slot():
             try:
-                return await self._moderate(well_formed(prompt), well_formed(output))
+                response = await self._moderate(well_formed(prompt), well_formed(output))
             except NotSupportedError:
                 raise
             except Exception as exc:
-                return ModerationResponse(error=f"{type(exc).__name__}: {exc}")
+                response = ModerationResponse(error=f"{type(exc).__name__}: {exc}")
+            bill(None, response.token_usage, response.error, response.flags)
+        return response
 
     async def _moderate(self, prompt: str, output: str) -> ModerationResponse:
         raise NotSupportedError(f"{self.id} does not moderate")
 
     async def classify(self, text: str) -> ClassificationResponse:
-        async with self._slot():
+        async with admitted(self, text) as bill, self._slot():
             try:
-                return await self._classify(well_formed(text))
+                response = await self._classify(well_formed(text))
             except NotSupportedError:
                 raise
             except Exception as exc:
-                return ClassificationResponse(error=f"{type(exc).__name__}: {exc}")
+                response = ClassificationResponse(error=f"{type(exc).__name__}: {exc}")
+            bill(None, None, response.error, response.classification)
+        return response
 
     async def _classify(self, text: str) -> ClassificationResponse:
         raise NotSupportedError(f"{self.id} does not classify")
@@ -252,6 +302,12 @@ class Provider:
 
 
 _NO_SLOT: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
+
+
+def _text_request(prompt: str, context: CallContext) -> dict[str, Any]:
+    """What identifies a text call in the response cache."""
+    request = {"kind": "text", "prompt": prompt, "schema": context.response_schema}
+    return {**request, "logprobs": True} if context.logprobs else request
 
 
 def _from_cache(response: ProviderResponse) -> ProviderResponse:
@@ -274,11 +330,13 @@ def parse_chat_messages(prompt: str) -> list[dict[str, Any]]:
         if _is_messages(data):
             return cast(list[dict[str, Any]], data)
     elif stripped.startswith("- role:"):
+        import yaml
+
         from ci_grade.config.yaml12 import loads
 
         try:
             data = loads(stripped)
-        except Exception:
+        except yaml.YAMLError:  # not YAML after all: the prompt is one user message
             data = None
         if _is_messages(data):
             return cast(list[dict[str, Any]], data)

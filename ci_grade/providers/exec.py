@@ -47,7 +47,7 @@ class ExecProvider(Provider):
             return ProviderResponse(error="exec: needs a command, e.g. exec: python chain.py")
         folder = self.base_dir or Path.cwd()
         options = {"id": self.id, "config": {**self.spec.config, "basePath": str(folder)}}
-        call_context = {"vars": context.vars, "prompt": {"raw": context.prompt_raw, "label": context.prompt_label}}
+        call_context = {"vars": context.vars, "prompt": {"raw": context.prompt_raw, "label": context.prompt_label}, **context.trace_fields()}
         arguments = [prompt, json.dumps(options, default=str), json.dumps(call_context, default=str)]
         try:
             process = await asyncio.create_subprocess_exec(

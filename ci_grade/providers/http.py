@@ -88,6 +88,8 @@ class HttpProvider(HttpApiProvider):
             content = None if method in _NO_BODY_METHODS else _render_body(config.get("body"), variables, headers)
         except TemplateError as exc:
             return ProviderResponse(error=f"provider {self.id}: {exc}")
+        if context.traceparent:
+            headers["traceparent"] = context.traceparent
         import httpx
 
         validate = config.get("validateStatus")

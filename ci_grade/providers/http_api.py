@@ -1,8 +1,9 @@
 """Base class for providers that speak JSON over HTTP through one shared `httpx.AsyncClient`.
 
-The client (on the lean `http1` transport) is created on first use and closed by `aclose()`. Requests go through ci-grade's retry
-policy: 408/409/425/429/5xx/529 responses, timeouts, dropped connections and 200 replies whose
-JSON is malformed, empty or lacks what the caller needs are retried (honouring `Retry-After`);
+The client (httpx on aiohttp, `http_clients.api_http_client`) is created on first use and closed
+by `aclose()`. Requests go through ci-grade's retry policy: 408/409/425/429/5xx/529 responses,
+timeouts, dropped connections and 200 replies whose JSON is malformed, empty or lacks what the
+caller needs are retried (honouring `Retry-After`);
 anything else becomes a `ProviderError` whose message names the status and the server's own
 explanation, never the request's credentials. JSON bodies are decoded leniently: invalid UTF-8
 inside a string becomes U+FFFD instead of failing the call.
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import Provider
-from ci_grade.providers.http1 import client_options
+from ci_grade.providers.http_clients import api_http_client, failure
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
     Liveness,
@@ -78,10 +79,7 @@ class HttpApiProvider(Provider):
     def http(self) -> httpx.AsyncClient:
         """The provider's one client (keep-alive connections are shared by all its calls)."""
         if self._http is None:
-            import httpx
-
-            limits = httpx.Limits(max_connections=self.limiter.ceiling, max_keepalive_connections=self.limiter.ceiling)
-            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, **client_options(httpx))
+            self._http = api_http_client(self._timeout, self.limiter.ceiling)
         return self._http
 
     def retry_policy(self) -> RetryPolicy:
@@ -102,6 +100,7 @@ class HttpApiProvider(Provider):
     async def send(self, method: str, url: str, *, read: Callable[[httpx.Response], T], ok_status: range = range(200, 300), **kwargs: Any) -> T:
         """One request with retries, its reply turned into a value by `read` (which may raise
         TransientError for a reply worth asking again); failing for good is a ProviderError."""
+        import aiohttp
         import httpx
 
         policy = self.retry_policy()
@@ -109,14 +108,15 @@ class HttpApiProvider(Provider):
         async def attempt() -> T:
             try:
                 response = await self.http().request(method, url, **kwargs)
-            except httpx.TimeoutException:
-                raise TransientError(f"request timed out after {self._timeout:g}s", timeout=True) from None
-            except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as exc:
-                raise ProviderError(f"invalid request: {exc}") from None
-            except httpx.TransportError as exc:
+            except (httpx.LocalProtocolError, httpx.UnsupportedProtocol, ValueError) as exc:  # aiohttp: ValueError for a header it will not send
+                raise ProviderError(f"invalid request: {type(exc).__name__}: {exc}") from None
+            except (httpx.TransportError, aiohttp.ClientError) as exc:  # aiohttp's own: a reply it could not read
                 if refused := trust_failure(exc):
                     raise ProviderError(refused) from None
-                raise TransientError(f"connection failed: {type(exc).__name__}: {exc}") from None
+                failed = failure(exc, timeout=isinstance(exc, httpx.TimeoutException))
+                if failed is None:
+                    raise TransientError(f"request timed out after {self._timeout:g}s", timeout=True) from None
+                raise TransientError(f"connection failed: {type(failed).__name__}: {failed}") from None
             self.liveness.answered()
             if response.status_code in ok_status:
                 return read(response)

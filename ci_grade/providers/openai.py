@@ -1,8 +1,6 @@
 """OpenAI through the official SDK: chat, Responses API, embeddings and moderation.
 
-The SDK's HTTP client runs on `http1.Http1Transport` (far less CPU per call than its default)
-unless a proxy is configured; its `AsyncOpenAI` builds repeated requests by copying
-(`openai_client`).
+The SDK's `AsyncOpenAI` runs on its documented aiohttp client (`http_clients.sdk_http_client`).
 
 Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
 `openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
@@ -29,7 +27,7 @@ from ci_grade.providers.base import (
     ProviderResponse,
     parse_chat_messages,
 )
-from ci_grade.providers.http1 import client_options
+from ci_grade.providers.http_clients import failure, sdk, sdk_http_client
 from ci_grade.providers.openai_defaults import chat_defaults, responses_defaults
 from ci_grade.providers.openai_replies import (
     completion_body,
@@ -41,7 +39,6 @@ from ci_grade.providers.openai_replies import (
     with_moderation_results,
     with_output,
 )
-from ci_grade.providers.openai_sdk import sdk
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
@@ -83,16 +80,13 @@ CHAT_OPTIONS = (
 )
 
 
-def sdk_http_client(config: Mapping[str, Any]) -> Any:
-    """The SDK's own HTTP client with its defaults, on the lean HTTP/1.1 transport (`http1`),
-    keeping no cookies: as promptfoo's fetch, none the API sets (OpenAI's edge sets one on every
-    reply) is sent back, and requests stay copies of one another (`openai_client`)."""
-    from http.cookiejar import CookieJar, DefaultCookiePolicy
-
-    import httpx2
-
-    jar = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
-    return sdk().DefaultAsyncHttpxClient(timeout=call_timeout(config), cookies=jar, **client_options(httpx2))
+def _logprobs(choice: dict[str, Any]) -> list[float] | None:
+    """The log probability of each output token (`choices[0].logprobs.content[].logprob`), if returned."""
+    content = (choice.get("logprobs") or {}).get("content")
+    if not isinstance(content, list):
+        return None
+    values = [item.get("logprob") if isinstance(item, dict) else None for item in content]
+    return [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)] or None
 
 
 def _finish_reason(value: str | None) -> str | None:
@@ -104,6 +98,7 @@ class OpenAIProvider(Provider):
 
     default_model: ClassVar[str | None] = None
     key_names: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    price_family: ClassVar[str | None] = "openai"
     cacheable = True
     adaptive = True
 
@@ -145,15 +140,13 @@ class OpenAIProvider(Provider):
 
     def client(self) -> Any:
         if self._client is None:
-            from ci_grade.providers.openai_client import client_class
-
-            self._client = client_class()(
+            self._client = sdk().AsyncOpenAI(
                 api_key=self.api_key(),
                 base_url=self.base_url(),
                 organization=self.spec.config.get("organization") or self.env_value("OPENAI_ORGANIZATION", "OPENAI_ORG_ID"),
                 max_retries=0,
                 timeout=self._timeout,
-                http_client=sdk_http_client(self.spec.config),
+                http_client=sdk_http_client(self._timeout),
                 default_headers=self.extra_headers(),
             )
         return self._client
@@ -181,12 +174,13 @@ class OpenAIProvider(Provider):
                     wait = rate_limit_wait(headers, message) if exc.status_code == 429 else retry_after_seconds(headers)
                     raise TransientError(message, wait, status=exc.status_code) from None
                 raise ProviderError(message) from None
-            except openai.APITimeoutError as exc:
-                raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None
-            except openai.APIConnectionError as exc:
+            except openai.APIConnectionError as exc:  # APITimeoutError included
                 if refused := trust_failure(exc):
                     raise ProviderError(refused) from None
-                raise TransientError(f"{type(exc).__name__}: {exc}") from None
+                failed = failure(exc, timeout=isinstance(exc, openai.APITimeoutError))
+                if failed is None:
+                    raise TransientError(f"{type(exc).__name__}: {exc}", timeout=True) from None
+                raise TransientError(f"{type(exc).__name__}: {exc}" if failed is exc else f"connection failed: {type(failed).__name__}: {failed}") from None
             except (ValueError, TypeError, AttributeError) as exc:  # the SDK could not decode or read the body
                 self.liveness.answered()
                 raise TransientError(f"API returned a malformed body: {type(exc).__name__}: {exc}") from None
@@ -226,6 +220,8 @@ class OpenAIChatProvider(OpenAIProvider):
         body.update({k: config[k] for k in CHAT_OPTIONS if config.get(k) is not None and k not in dropped})
         if context is not None and context.response_schema is not None and "response_format" not in body:
             body["response_format"] = {"type": "json_object"}
+        if context is not None and context.logprobs and "logprobs" not in body:
+            body["logprobs"] = True
         passthrough = config.get("passthrough")
         if isinstance(passthrough, dict):
             body.update(passthrough)
@@ -251,7 +247,7 @@ class OpenAIChatProvider(OpenAIProvider):
         message = choice.get("message") or {}
         usage = usage_of(completion.get("usage"))
         finish = choice.get("finish_reason")
-        common = {"token_usage": usage, "cost": self.cost(usage), "finish_reason": _finish_reason(finish), "cached": False}
+        common = {"token_usage": usage, "cost": self.cost(usage), "finish_reason": _finish_reason(finish), "cached": False, "logprobs": _logprobs(choice)}
         if message.get("refusal"):
             return ProviderResponse(output=message["refusal"], is_refusal=True, **common)
         content = message.get("content")
@@ -379,6 +375,10 @@ class OpenAIModerationProvider(OpenAIProvider):
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"moderation"})
     default_model = "omni-moderation-latest"
+
+    def price(self) -> tuple[float, float] | None:
+        """OpenAI's moderation endpoint is free."""
+        return 0.0, 0.0
 
     def describe(self) -> str:
         return f"openai:moderation:{self._model}"

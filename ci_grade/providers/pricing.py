@@ -55,6 +55,21 @@ def price_per_token(model: str | None, family: str = "openai") -> tuple[float, f
     return None if entry is None else (float(entry["input"]), float(entry.get("output", 0.0)))
 
 
+def price_of(model: str | None, config: dict[str, Any], family: str | None) -> tuple[float, float] | None:
+    """(input, output) USD per token as calls are billed: the config's `inputCost`/`outputCost`
+    (or `cost` for both), else the family's table; None when either price is unknown."""
+    table = price_per_token(model, family) if family else None
+    input_price = config.get("inputCost", config.get("cost"))
+    output_price = config.get("outputCost", config.get("cost"))
+    if input_price is None and table is not None:
+        input_price = table[0]
+    if output_price is None and table is not None:
+        output_price = table[1]
+    if not isinstance(input_price, int | float) or not isinstance(output_price, int | float):
+        return None
+    return float(input_price), float(output_price)
+
+
 def estimate_cost(
     model: str | None,
     config: dict[str, Any],

@@ -45,7 +45,7 @@ class PythonProvider(Provider):
         if not path.is_file():
             return ProviderResponse(error=f"provider file not found: {path}")
         options = {"id": self.id, "label": self.spec.label, "config": self.spec.config}
-        call_context = {"vars": context.vars, "prompt": {"raw": context.prompt_raw, "label": context.prompt_label}}
+        call_context = {"vars": context.vars, "prompt": {"raw": context.prompt_raw, "label": context.prompt_label}, **context.trace_fields()}
         try:
             result = await calls.call_file(path, self.function, [prompt, options, call_context], base_dir=self.base_dir, timeout=call_timeout(self.spec.config))
         except ScriptError as exc:

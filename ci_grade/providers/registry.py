@@ -1,6 +1,9 @@
 """Provider ids -> provider classes, and a pool that shares one instance per configuration.
 
 Families are imported on first use so that `ci-grade --version` and echo-only runs stay fast.
+A family module may define `check_id(provider_id) -> str | None`: the reason it cannot serve an id
+its prefix takes (`google:live:...`, `azure:assistant:...`), asked before any model is called
+(`id_problem`) and without building a client.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import Provider
+from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.compatible import PREFIXES as COMPATIBLE_PREFIXES
 
@@ -27,6 +31,10 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("ollama:", "ci_grade.providers.ollama", "create"),
     *sorted(((f"{p}:", "ci_grade.providers.compatible", "create") for p in COMPATIBLE_PREFIXES), key=lambda row: -len(row[0])),
     ("huggingface:", "ci_grade.providers.huggingface", "create"),
+    ("cohere:", "ci_grade.providers.cohere", "create"),
+    ("voyage:", "ci_grade.providers.voyage", "create"),
+    ("replicate:", "ci_grade.providers.replicate", "create"),
+    ("watsonx:", "ci_grade.providers.watsonx", "create"),
     ("hf:", "ci_grade.providers.huggingface", "create"),
     ("google:", "ci_grade.providers.google.ai_studio", "create"),
     ("vertex:", "ci_grade.providers.google.vertex", "create"),
@@ -85,6 +93,8 @@ def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency:
             f"unknown provider {spec.id!r}; ci-grade supports: {', '.join(SUPPORTED_PREFIXES)}"
         )
     module_name, attribute = family
+    if problem := id_problem(spec.id):
+        raise UnknownProviderError(f"{spec.id}: {problem}")
     factory: Any = getattr(importlib.import_module(module_name), attribute)
     provider: Provider = factory(spec, env, max_concurrency=max_concurrency) if isinstance(factory, type) else factory(spec, env, max_concurrency)
     provider.base_dir = base_dir
@@ -105,8 +115,9 @@ def as_spec(value: Any) -> ProviderSpec:
 class ProviderPool:
     """One provider instance (and so one HTTP client) per distinct configuration, per run."""
 
-    def __init__(self, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None, cache: ResponseCache | None = None):
+    def __init__(self, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None, cache: ResponseCache | None = None, budget: Budget | None = None):
         self.env = env
+        self.budget = budget
         self.max_concurrency = max_concurrency
         self.base_dir = base_dir
         self.cache = cache
@@ -122,6 +133,7 @@ class ProviderPool:
         if provider is None:
             provider = create_provider(spec, self.env, self.max_concurrency, self.base_dir)
             provider.cache = self.cache
+            provider.budget = self.budget
             self._providers[key] = provider
         if len(self._by_spec) >= 256:  # specs made per row (a test's own provider) are not kept
             self._by_spec.clear()

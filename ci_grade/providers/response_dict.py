@@ -1,6 +1,7 @@
 """promptfoo's ProviderResponse as a plain dict (from Python providers and HTTP transforms) -> ProviderResponse.
 
-Keys: `output`, `error`, `tokenUsage`, `cost`, `metadata`, `cached`, `finishReason`, `isRefusal`;
+Keys: `output`, `error`, `tokenUsage`, `cost`, `metadata`, `cached`, `finishReason`, `isRefusal`,
+`guardrails`, `logProbs`;
 snake_case spellings are accepted too. An `error` wins over an output; the output must be JSON
 data, so it can be written to results files.
 """
@@ -28,6 +29,7 @@ def response_from_dict(result: dict[str, Any], source: str) -> ProviderResponse:
     except (TypeError, ValueError) as exc:
         return ProviderResponse(error=f"{source} returned an output that is not JSON data: {exc}")
     cost = _pick(result, "cost")
+    guardrails, logprobs = result.get("guardrails"), _pick(result, "logProbs", "logprobs")
     return ProviderResponse(
         output=output,
         token_usage=token_usage(_pick(result, "tokenUsage", "token_usage")),
@@ -36,7 +38,13 @@ def response_from_dict(result: dict[str, Any], source: str) -> ProviderResponse:
         finish_reason=_pick(result, "finishReason", "finish_reason"),
         is_refusal=bool(_pick(result, "isRefusal", "is_refusal")),
         metadata=_dict(result.get("metadata")),
+        guardrails=guardrails if isinstance(guardrails, dict) else None,
+        logprobs=[float(p) for p in logprobs] if isinstance(logprobs, list) and all(_number(p) for p in logprobs) else None,
     )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def token_usage(value: Any) -> TokenUsage:

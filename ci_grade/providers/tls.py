@@ -3,8 +3,9 @@
 Calls trust what httpx trusts: certifi's bundle, or the CA file or directory named by
 `SSL_CERT_FILE` / `SSL_CERT_DIR` (a company proxy's or a private gateway's CA). A server whose
 certificate is not trusted, or names another host, will not be trusted on the next attempt
-either, and a CA file that cannot be read stays unreadable: `trust_failure` tells these apart
-from a dropped connection, so they are reported at once with what to do, instead of retried.
+either, and a CA file that cannot be read stays unreadable: `context` names such a file when the
+client is made, and `trust_failure` tells a refused certificate apart from a dropped connection,
+so both are reported at once with what to do, instead of retried.
 """
 
 from __future__ import annotations
@@ -37,15 +38,18 @@ def context() -> ssl.SSLContext:
 
 def trust_failure(exc: BaseException) -> str | None:
     """What to report when `exc` (or an exception it was raised from) is a certificate this
-    machine does not accept, or CA certificates it cannot read; None for any other failure."""
+    machine does not accept; None for any other failure."""
     seen: set[int] = set()
     cause: BaseException | None = exc
+    refused: ssl.SSLCertVerificationError | None = None
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, TrustStoreError):
-            return str(cause)
         if isinstance(cause, ssl.SSLCertVerificationError):
-            detail = cause.verify_message or cause.reason or str(cause)
-            return f"the server's TLS certificate was refused ({detail}); if it is signed by a private CA, name that CA's certificates in {_VARIABLES}"
+            refused = cause
+            if getattr(cause, "verify_message", None):  # OpenSSL's own (aiohttp's error is one too, raised from it)
+                break
         cause = cause.__cause__ or cause.__context__
-    return None
+    if refused is None:
+        return None
+    detail = getattr(refused, "verify_message", None) or getattr(refused, "reason", None) or str(refused)
+    return f"the server's TLS certificate was refused ({detail}); if it is signed by a private CA, name that CA's certificates in {_VARIABLES}"

@@ -53,6 +53,8 @@ def terminal_summary(comparison: Comparison) -> str:
     c = comparison
     gate = "gate failed" if c.gate_failed else "gate passed"
     lines = [f"verdict: {c.verdict.upper()} ({gate}): {c.reason}"]
+    if c.base_measured:
+        lines.append(f"  baseline measured in this job at {c.base_measured}")
     if c.has_baseline:
         for measure in c.measures:
             if measure.delta is not None and (measure is c.mean_score or measure.regressed or measure.inconclusive or measure.significant):
@@ -67,7 +69,7 @@ def terminal_summary(comparison: Comparison) -> str:
         _listing(lines, "removed", c.changed("removed"), detail=False)
     elif c.baseline_missing:
         lines.append(f"  baseline not found: {c.baseline_missing}; the gate judged thresholds only")
-    else:
+    elif not c.baseline_mismatch:  # a mismatched baseline is named in the verdict's reason
         lines.append("  no baseline: the gate judged thresholds only")
     lines += [f"warning: {w}" for w in c.warnings]
     return terminal(redact.text("\n".join(lines)))

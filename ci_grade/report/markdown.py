@@ -3,8 +3,8 @@
 Layout: the verdict line, the baseline and gate settings, a table of pass rate, mean score and
 named metrics (base, head, delta), then sections: regressions and new failures (with the
 grader's reasons), errors, failing tests, inconclusive drops, fixes, renamed, added and removed
-tests, each showing ten items and collapsing the rest in `<details>`; then tokens, cost and
-duration. The body always fits `max_chars` (and `max_bytes` of UTF-8 when given): the long
+tests, each showing ten items and collapsing the rest in `<details>`; then cost per test and per
+run and each provider's latency against the baseline (`costs.py`); then tokens, cost and duration. The body always fits `max_chars` (and `max_bytes` of UTF-8 when given): the long
 sections are cut, lowest priority first, with a note saying how many items are not shown.
 """
 
@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ci_grade.gate.models import CaseDelta, Comparison, MetricDelta, Rate
 from ci_grade.report.console import format_cost, format_duration
+from ci_grade.report.costs import cost_table
 from ci_grade.report.markdown_escape import Escaper, Md
 from ci_grade.results.models import EvalRun
 
@@ -271,6 +272,7 @@ def render_markdown(
         "rate": c_rate(comparison),
         "hidden_metrics": max(0, len(rows) - MAX_METRIC_ROWS),
         "totals": _totals(run, comparison, escaper),
+        "costs": cost_table(comparison, escaper),
     }
     template = env.get_template("report.md.j2")
 

@@ -293,8 +293,10 @@ def _yaml(data: Any) -> str:
 
 
 def markdown_table(run: EvalRun) -> str:
-    """A plain Markdown table of every row; untrusted text is made inert (the PR report is elsewhere)."""
+    """A plain Markdown table of every row; untrusted text is made inert (the PR report is elsewhere).
+    A failing trajectory check adds the agent's steps to its row's reason."""
     from ci_grade.report.markdown_escape import Escaper
+    from ci_grade.results.traces import trajectory_steps
 
     cell = Escaper().inline
     stats = run.stats
@@ -310,7 +312,9 @@ def markdown_table(run: EvalRun) -> str:
     for row in run.results:
         status = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[row.status]
         reason = row.error if row.status == "error" else ("" if row.status == "pass" else row.reason)
-        lines.append(f"| {status} | {cell(row.name, 80)} | {cell(row.prompt.label, 60)} | {cell(row.provider.display, 40)} | {row.score:.2f} | {cell(reason, 200)} |")
+        steps = next((trajectory_steps(a.metadata) for a in row.failed_assertions() if a.metadata.get("trajectory")), [])
+        shown = cell(reason, 200) + (f" (steps: {cell(' → '.join(steps[:12]), 400)})" if steps else "")
+        lines.append(f"| {status} | {cell(row.name, 80)} | {cell(row.prompt.label, 60)} | {cell(row.provider.display, 40)} | {row.score:.2f} | {shown} |")
     return "\n".join(lines) + "\n"
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WrapValidator
 
+from ci_grade.results.traces import Trace
 from ci_grade.results.usage import TokenUsage
 
 Status = Literal["pass", "fail", "error"]
@@ -107,10 +108,14 @@ class TestResult(_Model):
     location: SourceRef | None = None
     test_case: dict[str, Any] = Field(default_factory=dict)
     response_metadata: dict[str, Any] = Field(default_factory=dict)
+    not_run: Literal["budget"] | None = None
+    """Why an ERROR row was not (fully) run: "budget" when the run's spending limit refused a call."""
     fixed_output: bool = False
     """The output cannot vary between runs (a recorded `providerOutput`, or the `echo` provider)."""
     reproducible_grading: bool = False
     """The same output always gets the same verdict (no model grader, webhook or latency check)."""
+    trace: Trace | None = None
+    """The spans exported for this row's trace context, when the config enables `tracing`."""
 
     @property
     def reproducible(self) -> bool:
@@ -199,6 +204,8 @@ class RunInfo(_Model):
     grader_templates: dict[str, str] = Field(default_factory=dict)
     repeat: int = 1
     source: Literal["ci-grade", "promptfoo"] = "ci-grade"
+    derived_metrics: list[dict[str, str]] = Field(default_factory=list)
+    """The config's `derivedMetrics` ({name, value}), computed per prompt column from the named scores."""
 
 
 class StoredRows(Sequence[TestResult]):

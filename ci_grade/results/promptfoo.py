@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from ci_grade import __version__
 from ci_grade.errors import ConfigError, UsageError
+from ci_grade.results.derived_metrics import derive
 from ci_grade.results.models import (
     AssertionResult,
     EvalRun,
@@ -31,6 +33,7 @@ from ci_grade.results.models import (
 )
 from ci_grade.results.named_metrics import MetricTotal, add_parts
 from ci_grade.results.summary import add_usage, summaries_of
+from ci_grade.results.traces import Trace
 from ci_grade.results.usage import TokenUsage
 
 FAILURE_REASON = {"pass": 0, "fail": 1, "error": 2}
@@ -123,6 +126,7 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
         "score": row.score,
         "latencyMs": round(row.latency_ms, 3),
         "namedScores": row.named_scores,
+        **({"traceId": row.trace.trace_id, "trace": row.trace.model_dump(mode="json", by_alias=True, exclude_none=True)} if row.trace else {}),
         "cost": row.cost or 0.0,  # the provider's, as promptfoo records it (grading's is metadata.ciGrade.gradingCost)
         "gradingResult": {
             "pass": row.status == "pass",
@@ -147,6 +151,7 @@ def row_to_promptfoo(row: TestResult) -> dict[str, Any]:
                 "reproducibility": "reproducible" if row.reproducible else "sampled",
                 "fixedOutput": row.fixed_output,
                 "reproducibleGrading": row.reproducible_grading,
+                **({"notRun": row.not_run} if row.not_run else {}),
             },
         },
     }
@@ -188,6 +193,10 @@ def _prompt_metrics(run: EvalRun) -> list[dict[str, Any]]:
             metrics["namedScores"][name] = total.weighted
             metrics["namedScoresCount"][name] = total.count
             metrics["namedScoreWeights"][name] = total.weight
+        if run.info.derived_metrics:
+            rows = metrics["testPassCount"] + metrics["testFailCount"] + metrics["testErrorCount"]
+            derived = derive(metrics["namedScores"], rows, run.info.derived_metrics)
+            metrics["namedScores"].update({name: value if math.isfinite(value) else None for name, value in derived.items()})  # NaN: null, as JSON.stringify
     return [{k: v for k, v in entry.items() if k != "column"} for entry in sorted(prompts.values(), key=lambda entry: entry["column"])]
 
 
@@ -235,7 +244,8 @@ def from_promptfoo(data: dict[str, Any]) -> EvalRun:
         raise ValueError("not a promptfoo results file: expected results.results[]")
     ours = data.get("ciGrade") if isinstance(data.get("ciGrade"), dict) else None
     info = RunInfo.model_validate(ours["info"]) if ours and isinstance(ours.get("info"), dict) else RunInfo(source="promptfoo", created_at=str(summary.get("timestamp") or ""))
-    rows = [row_from_promptfoo(item) for item in summary["results"] if isinstance(item, dict)]
+    traces = {t["traceId"]: t for t in data.get("traces") or [] if isinstance(t, dict) and isinstance(t.get("traceId"), str)}
+    rows = [row_from_promptfoo(item, traces) for item in summary["results"] if isinstance(item, dict)]
     run = EvalRun(info=info, results=rows, stats=EvalRun.summarize(rows), warnings=list(ours.get("warnings") or []) if ours else [])
     stats = summary.get("stats")
     run.stats.duration_ms = float(stats.get("durationMs") or 0) if isinstance(stats, dict) else 0.0
@@ -244,8 +254,9 @@ def from_promptfoo(data: dict[str, Any]) -> EvalRun:
     return run
 
 
-def row_from_promptfoo(item: dict[str, Any]) -> TestResult:
-    """One row of a results JSON as a `TestResult`."""
+def row_from_promptfoo(item: dict[str, Any], traces: dict[str, Any] | None = None) -> TestResult:
+    """One row of a results JSON as a `TestResult` (its trace: its own `trace`, else promptfoo's
+    top-level `traces` entry of its `traceId`)."""
     ours = (item.get("metadata") or {}).get("ciGrade") or {}
     prompt = item.get("prompt") or {}
     provider = item.get("provider") or {}
@@ -295,7 +306,19 @@ def row_from_promptfoo(item: dict[str, Any]) -> TestResult:
         response_metadata=response.get("metadata") or {},
         fixed_output=bool(ours.get("fixedOutput")),
         reproducible_grading=bool(ours.get("reproducibleGrading")),
+        not_run="budget" if ours.get("notRun") == "budget" else None,
+        trace=_trace_of(item, traces or {}),
     )
+
+
+def _trace_of(item: dict[str, Any], traces: dict[str, Any]) -> Trace | None:
+    data = item.get("trace") if isinstance(item.get("trace"), dict) else traces.get(str(item.get("traceId")))
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Trace.model_validate(data)
+    except ValueError:
+        return None
 
 
 def _assertions_from(components: list[Any]) -> list[AssertionResult]:

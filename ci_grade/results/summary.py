@@ -72,6 +72,10 @@ class RowSummary:
     fixed_output: bool
     reproducible_grading: bool
     metadata: dict[str, object]
+    cached: bool = False
+    """The provider's reply came from the response cache."""
+    not_run: str | None = None
+    """Why the row was not (fully) run (`TestResult.not_run`)."""
 
     @classmethod
     def of(cls, row: TestResult, output_chars: int) -> RowSummary:
@@ -105,6 +109,8 @@ class RowSummary:
             fixed_output=row.fixed_output,
             reproducible_grading=row.reproducible_grading,
             metadata=row.metadata,
+            cached=row.cached,
+            not_run=row.not_run,
         )
 
     @property

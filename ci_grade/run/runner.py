@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -22,25 +23,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from ci_grade.config.models import Assertion, TestCase
 from ci_grade.errors import ScriptError, TemplateError, TransformError
 from ci_grade.grading import engine, registry
 from ci_grade.grading.context import RunContext
 from ci_grade.grading.graders import GraderResolver
 from ci_grade.grading.transforms import apply_transform
 from ci_grade.plan.build import Plan, PlannedRow
+from ci_grade.providers import budget
 from ci_grade.providers.base import CallContext, ProviderResponse
+from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.limiter import ADAPTIVE_CEILING, Limiter
 from ci_grade.providers.registry import ProviderPool
 from ci_grade.results.models import EvalRun, PromptInfo, ProviderInfo, SourceRef, TestResult
+from ci_grade.results.promptfoo import row_to_promptfoo
 from ci_grade.results.spool import RowSpool
 from ci_grade.results.summary import summarize
 from ci_grade.results.usage import TokenUsage
-from ci_grade.run import collect, row_vars
+from ci_grade.run import collect, prompt_functions, row_vars
 from ci_grade.run.conversation import Conversations, template_of
+from ci_grade.run.hooks import Hooks
 from ci_grade.run.stop import Stop
 from ci_grade.run.window import RowWindow, window_size
 from ci_grade.templating import nunjucks
+from ci_grade.tracing import sanitize
+from ci_grade.tracing.session import TraceContext, Tracing
 
 Progress = Callable[[TestResult, int, int], None]
 _UNORDERED: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
@@ -62,9 +72,15 @@ class RunOptions:
     progress: Progress | None = None
     cache: ResponseCache | None = None
     stop: Stop = field(default_factory=Stop)
+    budget: Budget | None = None
+    """The run's spending limit (`--max-cost`): rows whose calls it refuses are recorded as not run."""
+    hooks: Hooks | None = None
+    """The config's extension hooks (beforeEach and afterEach run per row)."""
     release_rows: bool = False
     """The run takes the plan's rows (`plan.rows` is emptied) and lets each go once it is stored,
     so a test's models are freed as its rows end (for a caller that reads no row after the run)."""
+    tracing: Tracing | None = None
+    """The run's tracing (started by the caller): each row gets a trace context and its spans."""
 
 
 @dataclass
@@ -80,7 +96,7 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     """Run every row of `plan`; returns the results (never raises for a single row's failure)."""
     started = time.perf_counter()
     concurrency = 1 if options.delay_ms > 0 else None if options.concurrency is None else max(1, options.concurrency)
-    pool = ProviderPool(options.env, max_concurrency=concurrency, base_dir=options.base_dir, cache=options.cache)
+    pool = ProviderPool(options.env, max_concurrency=concurrency, base_dir=options.base_dir, cache=options.cache, budget=options.budget)
     graders = GraderResolver(pool, options.env)
     run_context = RunContext(env=options.env, base_dir=options.base_dir, graders=graders, env_overrides=options.env_overrides)
     rows_in_flight = Limiter(concurrency or ADAPTIVE_CEILING)  # FIFO; unlike asyncio.Semaphore, no O(waiters) work per row
@@ -95,7 +111,10 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
     async def one(position: int, planned: PlannedRow) -> _Row | None:
         nonlocal done
         async with window.waiting(conversations.turn(planned)) if conversations.ordered(planned) else _UNORDERED, rows_in_flight.slot():
-            row = await _run_row_with_timeout(planned, pool, run_context, options, conversations)
+            with budget.row_scope() as mark:
+                row = await _run_row_with_timeout(planned, pool, run_context, options, conversations)
+            if mark.refused is not None:
+                _not_run(row, mark.refused)
             conversations.store(planned, row.result.output)
         done += 1
         if options.progress:
@@ -124,6 +143,9 @@ async def run_plan(plan: Plan, options: RunOptions) -> EvalRun:
         collect.store(spool, position, row.result)
     run = EvalRun(results=spool, stats=summarize(spool.summaries()))
     run.warnings += slowed
+    if options.budget is not None and options.budget.refused:
+        not_run = sum(1 for summary in spool.summaries() if summary.not_run)
+        run.warnings.append(f"{options.budget.reason().removeprefix('not run: ')}: {not_run} of {total} rows were not run (or not fully graded) and are recorded as errors")
     unfinished = sum(1 for row in rows.values() if row.stopped)
     if unfinished:
         run.warnings.append(f"{stop.reason}: {unfinished} of {total} rows did not finish and are recorded as errors")
@@ -154,10 +176,10 @@ def _row_of(outcome: _Row | BaseException | None, planned: PlannedRow, stop: Sto
 async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: RunContext, options: RunOptions, conversations: Conversations) -> _Row:
     timeout_ms = options.timeout_ms
     if not timeout_ms:
-        return await _run_row(planned, pool, run, conversations, options.delay_ms)
+        return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing, options.hooks)
     try:
         async with asyncio.timeout(timeout_ms / 1000):
-            return await _run_row(planned, pool, run, conversations, options.delay_ms)
+            return await _run_row(planned, pool, run, conversations, options.delay_ms, options.tracing, options.hooks)
     except TimeoutError:
         result = _base_result(planned, planned.prompt.raw)
         result.status, result.error = "error", f"test timed out after {timeout_ms} ms"
@@ -165,21 +187,73 @@ async def _run_row_with_timeout(planned: PlannedRow, pool: ProviderPool, run: Ru
         return _Row(planned, result)
 
 
-async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int) -> _Row:
+async def _run_row(
+    planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, tracing: Tracing | None = None, hooks: Hooks | None = None,
+) -> _Row:
+    if not hooks:
+        return await _run_row_unhooked(planned, pool, run, conversations, delay_ms, tracing)
+    try:
+        context = await hooks.run("beforeEach", {"test": _test_data(planned.test)})
+        if context["test"] != _test_data(planned.test):
+            test = TestCase.model_validate(context["test"])
+            planned = dataclasses.replace(planned, test=test, vars=test.vars or {}, shown_vars=None)
+    except (ScriptError, ValidationError) as exc:
+        return _error_row(planned, planned.prompt.raw, f"beforeEach: {exc}")
+    row = await _run_row_unhooked(planned, pool, run, conversations, delay_ms, tracing)
+    try:
+        await hooks.run("afterEach", {"test": _test_data(planned.test), "result": row_to_promptfoo(row.result)})
+    except ScriptError as exc:
+        _fail_row(planned, row.result, f"afterEach: {exc}")
+    return row
+
+
+def _test_data(test: TestCase) -> dict[str, Any]:
+    return test.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+
+
+async def _run_row_unhooked(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, tracing: Tracing | None) -> _Row:
+    if tracing is None:
+        return await _run_traced_row(planned, pool, run, conversations, delay_ms, None)
+    trace = tracing.open(_test_case_id(planned))
+    try:
+        return await _run_traced_row(planned, pool, run, conversations, delay_ms, (tracing, trace))
+    finally:
+        tracing.store.close(trace.trace_id)
+
+
+def _test_case_id(planned: PlannedRow) -> str:
+    """promptfoo's: the test's `metadata.testCaseId`, else `<test index>-<prompt column>`."""
+    metadata = planned.test.metadata if isinstance(planned.test.metadata, dict) else {}
+    given = metadata.get("testCaseId")
+    return str(given) if given else f"{planned.test_index}-{planned.column_index if planned.column_index is not None else planned.prompt_index}"
+
+
+async def _run_traced_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, conversations: Conversations, delay_ms: int, traced: tuple[Tracing, TraceContext] | None) -> _Row:
     template = template_of(planned)
     try:
         planned = await row_vars.prepare(planned, template, run.base_dir, conversations)
     except ScriptError as exc:
         return _error_row(planned, template, str(exc))
     test = planned.test
+    prompt_config = None
+    if planned.prompt.function:
+        try:
+            template, prompt_config = await prompt_functions.template(planned.prompt.function, planned.vars, planned.provider, run.base_dir)
+        except ScriptError as exc:
+            return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     try:
         prompt = nunjucks.render_prompt(template, planned.vars, run.env_overrides)
     except TemplateError as exc:
         return _error_row(planned, template, f"prompt {planned.prompt.label!r}: {exc}")
     result = _base_result(planned, prompt)
     try:
-        response = await _respond(planned, prompt, pool, delay_ms)
+        response = await _respond(planned, prompt, pool, delay_ms, prompt_config, traced[1] if traced else None)
         conversations.record(planned, prompt, response)
+        trace = None
+        if traced is not None:
+            tracing, row_trace = traced
+            trace = await tracing.collect(row_trace, wait=not response.error and registry.uses_trace(test.assert_ or []))
+            result.trace = sanitize.for_results(trace)
         result.latency_ms = response.latency_ms
         result.cached = response.cached
         result.finish_reason = response.finish_reason
@@ -195,7 +269,10 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
             context = {"vars": planned.vars, "prompt": {"label": planned.prompt.label, "raw": prompt}, "metadata": response.metadata}
             response.output = await apply_transform(planned.provider.transform, response.output, context, run.base_dir)
             result.output = response.output
-        grading_input = engine.GradingInput(test, conversations.graded_variables(planned), prompt, planned.prompt.label, response, planned.provider)
+        grading_input = engine.GradingInput(
+            test, conversations.graded_variables(planned), prompt, planned.prompt.label, response, planned.provider,
+            trace=trace, traceparent=traced[1].child() if traced else None,
+        )
         graded = await engine.grade(grading_input, run)
     except TransformError as exc:
         return _fail_row(planned, result, f"provider transform failed: {exc}")
@@ -215,7 +292,18 @@ async def _run_row(planned: PlannedRow, pool: ProviderPool, run: RunContext, con
     return _Row(planned, result, grading_input, graded.output)
 
 
-async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int) -> ProviderResponse:
+LOGPROB_TYPES = frozenset({"perplexity", "perplexity-score"})
+
+
+def _grades_logprobs(assertions: list[Assertion]) -> bool:
+    """Whether an assertion (in an assert-set too) grades the output's token log probabilities."""
+    return any(a.base_type in LOGPROB_TYPES or _grades_logprobs(a.assert_ or []) for a in assertions)
+
+
+async def _respond(
+    planned: PlannedRow, prompt: str, pool: ProviderPool, delay_ms: int, prompt_config: dict[str, Any] | None = None, trace: TraceContext | None = None,
+) -> ProviderResponse:
+    """The provider's answer; `prompt_config` (from a prompt function) is laid over its config."""
     test = planned.test
     if test.providerOutput is not None:
         return ProviderResponse(output=test.providerOutput, token_usage=TokenUsage(), cost=0.0)
@@ -224,8 +312,12 @@ async def _respond(planned: PlannedRow, prompt: str, pool: ProviderPool, delay_m
         from ci_grade.providers.registry import as_spec
 
         spec = as_spec(test.provider)
+    if prompt_config:
+        spec = spec.model_copy(update={"config": {**spec.config, **prompt_config}})
     provider = pool.get(spec)
-    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw)
+    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw, logprobs=_grades_logprobs(test.assert_ or []))
+    if trace is not None:
+        context.traceparent, context.evaluation_id, context.test_case_id = trace.traceparent, trace.evaluation_id, trace.test_case_id
     response = await provider.call(prompt, context)
     delay = spec.delay if spec.delay is not None else delay_ms  # promptfoo's: the provider's own first
     if delay and not response.cached:
@@ -284,6 +376,12 @@ def _fail_row(planned: PlannedRow, result: TestResult, message: str) -> _Row:
     result.reason = message
     result.score = 0.0
     return _Row(planned, result)
+
+
+def _not_run(row: _Row, reason: str) -> None:
+    """A row the budget cut short (its call or a grader's was refused): an ERROR saying so."""
+    _fail_row(row.planned, row.result, reason)
+    row.result.not_run = "budget"
 
 
 def _compares(planned: PlannedRow) -> bool:

@@ -7,6 +7,9 @@ the time limit passes, rows still running or waiting are cancelled and recorded 
 that say why ("cancelled: ..." or "timed out: ..."), and the command goes on to write every
 report. A signalled run then exits 130 (SIGINT) or 143 (SIGTERM); a run cut by its time limit is
 judged by the gate like any run with errored rows.
+
+Before any row runs there is nothing to keep: while the config is loaded and the plan built
+(`Stop.at_once`), the first signal ends that work where it stands.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
+
+from ci_grade.errors import Interrupted
 
 # How long cancelled rows get to unwind (close connections, kill child processes) before the
 # run goes on without them.
@@ -62,6 +67,7 @@ class Stop:
         self.reason: str | None = None
         self.signum: int | None = None
         self._wake: Callable[[], None] | None = None
+        self._at_once = False
 
     @property
     def requested(self) -> bool:
@@ -134,6 +140,8 @@ class Stop:
                 return
             self.signum = signum
             self.request(f"cancelled: stopped by {signal.Signals(signum).name}")
+            if self._at_once:
+                raise _StopNow(signum)
 
         for sig in previous:
             signal.signal(sig, handle)
@@ -141,3 +149,27 @@ class Stop:
             yield self
         finally:
             restore()
+
+    @contextlib.contextmanager
+    def at_once(self, doing: str) -> Iterator[None]:
+        """While the block runs (`doing` it, before any row), a signal ends it at once with
+        `Interrupted`; a signal that came before the block ends it before it starts."""
+        try:
+            if self.signum is not None:
+                raise _StopNow(self.signum)
+            self._at_once = True
+            try:
+                yield
+            finally:
+                self._at_once = False
+        except _StopNow as stopped:
+            raise Interrupted(stopped.signum, f"while {doing}: nothing was run") from None
+
+
+class _StopNow(BaseException):
+    """Raised by the signal handler inside `Stop.at_once`: a BaseException, so that no
+    `except Exception` in the code it interrupts can swallow it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ci_grade.errors import ScriptError
 from ci_grade.scripting import js_regex
 from ci_grade.scripting.v8 import JsRuntime
 
@@ -135,6 +136,26 @@ def check_js_file_function(path: Path, function: str | None) -> None:
     """Evaluate a JavaScript file and check that it exports `function` (or a default function)."""
     rt = runtime()
     rt.call(_file_function(rt, path, function, call=False), [])
+
+
+def file_syntax_error(path: Path, shown: str) -> str | None:
+    """Why the JavaScript file at `path` does not compile as a module (`SyntaxError: ... (x.js:3)`),
+    or None; it is compiled without running it."""
+    from ci_grade.scripting.v8 import commonjs
+
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot read {path.name}: {exc}"
+    if re.search(r"^\s*import[\s{*]", source, re.M):
+        return None  # an ES module with imports: only a module loader can tell
+    try:
+        source = commonjs(source)
+        runtime().define(("module", "exports"), source)
+    except ScriptError as exc:
+        line = re.match(r"<anonymous>:(\d+): ", str(exc))  # the line in the wrapping function
+        return f"{str(exc)[line.end():]} ({shown}:{max(1, int(line.group(1)) - 1)})" if line else str(exc)
+    return None
 
 
 def _file_function(rt: JsRuntime, path: Path, function: str | None, *, call: bool = True) -> str:

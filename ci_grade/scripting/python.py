@@ -54,10 +54,42 @@ def load_module(path: Path) -> ModuleType:
 
 
 def load_function(path: Path, name: str) -> Callable[..., Any]:
-    function = getattr(load_module(path), name, None)
+    """The function `name` of the file at `path`; a dotted name reaches into a class (`Prompt.render`)."""
+    function: Any = load_module(path)
+    for part in name.split("."):
+        function = getattr(function, part, None)
     if not callable(function):
         raise ScriptError(f"{path.name} has no function {name!r}")
     return cast(Callable[..., Any], function)
+
+
+def run_script(path: Path, argv: list[str]) -> str:
+    """Run the file at `path` as a program (`__main__`, `sys.argv` = [path, *argv]) and return
+    what it printed, without the last newline (as promptfoo reads a script's lines); exiting
+    with status 0 is finishing, another status is an error."""
+    import contextlib
+    import io
+    import runpy
+
+    path = path.resolve()
+    printed = io.StringIO()
+    saved = sys.argv
+    sys.argv = [str(path), *argv]
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
+    try:
+        with contextlib.redirect_stdout(printed):
+            runpy.run_path(str(path), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise ScriptError(f"{path.name} exited with status {exc.code!r}") from None
+    except Exception as exc:
+        raise ScriptError(describe(exc, path)) from None
+    finally:
+        sys.argv = saved
+    text = printed.getvalue()
+    return text[:-1] if text.endswith("\n") else text
 
 
 def inline_source(code: str, params: tuple[str, ...] = ("output", "context")) -> str:

@@ -35,6 +35,12 @@ async def call_inline(code: str, params: tuple[str, ...], args: Sequence[Any], *
     return await pool().acall(request, _timeout(timeout))
 
 
+async def call_script(path: Path, argv: Sequence[str], *, base_dir: Path | None = None, timeout: float | None = None) -> str:
+    """Run the Python file at `path` as a program with `argv`; what it printed."""
+    request = {**_file_request(path, "", argv, base_dir), "script": True}
+    return str(await pool().acall(request, _timeout(timeout)))
+
+
 def call_file_sync(path: Path, function: str, args: Sequence[Any], *, base_dir: Path | None = None, timeout: float | None = None) -> Any:
     """`call_file` for callers outside an event loop (loading a config)."""
     return pool().call(_file_request(path, function, args, base_dir), _timeout(timeout))

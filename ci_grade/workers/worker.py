@@ -2,8 +2,9 @@
 
 The requests come on the stdin it was started with and the answers go to its original stdout;
 both are moved to other descriptors first, so the user's `print` goes to stderr and `input()`
-reads nothing. A request names a function of a file (`file`, `function`) or inline code (`code`,
-`params`), its `args`, and, when they changed since the last call, the process environment
+reads nothing. A request names a function of a file (`file`, `function`), a whole file run as a script
+(`file`, `script`: its `args` are the command line, its printed text the value) or inline code
+(`code`, `params`), its `args`, and, when they changed since the last call, the process environment
 (`env`), working folder (`cwd`) and folders to import from (`path`). The answer is `{"value": ...}`,
 `{"error": text}` (the code raised, or returned what is not JSON data) or `{"abort": text}` (it
 called sys.exit or ran out of memory: the row is an ERROR, not a graded failure). A coroutine
@@ -12,6 +13,7 @@ is awaited on the worker's own event loop.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import signal
@@ -67,8 +69,11 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     file = Path(request["file"]) if "file" in request else None
     stage = f"importing {file.name}" if file else "compiling the code"
     try:
-        function = python.load_function(file, request["function"]) if file else _compiled(request["code"], tuple(request["params"]))
-        stage = f"in {request['function']}()" if file else "running the code"
+        if file and request.get("script"):
+            function: Callable[..., Any] = functools.partial(_script, file)
+        else:
+            function = python.load_function(file, request["function"]) if file else _compiled(request["code"], tuple(request["params"]))
+        stage = ("running the script" if request.get("script") else f"in {request['function']}()") if file else "running the code"
         value = function(*request["args"])
         if inspect.isawaitable(value):
             value = _loop().run_until_complete(_awaited(value))
@@ -81,6 +86,10 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         return {"error": str(exc)}
     except BaseException as exc:  # KeyboardInterrupt and the like, raised by the user's code
         return {"error": python.describe(exc, file)}
+
+
+def _script(file: Path, *argv: Any) -> str:
+    return python.run_script(file, [str(arg) for arg in argv])
 
 
 def _compiled(code: str, params: tuple[str, ...]) -> Callable[..., Any]:

@@ -25,7 +25,7 @@ from tests.servers.github_server import GitHubServer
 from tests.servers.llm_server import LLMServer
 from tests.test_action_e2e import run_action
 
-JUNIT_XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit-10.xsd"
+JUNIT_XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit-10-file-line.xsd"
 REPLIES: dict[str, str | bytes] = {
     "surrogate": "cut mid-emoji \ud83d",
     "nul": "before \x00 after",

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from ci_grade.providers.openai_sdk import sdk
+from ci_grade.providers.http_clients import sdk
 from tests.conftest import run_cli, write
 from tests.github_helpers import parse_outputs
 from tests.runner_env import TOKEN, model_env, runner_env
@@ -32,7 +32,7 @@ from tests.test_action_e2e import run_action
 
 sdk()  # imported up front: the time limits below measure runs, not a cold import
 
-JUNIT_XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit-10.xsd"
+JUNIT_XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit-10-file-line.xsd"
 CONFIG = """
 prompts: ['{{q}}']
 providers: [openai:chat:target-model]

@@ -48,11 +48,28 @@ FAULT_KINDS = ("429", "500", "503", "timeout", "reset", "malformed", "empty")
 _RAW = "\u0000raw-reply\u0000"  # stands for a bytes reply in the JSON body until it is encoded
 
 
+class Headers(dict[str, str]):
+    """A request's headers, read by name in any case (HTTP names are case-insensitive, and
+    clients differ: httpx on aiohttp sends them lowercased, as node's fetch does)."""
+
+    def __init__(self, pairs: Any = ()):
+        super().__init__((str(name).lower(), value) for name, value in dict(pairs).items())
+
+    def __getitem__(self, name: str) -> str:
+        return super().__getitem__(name.lower())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and super().__contains__(name.lower())
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(name.lower(), default)
+
+
 @dataclass
 class Recorded:
     method: str
     path: str
-    headers: dict[str, str]
+    headers: Headers
     body: bytes
     json: Any
 
@@ -77,6 +94,7 @@ class _Rule:
     finish_reason: str
     tool_calls: list[dict[str, Any]] | None
     hang: bool = False
+    logprobs: list[float] | None = None
 
     def matches(self, request: dict[str, Any], text: str) -> bool:
         if self.times is not None and self.times <= 0:
@@ -264,8 +282,8 @@ class LLMServer:
                 request_line, *header_lines = head.decode("latin-1").split("\r\n")
                 method, target, _version = request_line.split(" ", 2)
                 headers = dict(line.split(":", 1) for line in header_lines if ":" in line)
-                headers = {k.strip(): v.strip() for k, v in headers.items()}
-                lowered = {k.lower(): v for k, v in headers.items()}
+                headers = Headers({k.strip(): v.strip() for k, v in headers.items()})
+                lowered = headers
                 if lowered.get("transfer-encoding", "").lower() == "chunked":
                     body = await _read_chunked(reader)
                 else:
@@ -329,11 +347,13 @@ class LLMServer:
         finish_reason: str = "stop",
         tool_calls: list[dict[str, Any]] | None = None,
         hang: bool = False,
+        logprobs: list[float] | None = None,
     ) -> LLMServer:
         """Answer chat/responses requests whose text matches `match` (substring, regex or predicate);
-        with `hang`, never answer them (the connection is held until the client gives up)."""
+        with `hang`, never answer them (the connection is held until the client gives up);
+        `logprobs`: the tokens' log probabilities, sent (as the API does) only when asked for."""
         with self._lock:
-            self._rules.append(_Rule(match, reply, status, headers or {}, latency, times, usage, finish_reason, tool_calls, hang))
+            self._rules.append(_Rule(match, reply, status, headers or {}, latency, times, usage, finish_reason, tool_calls, hang, logprobs))
         return self
 
     def fail(
@@ -487,6 +507,9 @@ class LLMServer:
             "choices": [{"index": 0, "message": message, "finish_reason": rule.finish_reason if rule else "stop"}],
             "usage": usage,
         }
+        if request.get("logprobs") is True and rule and rule.logprobs is not None:
+            content_logprobs = [{"token": f"t{i}", "logprob": p, "bytes": None, "top_logprobs": []} for i, p in enumerate(rule.logprobs)]
+            body["choices"][0]["logprobs"] = {"content": content_logprobs, "refusal": None}
         if raw is not None:
             encoded = json.dumps(body).encode().replace(json.dumps(_RAW).encode(), b'"' + raw + b'"')
             return Response(200, body=encoded, headers={**(rule.headers if rule else {}), "Content-Type": "application/json"})

@@ -106,6 +106,7 @@ def _object(candidate: str) -> dict[str, Any] | None:
         if _nested_deeper_than(candidate, 2 * JS_YAML_MAX_DEPTH):
             return None  # far deeper than js-yaml reads (unless quoted), and libyaml could run out of stack
         try:
+            yaml12.check_depth(candidate, 2 * JS_YAML_MAX_DEPTH)  # an alias bomb in a reply is no object
             value = yaml.load(_hash_comments(candidate), Loader=_JsYamlLoader)
         except yaml12.UNREADABLE:  # `_js_key`'s refusal of a collection as a key is a ValueError
             return None

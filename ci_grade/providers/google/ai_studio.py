@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, ProviderResponse
 from ci_grade.providers.google.gemini import GeminiProvider
 
@@ -72,14 +71,21 @@ class GoogleAIProvider(GeminiProvider):
         return await super()._embed(text)
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> GoogleAIProvider:
-    """`google:<model>`, `google:embedding:<model>` (or `embeddings`); live, image and video are refused."""
-    rest = spec.id.split(":", 1)[1] if ":" in spec.id else ""
+def check_id(provider_id: str) -> str | None:
+    """Why `provider_id` cannot be served: Google's live, image and video APIs, or no model."""
+    rest = provider_id.split(":", 1)[1] if ":" in provider_id else ""
     kind, _, model = rest.partition(":")
-    if model and kind in ("embedding", "embeddings"):
-        return GoogleAIProvider(spec, env, model, max_concurrency, embedding=True)
     if model and kind in UNSUPPORTED_KINDS:
-        raise UnknownProviderError(f"{spec.id}: Google's {kind} API is not supported; use google:<model> or google:embedding:<model>")
-    if not rest or kind in ("embedding", "embeddings"):
-        raise UnknownProviderError(f"{spec.id}: name a model, e.g. google:gemini-2.5-flash or google:embedding:gemini-embedding-001")
+        return f"Google's {kind} API is not supported; use google:<model> or google:embedding:<model>"
+    if not rest or (kind in ("embedding", "embeddings") and not model):
+        return "name a model, e.g. google:gemini-2.5-flash or google:embedding:gemini-embedding-001"
+    return None
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> GoogleAIProvider:
+    """`google:<model>`, `google:embedding:<model>` (or `embeddings`); ids `check` refuses never get here."""
+    rest = spec.id.split(":", 1)[1]
+    kind, _, model = rest.partition(":")
+    if kind in ("embedding", "embeddings"):
+        return GoogleAIProvider(spec, env, model, max_concurrency, embedding=True)
     return GoogleAIProvider(spec, env, rest, max_concurrency)

@@ -11,13 +11,13 @@ stopped for safety is an error naming the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import CallContext, EmbeddingResponse, Provider, ProviderResponse
 from ci_grade.providers.google import request
-from ci_grade.providers.http1 import client_options
+from ci_grade.providers.http_clients import api_http_client
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
@@ -41,6 +41,7 @@ MISSING_SDK = "the google-genai package is not installed: pip install 'ci-grade[
 class GeminiProvider(Provider):
     """`generateContent` and `embedContent` through `client.aio.models`; subclasses say how to connect."""
 
+    price_family: ClassVar[str | None] = "google"
     cacheable = True
     adaptive = True
 
@@ -73,13 +74,11 @@ class GeminiProvider(Provider):
     def client(self) -> genai.Client:
         if self._client is None:
             try:
-                import httpx
                 from google import genai
                 from google.genai import types
             except ImportError:
                 raise ProviderError(MISSING_SDK) from None
-            limits = httpx.Limits(max_connections=self.limiter.ceiling, max_keepalive_connections=self.limiter.ceiling)
-            self._http = httpx.AsyncClient(timeout=self._timeout, limits=limits, **client_options(httpx))
+            self._http = api_http_client(self._timeout, int(self.limiter.ceiling))
             headers = {str(k): str(v) for k, v in (self.spec.config.get("headers") or {}).items()}
             options = types.HttpOptions(
                 base_url=self.base_url(),

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.errors import ProviderError, UnknownProviderError
+from ci_grade.errors import ProviderError
 from ci_grade.providers.anthropic import AnthropicMessagesProvider, _is_forced, _missing_content
 from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, Provider, ProviderResponse
 from ci_grade.providers.google.auth import VertexAuth
@@ -113,17 +113,31 @@ class VertexClaudeProvider(AnthropicMessagesProvider):
         return super().usage_and_cost(usage, (reply_model or self._model).replace("@", "-"))
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
-    """`vertex:<model>`, `vertex:chat:<model>`, `vertex:embedding:<model>`: Claude models by name."""
-    rest = spec.id.split(":", 1)[1] if ":" in spec.id else ""
+def _model_name(provider_id: str) -> tuple[str, str]:
+    """(kind, model): `vertex:embedding:<m>` -> ("embedding", m); `vertex:chat:<m>`, `vertex:<m>` -> ("chat", m)."""
+    rest = provider_id.split(":", 1)[1] if ":" in provider_id else ""
     kind, _, model = rest.partition(":")
-    if kind in ("embedding", "embeddings") and model:
-        return VertexGeminiProvider(spec, env, model, max_concurrency, embedding=True)
-    name = model if kind == "chat" and model else rest
-    if not name or kind in ("embedding", "embeddings"):
-        raise UnknownProviderError(f"{spec.id}: name a model, e.g. vertex:gemini-2.5-flash or vertex:embedding:text-embedding-004")
+    if kind in ("embedding", "embeddings"):
+        return "embedding", model
+    return "chat", model if kind == "chat" and model else rest
+
+
+def check_id(provider_id: str) -> str | None:
+    """Why `provider_id` cannot be served: no model, or a model that is neither Gemini, Claude nor an embedding model."""
+    kind, name = _model_name(provider_id)
+    if not name:
+        return "name a model, e.g. vertex:gemini-2.5-flash or vertex:embedding:text-embedding-004"
+    if kind == "chat" and not any(word in name for word in ("claude", "gemini", "embedding", "gecko")):
+        return f"ci-grade serves Gemini, Claude and embedding models on Vertex AI, not {name!r}"
+    return None
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
+    """`vertex:<model>`, `vertex:chat:<model>`, `vertex:embedding:<model>`: Claude models by name;
+    ids `check` refuses never get here."""
+    kind, name = _model_name(spec.id)
+    if kind == "embedding":
+        return VertexGeminiProvider(spec, env, name, max_concurrency, embedding=True)
     if "claude" in name:
         return VertexClaudeProvider(spec, env, name, max_concurrency)
-    if "gemini" in name or "embedding" in name or "gecko" in name:
-        return VertexGeminiProvider(spec, env, name, max_concurrency, embedding="gemini" not in name)
-    raise UnknownProviderError(f"{spec.id}: ci-grade serves Gemini, Claude and embedding models on Vertex AI, not {name!r}")
+    return VertexGeminiProvider(spec, env, name, max_concurrency, embedding="gemini" not in name)
