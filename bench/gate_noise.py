@@ -1,16 +1,20 @@
 """How often the default gate fails on noise (A/A) and how often it catches a real drop.
 
-A 200-test suite is answered by a *sampling* model on the project's loopback server: each test passes
-with its own chance (flaky tests between 0.5 and 1, tests that always pass, tests that always fail),
-drawn anew on every request. Each trial runs the real `ci-grade eval` twice (cache off) and judges the
-second run against the first with the real `ci-grade compare` at default settings:
+A 200-test suite is answered by a *sampling* model: each test passes with its own chance (flaky
+tests between 0.5 and 1, tests that always pass, tests that always fail), drawn anew on every
+request. Each trial judges a head run against a baseline (one run, or several folded) at default
+settings:
 
-- A/A: both runs sample the same model; a failing gate is a false alarm.
-- regression: the second run samples a model whose every pass chance is 0.1 lower; a failing gate
-  is a catch.
+- A/A: both sides sample the same model; a failing gate is a false alarm.
+- regression: the head samples a model whose every pass chance is 0.1 lower; a failing gate is a catch.
 
-    .venv/bin/python bench/gate_noise.py --trials 200
-    .venv/bin/python bench/gate_noise.py --trials 200 --baseline-runs 3   # a baseline of 3 runs of main
+By default every trial runs the real `ci-grade eval` on the project's loopback server (cache off),
+`baseline save` for a baseline of several runs, and `ci-grade compare`. `--in-process` draws the
+same pass/fail outcomes and judges them with the gate's suite-level measures directly (no commands:
+seconds instead of an hour; the test suite runs it too).
+
+    .venv/bin/python bench/gate_noise.py --in-process --flaky 200 --always-pass 0 --always-fail 0 --baseline-runs 3
+    .venv/bin/python bench/gate_noise.py --trials 80 --baseline-runs 3   # through the commands
 
 Prints the false-alarm and catch rates with 95% Wilson intervals.
 """
@@ -33,7 +37,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from ci_grade.gate.baseline import BaselineTest  # noqa: E402
+from ci_grade.gate.models import GatePolicy  # noqa: E402
 from ci_grade.gate.statistics import wilson  # noqa: E402
+from ci_grade.gate.suite import Pair, measures  # noqa: E402
 from tests.servers.llm_server import LLMServer, request_text  # noqa: E402
 
 DROP = 0.1
@@ -116,6 +123,25 @@ def trial(folder: Path, env: dict[str, str], model: Model, index: int, kind: str
     return failed
 
 
+def _side(index: int, passes: int, runs: int) -> BaselineTest:
+    passed = passes * 2 > runs
+    return BaselineTest(test_id=f"t{index}", score=passes / runs, repeats=runs, passes=passes, passed=passed, status="pass" if passed else "fail")
+
+
+def measured_trial(rng: random.Random, chance: list[float], drop: float, baseline_runs: int) -> bool:
+    """One trial in process: a baseline of `baseline_runs` runs and a head run sampled with every
+    pass chance lowered by `drop`, judged by the suite-level measures at the default policy (with
+    one pass/fail assertion per test no single test's flip can fail the gate: a flip needs repeats
+    on both sides to be evidence)."""
+    pairs = []
+    for i, c in enumerate(chance):
+        base = sum(rng.random() < c for _ in range(baseline_runs))
+        head = int(rng.random() < max(0.0, c - drop))
+        pairs.append(Pair(_side(i, base, baseline_runs), _side(i, head, 1), reproducible=False, cluster=f"test:t{i}"))
+    mean, rate, _, metrics = measures(pairs, GatePolicy())
+    return any(m.regressed for m in (mean, rate, *metrics))
+
+
 def rate(hits: int, n: int) -> str:
     low, high = wilson(hits, n)
     return f"{hits}/{n} = {hits / n:.1%} (95% CI {low:.1%}-{high:.1%})"
@@ -123,7 +149,8 @@ def rate(hits: int, n: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=200, help="trials per scenario (default 200)")
+    parser.add_argument("--trials", type=int, default=80, help="trials per scenario (default 80)")
+    parser.add_argument("--in-process", action="store_true", help="judge sampled outcomes with the gate's measures directly, no commands run")
     parser.add_argument("--flaky", type=int, default=100, help="tests with a pass chance between 0.5 and 1")
     parser.add_argument("--always-pass", type=int, default=80)
     parser.add_argument("--always-fail", type=int, default=20)
@@ -134,6 +161,12 @@ def main() -> None:
     chance = chances(args.seed, args.flaky, args.always_pass, args.always_fail)
     model = Model(chance, args.seed + 1)
     started = time.perf_counter()
+    if args.in_process:
+        rng = random.Random(0)
+        aa = [measured_trial(rng, chance, 0.0, args.baseline_runs) for _ in range(args.trials)]
+        reg = [measured_trial(rng, chance, DROP, args.baseline_runs) for _ in range(args.trials)]
+        report(args, chance, aa, reg, started, "in process (the gate's suite-level measures)")
+        return
     with LLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.on_chat(None, model.reply)
         folder = Path(tmp)
@@ -143,8 +176,12 @@ def main() -> None:
         with ThreadPoolExecutor(args.workers) as pool:
             aa = list(pool.map(lambda i: trial(folder, env, model, i, "aa", args.baseline_runs), range(args.trials)))
             reg = list(pool.map(lambda i: trial(folder, env, model, i, "reg", args.baseline_runs), range(args.trials)))
+    report(args, chance, aa, reg, started, "through eval, baseline save and compare")
+
+
+def report(args: argparse.Namespace, chance: list[float], aa: list[bool], reg: list[bool], started: float, how: str) -> None:
     print(f"suite: {len(chance)} tests ({args.flaky} flaky 0.5-1, {args.always_pass} always pass, {args.always_fail} always fail), "
-          f"mean pass chance {sum(chance) / len(chance):.3f}; baseline of {args.baseline_runs} run(s); default gate")
+          f"mean pass chance {sum(chance) / len(chance):.3f}; baseline of {args.baseline_runs} run(s); default gate; {how}")
     print(f"A/A false alarms:         {rate(sum(aa), len(aa))}")
     print(f"drop of {DROP} caught:      {rate(sum(reg), len(reg))}")
     print(f"elapsed {time.perf_counter() - started:.0f} s")

@@ -127,6 +127,7 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     loaded.config.providers = [render_spec(spec, provider_env(spec, env)) for spec in loaded.config.providers]
     hooks.before_all(loaded, hooks.check(loaded))
     loaded.warnings += preflight.check(loaded)
+    preflight.check_graders(loaded, env, options.grader or loaded.command_line.grader)
     paths = list(options.outputs)
     if not paths:
         paths = list(loaded.config.outputPath or [])

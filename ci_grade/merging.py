@@ -18,7 +18,7 @@ from ci_grade.errors import UsageError
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
-from ci_grade.gate.store import load_baselines, save_baseline
+from ci_grade.gate.store import load_baselines, save_baseline, why_missing
 from ci_grade.report import formats
 from ci_grade.report.sections import Section
 from ci_grade.results.pooling import Pooled, ShardFile, pool_files
@@ -81,9 +81,11 @@ def merge(patterns: list[str], cwd: Path, baseline: str | None, policy: GatePoli
     for part in pooled:
         source = for_config(baseline, part, several) if baseline else None
         base = load_baselines(source, cwd) if source else None
+        comparison = compare(part.run, base, policy, every_test=False)
         if source and base is None:
-            warnings.append(f"no baseline at {source}{f' for {part.name}' if several else ''}; the gate judges thresholds only")
-        sections.append(Section(part.name, part.run, compare(part.run, base, policy, every_test=False)))
+            comparison.baseline_missing = why_missing(source, cwd)
+            warnings.append(f"no baseline at {source}{f' for {part.name}' if several else ''}: {comparison.baseline_missing}; the gate judges thresholds only")
+        sections.append(Section(part.name, part.run, comparison))
     return Merged(pooled, sections, warnings)
 
 

@@ -6,13 +6,16 @@ Checked: assertion types; `file://` assertion values and scripts that are not th
 kind a type never takes, for types that declare it (`ValueSpec.at_load`, e.g. `regex: 5`); grader
 and test provider references that are not an id, an `{id: ...}` mapping or (graders) a mapping
 by kind; provider ids, prompt filters and prompt templates; that user code compiles (Python
-files of providers, assertions and variable loaders, inline Python and JavaScript assertions).
+files of providers, assertions and variable loaders, inline Python and JavaScript assertions);
+and, once the environment is known (`check_graders`), that every model-graded assertion has a
+grader.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +29,11 @@ from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, Prov
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
-from ci_grade.grading.graders import is_kind_map
+from ci_grade.grading.graders import GraderResolver, is_kind_map, no_default
 from ci_grade.preflight_node import NodeNeeds
 from ci_grade.providers import unavailable
-from ci_grade.providers.registry import file_provider_path
+from ci_grade.providers.base import Capability
+from ci_grade.providers.registry import ProviderPool, file_provider_path
 from ci_grade.providers.registry import is_known as provider_is_known
 from ci_grade.templating import nunjucks
 from ci_grade.workers import node
@@ -110,6 +114,70 @@ def _javascript_assertion_files(loaded: LoadedConfig, needs: NodeNeeds) -> None:
             if assertion.base_type == "javascript" and isinstance(value, str) and value.startswith("file://"):
                 loc = loaded.sources.location(raw, "value") if isinstance(raw, dict) else None
                 needs.add(f"javascript assertion {value!r}", files.resolve(files.split_function(value)[0], loaded.base_dir), loc, f"{where}.assert")
+
+
+_ALSO_NEEDS: dict[str, tuple[Capability, ...]] = {"answer-relevance": ("embedding",)}
+"""Kinds of grader call a type makes besides its own `grader` kind."""
+
+
+def check_graders(loaded: LoadedConfig, env: Mapping[str, str], grader: str | None) -> None:
+    """A model-graded assertion that no grader can serve (none named for it, by the assertion, its
+    test, `--grader` or `defaultTest.options.provider`, and no credentials for a default one) exits 2
+    before any model is called, naming the assertion and what would serve it."""
+    resolver = GraderResolver(ProviderPool(env), env)
+    config = loaded.config
+    default_ref = grader or (config.defaultTest.options.provider if config.defaultTest is not None else None)
+    scenario_refs = [entry.options.provider for scenario in config.scenarios or [] for entry in scenario.config]
+    raw_tests = _list(loaded.raw.get("tests"))
+    tests = [(test, _item(raw_tests, i), f"tests[{i}]") for i, test in enumerate(config.tests)]
+    raw_scenarios = _list(loaded.raw.get("scenarios"))
+    for s_index, scenario in enumerate(config.scenarios or []):
+        raw_scenario = _item(raw_scenarios, s_index)
+        raw_list = _list(raw_scenario.get("tests")) if isinstance(raw_scenario, dict) else []
+        tests += [(test, _item(raw_list, t), f"scenarios[{s_index}].tests[{t}]") for t, test in enumerate(scenario.tests)]
+    check = _GraderCheck(loaded, resolver)
+    for test, raw, path in tests:
+        ref = test.options.provider or default_ref or next((r for r in scenario_refs if r is not None), None)
+        check.assertions(test.assert_ or [], raw.get("assert") if isinstance(raw, dict) else None, ref, f"{path}.assert")
+    if config.defaultTest is not None and (not tests or any(test.options.provider is None for test, _, _ in tests)):
+        raw_default = loaded.raw.get("defaultTest")
+        check.assertions(config.defaultTest.assert_ or [], raw_default.get("assert") if isinstance(raw_default, dict) else None, default_ref, "defaultTest.assert")
+
+
+class _GraderCheck:
+    """Whether each model-graded assertion has a grader for every kind of call it makes."""
+
+    def __init__(self, loaded: LoadedConfig, resolver: GraderResolver):
+        self.loaded = loaded
+        self.resolver = resolver
+        self.defaults: dict[Capability, bool] = {}
+
+    def assertions(self, assertions: list[Assertion], raw_list: Any, ref: Any, path: str) -> None:
+        for i, item in enumerate(assertions):
+            raw_item = _item(_list(raw_list), i)
+            if item.type == "assert-set":
+                self.assertions(item.assert_ or [], raw_item.get("assert") if isinstance(raw_item, dict) else None, ref, f"{path}[{i}].assert")
+                continue
+            spec = registry.get(item.base_type)
+            if spec is None or spec.grader is None:
+                continue
+            given = item.provider if item.provider is not None else ref
+            loc = self.loaded.sources.location(raw_item, "type") if raw_item is not None else self.loaded.sources.location(raw_list, i)
+            if item.base_type == "search-rubric" and given is None:
+                try:
+                    self.resolver.default_search_spec(item.type)
+                except GraderError as exc:
+                    raise ConfigError.at(str(exc), loc, f"{path}[{i}].type") from None
+                continue
+            for kind in (spec.grader, *_ALSO_NEEDS.get(item.base_type, ())):
+                named = given.get(kind) if is_kind_map(given) else given
+                if named is None and not self._default(kind):
+                    raise ConfigError.at(no_default(kind, item.type), loc, f"{path}[{i}].type")
+
+    def _default(self, kind: Capability) -> bool:
+        if kind not in self.defaults:
+            self.defaults[kind] = self.resolver.default_id(kind) is not None
+        return self.defaults[kind]
 
 
 def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str, warnings: list[str]) -> None:

@@ -225,6 +225,7 @@ def test_unchanged_configs_pass(workspace: Path, gh: GitHubServer) -> None:
     assert run.outputs["regressions"] == "0" and run.outputs["score-delta"] == "0.0000"
     assert not run.commands("error") and not run.commands("warning")
     assert "✓ **Passed**" in gh.comments[7][0]["body"]
+    assert "ci-grade: confirm newly failing tests" not in run.result.out  # confirm 0: no empty log group
 
 
 def test_a_regression_alone_fails_only_when_the_gate_says_so(workspace: Path, gh: GitHubServer) -> None:
@@ -330,8 +331,8 @@ def test_comment_off_and_missing_token(workspace: Path, gh: GitHubServer) -> Non
 def test_missing_baseline_judges_thresholds_only(workspace: Path, gh: GitHubServer) -> None:
     run = run_action(workspace, gh, baseline="git:HEAD:.ci-grade/nothing.json")
     assert run.code == 0 and run.outputs["score-delta"] == ""
-    assert any("not found: judged by thresholds only" in m for _, m in run.commands("warning"))
-    assert "No baseline" in run.summary
+    assert any("not found: .ci-grade/nothing.json is not in HEAD (no baseline committed there yet?); judged by thresholds only" in m for _, m in run.commands("warning"))
+    assert "**Baseline not found**: .ci-grade/nothing.json is not in HEAD" in run.summary
 
 
 def test_config_error_exits_2_and_says_where(workspace: Path, gh: GitHubServer) -> None:

@@ -390,7 +390,7 @@ def test_comparison_serialises_with_deltas() -> None:
 
 def test_many_metric_drops_are_summarised_in_one_line() -> None:
     names = ["alpha", "beta", "gamma", "delta"]
-    c = judge([row("a", 1.0, metrics=dict.fromkeys(names, 1.0))], [row("a", 1.0, metrics=dict.fromkeys(names, 0.5))])
+    c = judge([row("a", 1.0, metrics=dict.fromkeys(names, 1.0))], [row("a", 1.0, metrics=dict(zip(names, (0.5, 0.4, 0.3, 0.2), strict=True)))])
     assert [m.name for m in c.metrics if m.regressed] == sorted(names)
     assert c.reason == "4 metrics dropped beyond tolerance (max drop 0.02): 'alpha', 'beta', 'delta' and 1 more"
 

@@ -126,7 +126,8 @@ def test_a_ratio_is_judged_on_its_linearised_contributions() -> None:
     se = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1) / n)
     assert mean == pytest.approx(metric.delta)
     assert metric.method == "paired t" and metric.ci_low is not None and metric.ci_high is not None
-    assert (metric.ci_high - metric.ci_low) / 2 == pytest.approx(2.2621571628 * se, rel=1e-4)  # t(0.975, 9 df) x SE
+    # the interval that matches the one-sided test at alpha 0.05 (the gate's `confidence`, 90%): t(0.95, 9 df) x SE
+    assert (metric.ci_high - metric.ci_low) / 2 == pytest.approx(1.8331129327 * se, rel=1e-4)
 
 
 def test_a_derived_metric_that_divides_by_zero_is_shown_as_none_and_not_judged() -> None:

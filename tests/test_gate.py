@@ -122,10 +122,20 @@ def test_min_pass_rate_lets_some_failures_through(saved: Path) -> None:
 def test_missing_baseline_judges_thresholds_only(tmp_path: Path) -> None:
     result = eval_(tmp_path, GOOD, "--baseline", "nowhere/baseline.json", "-o", "report.md")
     assert result.code == 0, result.err
-    assert "warning: no baseline at nowhere/baseline.json; the gate judges thresholds only" in result.err
-    assert "no baseline: the gate judged thresholds only" in result.out
+    assert "warning: no baseline at nowhere/baseline.json: nowhere/baseline.json does not exist; the gate judges thresholds only" in result.err
+    assert "baseline not found: nowhere/baseline.json does not exist; the gate judged thresholds only" in result.out
     md = (tmp_path / "report.md").read_text()
-    assert "### ✓ **Passed** · 2/2 passed\n" in md and "\nall 2 tests passed; no baseline, thresholds only\n" in md and "No baseline: the gate judged thresholds only" in md
+    assert "### ✓ **Passed** · 2/2 passed\n" in md and "\nall 2 tests passed; no baseline, thresholds only\n" in md
+    assert "**Baseline not found**: nowhere/baseline.json does not exist; the gate judged thresholds only" in md
+
+
+def test_a_mistyped_baseline_path_is_named_in_the_verdict_with_a_near_name(tmp_path: Path) -> None:
+    assert eval_(tmp_path, GOOD, "-o", "results.json").code == 0
+    result = run_cli("compare", "--baseline", "result.json", "results.json", "-o", "report.md", cwd=tmp_path)
+    assert result.code == 0
+    verdict = result.out[result.out.index("verdict: "):]  # the console's verdict block names it
+    assert "baseline not found: result.json does not exist (did you mean 'results.json'?); the gate judged thresholds only" in verdict
+    assert "**Baseline not found**: result.json does not exist (did you mean 'results.json'?)" in (tmp_path / "report.md").read_text()
 
 
 def test_invalid_baseline_exits_2_before_running(tmp_path: Path) -> None:
@@ -175,8 +185,13 @@ def test_compare_against_the_base_branch_in_git(saved: Path) -> None:
     (saved / ".ci-grade" / "baseline.json").unlink()
     result = eval_(saved, REGRESSED, "--baseline", "git:main:.ci-grade/baseline.json")
     assert result.code == 1 and "verdict: REGRESSED" in result.out
-    missing = eval_(saved, REGRESSED, "--baseline", "git:origin/main:.ci-grade/baseline.json")
+    missing = eval_(saved, REGRESSED, "--baseline", "git:origin/main:.ci-grade/baseline.json", "-o", "report.md")
     assert missing.code == 0 and "no baseline at git:origin/main" in missing.err
+    # a ref the clone does not hold (actions/checkout fetches one commit by default) says how to fetch it
+    assert "baseline not found: origin/main is not in this clone: a shallow checkout holds only the commit it checked out; set fetch-depth: 0 on actions/checkout (or run git fetch origin main)" in missing.out
+    assert "set fetch-depth: 0 on actions/checkout" in (saved / "report.md").read_text()
+    elsewhere = eval_(saved, REGRESSED, "--baseline", "git:main:.ci-grade/other.json")
+    assert "baseline not found: .ci-grade/other.json is not in main (no baseline committed there yet?)" in elsewhere.out
 
 
 @pytest.mark.parametrize(

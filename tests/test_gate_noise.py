@@ -1,20 +1,24 @@
 """The gate against a sampling model on the loopback server, through the real `eval`, `compare` and
 `baseline save` commands: two runs of the same model pass, a real drop fails, confirmation reruns
-and several-run baselines give a flip evidence, clusters are honoured."""
+and several-run baselines give a flip evidence, clusters are honoured; and the A/A and power check
+of the suite-level measures, in process (`bench/gate_noise.py` runs it through the commands)."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
+import random
 import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli, write
+from tests.conftest import REPO, run_cli, write
 from tests.servers.llm_server import LLMServer, request_text
 
 CASES = 80
@@ -96,7 +100,7 @@ def test_two_runs_of_the_same_model_show_no_significant_change(suite: tuple[Path
     assert code == 0, out
     assert data["same_measure"] is True  # 0/1 scores: mean score and pass rate are one measure
     mean = data["mean_score"]
-    assert mean["method"] == "exact McNemar" and mean["tests"] == CASES
+    assert mean["method"] == "McNemar mid-p" and mean["tests"] == CASES
     flips_down, flips_up = mean["discordant"]
     assert flips_down + flips_up > 5  # the runs differ...
     assert not mean["significant"] and not mean["regressed"]  # ...but not significantly
@@ -123,7 +127,7 @@ def test_a_real_drop_fails_the_gate(suite: tuple[Path, SamplingModel]) -> None:
     assert mean["significant"] and mean["regressed"] and mean["p_value"] < 0.001
     assert mean["ci_high"] < 0  # the whole interval is a drop
     assert data["verdict"] == "regressed" and data["reason"].startswith("pass rate dropped ")
-    assert "pass rate" in out and "regressed (exact McNemar, p=" in out
+    assert "pass rate" in out and "regressed (McNemar mid-p, p=" in out
 
 
 def test_alpha_and_margin_decide_together(suite: tuple[Path, SamplingModel]) -> None:
@@ -184,3 +188,55 @@ def test_a_glob_of_results_is_a_baseline_of_several_runs(suite: tuple[Path, Samp
     assert data["mean_score"]["method"] == "paired t"  # base means over 3 runs are not 0/1
     missing = run_cli("compare", "b.json", "--baseline", "nothing/*.json", cwd=folder)
     assert "no baseline at nothing/*.json" in missing.err
+
+
+def test_a_three_run_baseline_and_a_significant_15_point_drop_fail_the_gate(tmp_path: Path, openai_env: LLMServer) -> None:
+    """40 tests with one pass/fail assertion each (metric `accuracy`). Baseline: three runs of main,
+    tests 0-29 pass every time, 30-38 in two runs of three, 39 never: 90% of runs pass (97.5% of
+    tests by majority). Head: tests 0-19 and 30-39 pass, 75%. The mean score, the pass rate and the
+    metric are one quantity, tested once: p = 0.042 (three tests under Holm would make it 0.13)."""
+    folder = project(tmp_path, cases=40)
+    config = (folder / "promptfooconfig.yaml").read_text().replace('{type: icontains, value: "yes"}', '{type: icontains, value: "yes", metric: accuracy}')
+    (folder / "promptfooconfig.yaml").write_text(config)
+    model = SamplingModel(openai_env, mixed)
+    for k in range(3):
+        model.run(f"main{k}", lambda case, k=k: 1.0 if case < 30 or (case < 39 and (case - 30 + k) % 3) else 0.0)
+        assert run_cli("eval", "--no-progress", "-o", f"main{k}.json", cwd=folder).code in (0, 1)
+    assert run_cli("baseline", "save", "main0.json", "main1.json", "main2.json", "-o", "base.json", cwd=folder).code == 0
+    model.run("head", lambda case: 1.0 if case < 20 or case >= 30 else 0.0)
+    result = run_cli("eval", "--no-progress", "--baseline", "base.json", "-o", "head.json", "-o", "report.md", cwd=folder)
+    assert result.code == 1, result.out + result.err
+    code, data, _ = comparison(folder, "head.json", "--baseline", "base.json")
+    assert code == 1
+    mean = data["mean_score"]
+    assert data["same_measure"] and data["pass_rate"]["same_as"] == "mean score" and data["metrics"][0]["same_as"] == "pass rate"
+    assert mean["method"] == "paired t" and mean["p_adjusted"] == mean["p_value"] and 0.04 < mean["p_value"] < 0.05
+    assert (round(mean["base"], 3), round(mean["head"], 3)) == (0.9, 0.75) and mean["regressed"]
+    assert data["verdict"] == "regressed" and data["reason"].startswith("pass rate dropped 0.90 → 0.75 (-0.15, max drop 0.02, p=0.042")
+    report = (folder / "report.md").read_text()
+    assert "| Pass rate | 90.0% | 75.0% | ▼ −15.0 pts | [" in report  # the share of passing runs the test measured
+    assert "paired t p=0.042 · **regression**" in report
+    assert "verdict: REGRESSED (gate failed): pass rate dropped" in result.out
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """`bench/gate_noise.py` as a module."""
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    return importlib.import_module("gate_noise")
+
+
+@pytest.mark.parametrize(
+    ("flaky", "always_pass", "always_fail", "baseline_runs"),
+    [(200, 0, 0, 3), (100, 80, 20, 1)],
+    ids=["200 flaky tests, 3-run baseline", "bench suite, 1-run baseline"],
+)
+def test_a_and_a_runs_rarely_fail_and_ten_point_drops_are_caught(bench: ModuleType, flaky: int, always_pass: int, always_fail: int, baseline_runs: int) -> None:
+    """200 sampled tests (flaky ones pass with a chance between 0.5 and 1), 80 trials per scenario,
+    seeded, as `bench/gate_noise.py --in-process` runs them: at most 7 A/A comparisons fail, at
+    least 64 drops of 0.1 are caught."""
+    chances = bench.chances(2026, flaky, always_pass, always_fail)
+    rng = random.Random(0)
+    false_alarms = sum(bench.measured_trial(rng, chances, 0.0, baseline_runs) for _ in range(80))
+    caught = sum(bench.measured_trial(rng, chances, 0.1, baseline_runs) for _ in range(80))
+    assert false_alarms <= 7 and caught >= 64, (false_alarms, caught)

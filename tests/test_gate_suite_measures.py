@@ -45,7 +45,7 @@ def test_mcnemar_counts_only_discordant_pairs() -> None:
     base = _sampled({"a": 1.0, "b": 1.0, "c": 0.0, "d": 1.0, "e": 0.0})
     head = _sampled({"a": 0.0, "b": 1.0, "c": 1.0, "d": 0.0, "e": 0.0})
     c = _judge(base, head)
-    assert c.mean_score.method == "exact McNemar"
+    assert c.mean_score.method == "McNemar mid-p"
     assert c.mean_score.discordant == (2, 1)  # two drops, one rise; the unchanged b and e are not counted
 
 
@@ -56,7 +56,7 @@ def test_the_pass_rate_is_a_mcnemar_measure_only_when_both_sides_ran_once() -> N
     c = _judge(base, head)
     assert c.pass_rate.method == "paired t"
     once = _judge(base, run_of(*_sampled({"a": 1.0, "b": 0.5, "c": 0.0})))
-    assert once.pass_rate.method == "exact McNemar"
+    assert once.pass_rate.method == "McNemar mid-p"
 
 
 def _weighted(scores: tuple[float, float], weights: tuple[float, float]) -> EvalRun:
@@ -124,7 +124,7 @@ def test_a_removed_test_keeps_its_baseline_id_and_spread() -> None:
     assert (gone.base_score, gone.base_repeats) == (0.75, 2) and abs(gone.base_spread - 0.125 ** 0.5) < 1e-12
 
 
-def test_the_mde_and_tests_needed_use_t_quantiles_and_the_policys_alpha() -> None:
+def test_the_mde_and_tests_needed_use_t_quantiles_the_policys_alpha_and_the_drop_observed() -> None:
     from ci_grade.gate.statistics import mde, paired, units_needed
 
     scores = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
@@ -134,7 +134,9 @@ def test_the_mde_and_tests_needed_use_t_quantiles_and_the_policys_alpha() -> Non
     stats = paired([0.5 + s / 4 - 1.0 for s in scores], 0.1)
     assert stats is not None and stats.se and stats.sd and c.mean_score.method == "paired t"
     assert c.mean_score.mde == mde(stats.se, 0.1, df=7) != mde(stats.se, 0.1)
-    assert c.mean_score.tests_needed == units_needed(stats.sd, 0.02, 0.1) != units_needed(stats.sd, 0.02)
+    # the tests needed to tell the drop observed (-0.34) from noise, not a drop of the margin (0.02)
+    assert c.mean_score.tests_needed == units_needed(stats.sd, 0.34375, 0.1)
+    assert c.mean_score.tests_needed != units_needed(stats.sd, 0.02, 0.1)
 
 
 def test_identical_differences_keep_their_exact_mean() -> None:

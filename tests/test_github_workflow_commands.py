@@ -157,3 +157,10 @@ def test_commands_resumed_inside_a_stopped_stretch_then_stopped_again() -> None:
         commands.warning("hidden again")
     commands.warning("seen after")
     assert [message for name, _, message in commands_in(out.getvalue()) if name == "warning"] == ["seen", "seen after"]
+
+
+def test_a_long_title_is_cut_with_an_ellipsis() -> None:
+    long = Finding("regression", "x" * 300, "c.yaml", 1, ["reason"])
+    assert len(long.title) == 200 and long.title.endswith("x…") and long.title.startswith("ci-grade regression: xxx")
+    short = Finding("failure", "y" * 179, "c.yaml", 1, ["reason"])
+    assert short.title == "ci-grade failed: " + "y" * 179  # 196 characters: kept whole

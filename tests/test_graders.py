@@ -237,24 +237,16 @@ def test_only_ollama_grades_locally(tmp_path: Path, llm_server: LLMServer, monke
     assert {c["metadata"]["ciGrade"]["grader"] for c in result.rows[0]["gradingResult"]["componentResults"]} == {"ollama:chat:llama3.1"}
 
 
-def test_no_grader_anywhere_is_an_error_naming_what_to_set(tmp_path: Path, llm_server: LLMServer) -> None:
-    result = run_eval(
-        tmp_path,
-        MODEL_GRADED
-        + """
-      - {type: search-rubric, value: is current}
-      - {type: contains, value: Paris}
-""",
-    )
-    row = result.rows[0]
-    components = row["gradingResult"]["componentResults"]
-    assert row["failureReason"] == 2 and result.stats["errors"] == 1
-    for component in components[:4]:
-        assert status(component) == "error"
-        assert "OPENAI_API_KEY" in component["reason"]
-    assert "ANTHROPIC_API_KEY" in components[0]["reason"] and "defaultTest.options.provider" in components[0]["reason"]
-    assert components[4]["pass"] is True
+def test_no_grader_anywhere_exits_2_before_any_call_naming_what_to_set(tmp_path: Path, llm_server: LLMServer) -> None:
+    write(tmp_path / "promptfooconfig.yaml", MODEL_GRADED + "      - {type: search-rubric, value: is current}\n")
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and not (tmp_path / "out.json").exists()
+    assert "promptfooconfig.yaml:6 tests[0].assert[0].type: no text grader available for llm-rubric: set OPENAI_API_KEY (or ANTHROPIC_API_KEY" in result.err
+    assert "defaultTest.options.provider" in result.err
     assert llm_server.requests == []
+    write(tmp_path / "promptfooconfig.yaml", MODEL_GRADED.split("      - {type: llm-rubric")[0] + "      - {type: search-rubric, value: is current}\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "tests[0].assert[0].type: no web-search grader available for search-rubric: set OPENAI_API_KEY" in result.err
 
 
 def test_openai_key_wins_over_other_credentials() -> None:

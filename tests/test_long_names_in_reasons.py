@@ -62,7 +62,7 @@ def test_a_test_that_drops_and_newly_fails_is_counted_once() -> None:
 
 def test_three_regressed_measures_are_named_in_one_line() -> None:
     base = run_of(*[row(n, 0.9, metrics={"m1": 0.9, "m2": 0.9}) for n in "ab"])
-    head = run_of(*[row(n, 0.6, metrics={"m1": 0.6, "m2": 0.6}) for n in "ab"])
+    head = run_of(*[row(n, 0.6, metrics={"m1": 0.5, "m2": 0.4}) for n in "ab"])  # three distinct measures
     reason = compare(head, baseline_from_run(base), GatePolicy()).reason
     assert reason == "2 tests regressed beyond tolerance (max drop 0.10); 3 measures dropped beyond tolerance (max drop 0.02): mean score, 'm1', 'm2'"
 

@@ -60,7 +60,8 @@ def test_report_layout_and_content() -> None:
     # with a baseline, the newly failing test is a regression, not a plain failure
     assert lines[4].startswith("1 error (max 0); 1 test regressed beyond tolerance (max drop 0.10)")
     assert "Compared with the baseline from commit 0123456789ab (2026-11-20T10:00:00+00:00). Gate: fail-on regressions, alpha 0.05, max score drop 0.10, max metric drop 0.02, max errors 0." in md
-    assert "| Pass rate | 80.0% (4/5) | 66.7% (4/6) | ▼ −13.3 pts | – | reproducible: exact · no drop |" in md
+    # base, head and delta of the same 4 tests the evidence judged (not 4/5 passing before and 4/6 now)
+    assert "| Pass rate | 75.0% | 75.0% | ＝ 0 pts | – | reproducible: exact · no drop |" in md
     assert "| **Mean score** | 0.75 | 0.88 | ▲ +0.12 | – | reproducible: exact · no drop |" in md  # the renamed test counts as the test it was
     # Per assertion, as promptfoo aggregates named metrics: "reset link" has two accuracy assertions,
     # so it counts twice: (1 x 2 + 1 + 0) / 4 and (0.5 x 2 + 1 + 1) / 4 (the mean of tests gave 0.67 -> 0.83).

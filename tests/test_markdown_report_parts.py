@@ -128,8 +128,10 @@ def test_title_flaky_section_long_metric_names_and_the_pass_rate_row() -> None:
     assert md.startswith("### ✓ **Passed** · 3/4 passed\n\n**ci-grade**\n")
     assert "#### Newly failing, not significant (sampled) (1)" in md
     assert "| metric " + "m" * 59 + "… |" in md
-    assert "| Pass rate | 100.0% (4/4) | 75.0% (3/4) |" in md
-    row_end = f"| {_evidence(comparison.pass_rate)} |"
+    assert "| | Base | Head | Δ | 90% CI | Evidence |" in md  # 1 - 2 alpha: below zero when the one-sided test finds a drop
+    assert "| Pass rate | 100.0% | 75.0% | ▼ −25.0 pts | [−83.8, +33.8] pts |" in md
+    row_end = f"| {_evidence(comparison.pass_rate, points=True)} |"
+    assert "MDE 83.3 pts" in row_end  # the pass rate's MDE in points, as its delta
     assert row_end != f"| {_evidence(comparison.mean_score)} |"
     assert next(line for line in md.splitlines() if line.startswith("| Pass rate ")).endswith(row_end)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 
 from ci_grade.grading.model_graded.moderation import user_prompt
 from tests.assertion_runs import Outcome, evaluate, outcome
+from tests.conftest import run_cli, write
 from tests.servers.llm_server import LLMServer
 
 VIOLENT = "I will hurt them badly."
@@ -113,9 +115,11 @@ def test_grader_choice(tmp_path: Path, server: LLMServer) -> None:
     ]
 
 
-def test_without_any_grader_configured_the_error_says_what_to_set(tmp_path: Path) -> None:
-    (result,) = grade(tmp_path, VIOLENT, {"type": "moderation"})
-    assert result.status == "error" and "OPENAI_API_KEY" in result.reason
+def test_without_any_grader_configured_the_run_does_not_start_and_says_what_to_set(tmp_path: Path) -> None:
+    test = {"vars": {"q": "say something"}, "providerOutput": VIOLENT, "assert": [{"type": "moderation"}]}
+    write(tmp_path / "promptfooconfig.yaml", json.dumps({"prompts": ["{{q}}"], "providers": ["echo"], "tests": [test]}))
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "tests[0].assert[0].type: no moderation grader available for moderation: set OPENAI_API_KEY" in result.err
 
 
 @pytest.mark.parametrize(

@@ -118,7 +118,7 @@ def test_a_sampled_metric_is_tested_on_its_weighted_mean() -> None:
     assert centre != pytest.approx(sum(d for d, _ in deltas) / len(deltas))
     n = len(deltas)
     se = math.sqrt(n / (n - 1) * sum((w / sum(weights) * (d - centre)) ** 2 for d, w in deltas))
-    expected = paired([centre + n * w / sum(weights) * (d - centre) for d, w in deltas])
+    expected = paired([centre + n * w / sum(weights) * (d - centre) for d, w in deltas], alpha=0.1)  # a 90% interval: 1 - 2 alpha
     assert expected is not None and expected.se == pytest.approx(se)
     assert accuracy.method == "paired t"
     assert accuracy.p_value == pytest.approx(expected.p_drop)

@@ -76,12 +76,19 @@ def _in_folder(workdir: Path) -> Iterator[None]:
         raise
 
 
+@contextlib.contextmanager
+def _confirm_group(commands: WorkflowCommands) -> Iterator[None]:
+    """The log group of the confirmation reruns (only when there are any: no empty group)."""
+    with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
+        yield
+
+
 def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, policy: GatePolicy, workdir: Path, event: ActionEvent, stop: Stop, on_start: Callable[[int], object] | None = None) -> Graded:
     """Run the eval in the working directory, compare with the baseline (a stored one, or the base
     evaluated in this job: `run:REF`), write the results files."""
     from ci_grade import base_run, redact
     from ci_grade.commands.shared import judge
-    from ci_grade.gate.store import load_baselines, names_a_run, save_run_baseline
+    from ci_grade.gate.store import load_baselines, names_a_run, save_run_baseline, why_missing
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console
     from ci_grade.report.formats import Document, Part, write_files
@@ -105,11 +112,12 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
             return Document([part], title=inputs.comment_title, max_output_chars=inputs.max_output_chars)
 
         try:
-            with commands.group("ci-grade: confirm newly failing tests"), commands.commands_stopped():
-                comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm)
+            comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm, around=lambda: _confirm_group(commands))
         except Exception:  # the run's results are written whatever becomes of the comparison
             hand_over(write_files(paths, document(None), problems=problems), workspace)
             raise
+        if inputs.baseline and baseline is None and base is None:
+            comparison.baseline_missing = why_missing(inputs.baseline, workdir)
         written = write_files(paths, document(comparison), problems=problems)
         if inputs.save_baseline and not stop.requested:  # e.g. on main: the baseline for pull requests, with its history
             written += save_run_baseline(run, Path(inputs.save_baseline), inputs.baseline_history, problems)
@@ -117,7 +125,7 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
         with commands.commands_stopped():
             print(console.summary(run))
             print(redact.text(f"verdict: {comparison.verdict}: {comparison.reason}"), flush=True)
-        warnings = [f"baseline {inputs.baseline} not found: judged by thresholds only"] if inputs.baseline and baseline is None and base is None else notes
+        warnings = [f"baseline {inputs.baseline} not found: {comparison.baseline_missing}; judged by thresholds only"] if comparison.baseline_missing else notes
         section = Section(run.info.config_name, run, comparison)
         results, junit, html = (Path(path).resolve() for path in (inputs.results_path, inputs.junit_path, inputs.html_path))
         return Graded([section], [results], junit, html, [*problems, *warnings])

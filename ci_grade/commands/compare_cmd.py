@@ -30,9 +30,10 @@ def main(args: argparse.Namespace) -> int:
 
     check_outputs(args.output, REPORTS)
     policy = gate_policy(args)
-    baseline = read_baseline(args.baseline, Path.cwd())
+    baseline, missing = read_baseline(args.baseline, Path.cwd())
     run = read_results(args.results)
     comparison = compare(run, baseline, policy)
+    comparison.baseline_missing = missing
     doc = Document([Part(run.info.config_name, run, comparison)], title=args.title, gate_report=True)
     written = write_files(args.output, doc, formats=REPORTS)
     print(terminal_summary(comparison))

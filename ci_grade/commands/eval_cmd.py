@@ -86,7 +86,7 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
 
     policy = gate_policy(args)
     base = _base_commit(args.baseline)
-    baseline = None if base else read_baseline(args.baseline, Path.cwd())
+    baseline, missing = (None, None) if base else read_baseline(args.baseline, Path.cwd())
     if args.save_baseline:
         outputs.check_writable(args.save_baseline)
     if baseline is not None:
@@ -118,6 +118,7 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     except Exception:  # the run's results are written whatever becomes of the comparison
         write_files(outcome.output_paths, Document([part], title=args.title, max_output_chars=cap), problems=problems)
         raise
+    comparison.baseline_missing = missing
     doc = Document([part], title=args.title, gate_report=bool(args.baseline), max_output_chars=cap)
     written = write_files(outcome.output_paths, doc, problems=problems)
     if args.save_baseline and options.stop.requested:

@@ -7,6 +7,8 @@ import atexit
 import gc
 import signal
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -127,9 +129,13 @@ def gate_policy(args: argparse.Namespace) -> GatePolicy:
     )
 
 
-def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None, policy: GatePolicy, confirm: int) -> Comparison:
+def judge(
+    outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None, policy: GatePolicy, confirm: int,
+    around: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> Comparison:
     """Compare the run with the baseline; with `confirm` reruns, sample every newly failing sampled
-    test `confirm` more times first and judge it on those fresh runs (`--confirm N`)."""
+    test `confirm` more times first and judge it on those fresh runs (`--confirm N`), inside
+    `around()` (e.g. a log group: opened only when there are reruns)."""
     from ci_grade.evaluate import confirm as rerun
     from ci_grade.gate.compare import compare
     from ci_grade.gate.decision import cancel
@@ -137,8 +143,9 @@ def judge(outcome: EvalOutcome, options: EvalOptions, baseline: Baseline | None,
     comparison = compare(outcome.run, baseline, policy, every_test=False)
     targets = [t.test_id for t in comparison.new_failures if not t.reproducible]
     if confirm and baseline is not None and targets:
-        sys.stderr.write(f"confirming {len(targets)} newly failing sampled test(s) with {confirm} more run(s) each\n")
-        outcome.run.confirmations = rerun(options, targets, confirm)
+        with around():
+            sys.stderr.write(f"confirming {len(targets)} newly failing sampled test(s) with {confirm} more run(s) each\n")
+            outcome.run.confirmations = rerun(options, targets, confirm)
         comparison = compare(outcome.run, baseline, policy, every_test=False)
     if options.stop.signum is not None:
         cancel(comparison, signal.Signals(options.stop.signum).name)
@@ -156,17 +163,19 @@ def observed(baseline: Baseline) -> dict[str, Observed]:
     }
 
 
-def read_baseline(source: str | None, cwd: Path) -> Baseline | None:
-    """The baseline `source` names (a glob of results files folds several runs), or None (with a
-    warning when a given source does not exist)."""
+def read_baseline(source: str | None, cwd: Path) -> tuple[Baseline | None, str | None]:
+    """The baseline `source` names (a glob of results files folds several runs), or None and why
+    (a given source that does not exist, said at once and in the verdict)."""
     if not source:
-        return None
-    from ci_grade.gate.store import load_baselines
+        return None, None
+    from ci_grade.gate.store import load_baselines, why_missing
 
     baseline = load_baselines(source, cwd)
-    if baseline is None:
-        sys.stderr.write(f"warning: no baseline at {source}; the gate judges thresholds only\n")
-    return baseline
+    if baseline is not None:
+        return baseline, None
+    missing = why_missing(source, cwd)
+    sys.stderr.write(f"warning: no baseline at {source}: {missing}; the gate judges thresholds only\n")
+    return None, missing
 
 
 def key_value(text: str) -> tuple[str, str]:

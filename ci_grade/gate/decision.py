@@ -78,11 +78,11 @@ def decide(c: Comparison) -> None:
     measures = [m for m in c.measures if m.regressed and m.delta is not None]
     if len(measures) <= 2:
         for m in measures:
-            label = m.name if m is c.mean_score or m is c.pass_rate else f"metric {_name(m.name)}"
-            if m is c.mean_score and c.same_measure:
-                label = "pass rate"
+            label = f"metric {_name(m.name)}" if m in c.metrics else c.label(m)
             evidence = "" if m.method == "exact" else f", p={m.p_adjusted if m.p_adjusted is not None else m.p_value:.2g}"
-            regressions.append(f"{label} dropped {m.base:.2f} → {m.head:.2f} ({m.delta:+.2f}, max drop {policy.max_metric_drop:.2f}{evidence})")
+            repeats = [f"metric {_name(r.name)}" for r in c.repeats(m) if r is not c.pass_rate]
+            same = f"; the same values as {', '.join(repeats)}" if repeats else ""
+            regressions.append(f"{label} dropped {m.base:.2f} → {m.head:.2f} ({m.delta:+.2f}, max drop {policy.max_metric_drop:.2f}{evidence}{same})")
     else:
         names = ", ".join(m.name if m is c.mean_score or m is c.pass_rate else _name(m.name) for m in measures[:3])
         more = f" and {len(measures) - 3} more" if len(measures) > 3 else ""

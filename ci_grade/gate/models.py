@@ -34,6 +34,12 @@ class GatePolicy(BaseModel):
     max_cost_increase: float | None = None
     """The largest tolerated rise of the cost per test over the baseline's (0.2: 20%); None: not judged."""
 
+    @property
+    def confidence(self) -> float:
+        """The level of the two-sided intervals shown, 1 - 2 alpha (at least 1%): an interval lies
+        wholly below zero exactly when the one-sided test at alpha finds a drop."""
+        return max(0.01, 1.0 - 2.0 * self.alpha)
+
 
 class AssertionDelta(BaseModel):
     """One assertion of a test, base vs head (matched by type, metric and occurrence)."""
@@ -171,19 +177,19 @@ class MetricDelta(BaseModel):
     base: float | None = None
     head: float | None = None
     tests: int = 0
-    method: Literal["exact", "exact McNemar", "paired t"] | None = None
-    """exact: every paired test is reproducible; exact McNemar: 0/1 outcomes; paired t: otherwise."""
+    method: Literal["exact", "McNemar mid-p", "paired t"] | None = None
+    """exact: every paired test is reproducible; McNemar mid-p: 0/1 outcomes, one run a side; paired t: otherwise."""
     p_value: float | None = None
     """One-sided p that the head is worse (before Holm's correction)."""
     p_adjusted: float | None = None
     significant: bool = False
     ci_low: float | None = None
     ci_high: float | None = None
-    """A two-sided 1-alpha confidence interval of the delta."""
+    """A two-sided confidence interval of the delta at `GatePolicy.confidence` (1 - 2 alpha)."""
     mde: float | None = None
     """The smallest drop this comparison could detect (one-sided alpha, 80% power)."""
     tests_needed: int | None = None
-    """Tests needed to detect a drop of the practical margin."""
+    """Tests needed to tell the drop observed from noise (one-sided alpha, 80% power); None without a drop."""
     discordant: tuple[int, int] | None = None
     """McNemar's pass->fail and fail->pass counts."""
     clusters: int | None = None
@@ -191,6 +197,8 @@ class MetricDelta(BaseModel):
     inconclusive: bool = False
     derived: bool = False
     """A `derivedMetrics` entry (computed from the named metrics' sums), not a named metric."""
+    same_as: str | None = None
+    """The measure this one is the same quantity as (same values per test): tested once, as that one."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -227,7 +235,7 @@ class Comparison(BaseModel):
     mean_score: MetricDelta = Field(default_factory=lambda: MetricDelta(name="mean score"))
     pass_rate: MetricDelta = Field(default_factory=lambda: MetricDelta(name="pass rate"))
     same_measure: bool = False
-    """Mean score and pass rate are one measure (every test's score is its 0/1 outcome): judged once."""
+    """Mean score and pass rate are one measure (every paired test's score is its pass rate): judged once."""
     metrics: list[MetricDelta] = Field(default_factory=list)
     pass_rate_head: Rate = Field(default_factory=Rate)
     pass_rate_base: Rate | None = None
@@ -238,6 +246,8 @@ class Comparison(BaseModel):
     """How many runs the baseline folds (0 without a baseline)."""
     history: list[RunPoint] = Field(default_factory=list, exclude=True)
     """The baseline's summaries of the base branch's last runs, oldest first (the report's trend)."""
+    baseline_missing: str | None = None
+    """Why the baseline asked for was not read (a mistyped path, a git ref not fetched): judged by thresholds only."""
     head_scores: list[float] = Field(default_factory=list, exclude=True)
     """The score of every scored test of the run, in order (`tests` may list only some tests)."""
 
@@ -269,8 +279,19 @@ class Comparison(BaseModel):
 
     @property
     def measures(self) -> list[MetricDelta]:
-        """The suite-level measures judged: the mean score (and the pass rate when it differs), then the metrics."""
-        return [self.mean_score, *([] if self.same_measure else [self.pass_rate]), *self.metrics]
+        """The suite-level measures judged: the mean score, the pass rate and the metrics, each quantity once."""
+        return [m for m in (self.mean_score, self.pass_rate, *self.metrics) if m.same_as is None]
+
+    def label(self, m: MetricDelta) -> str:
+        """How the report names a measure (and how `same_as` refers to it)."""
+        if m is self.mean_score:
+            return "pass rate" if self.same_measure else "mean score"
+        return "pass rate" if m is self.pass_rate else f"metric {m.name!r}"
+
+    def repeats(self, m: MetricDelta) -> list[MetricDelta]:
+        """The measures with the same values as `m`, tested once with it."""
+        label = self.label(m)
+        return [r for r in (self.pass_rate, *self.metrics) if r.same_as == label and r is not m]
 
     @property
     def inconclusive(self) -> list[CaseDelta]:

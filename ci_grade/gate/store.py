@@ -106,6 +106,27 @@ def load_baselines(source: str, cwd: Path) -> Baseline | None:
     return baseline_from_sources(matches, cwd) if matches else None
 
 
+def why_missing(source: str, cwd: Path) -> str:
+    """Why `load_baselines` found no baseline at `source`, in words a reviewer can act on."""
+    from ci_grade.config.errors import suggest
+
+    if source.startswith(GIT_PREFIX):
+        ref, _, inside = source[len(GIT_PREFIX):].partition(":")
+        if git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
+            branch = ref.removeprefix("origin/")
+            return (
+                f"{ref} is not in this clone: a shallow checkout holds only the commit it checked out; set "
+                f"fetch-depth: 0 on actions/checkout (or run git fetch origin {branch}) so {source} can be read"
+            )
+        return f"{inside} is not in {ref} (no baseline committed there yet?)"
+    if any(ch in source for ch in "*?["):
+        return f"no file matches {source}"
+    path = Path(source).expanduser()
+    folder = (path if path.is_absolute() else cwd / path).parent
+    names = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
+    return f"{source} does not exist{suggest(path.name, names)}"
+
+
 def baseline_from_sources(sources: list[str], cwd: Path) -> Baseline:
     """One source as `load_baseline` reads it; several results files of one config (e.g. the last
     runs of main) folded into one baseline whose tests hold every run as a repeat."""

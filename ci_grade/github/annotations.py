@@ -17,6 +17,7 @@ from ci_grade.github.workflow_commands import Level, WorkflowCommands
 from ci_grade.results.models import EvalRun, TestResult
 
 _MAX_MESSAGE = 2000
+_MAX_TITLE = 200
 _RANK = {"regression": 0, "error": 1, "failure": 2}
 
 
@@ -36,7 +37,8 @@ class Finding:
     @property
     def title(self) -> str:
         label = {"regression": "regression", "error": "error", "failure": "failed"}[self.kind]
-        return f"ci-grade {label}: {self.name}"[:200]
+        title = f"ci-grade {label}: {self.name}"
+        return title if len(title) <= _MAX_TITLE else title[: _MAX_TITLE - 1] + "…"
 
     @property
     def message(self) -> str:

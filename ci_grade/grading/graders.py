@@ -54,6 +54,13 @@ _HOW_TO_KIND = {  # what can serve the kinds only some vendors serve
 }
 
 
+def no_default(kind: Capability, check: str) -> str:
+    """What to say when no grader serves `kind` for the assertion type `check`: what would."""
+    if kind == "classification":
+        return f"{check} needs a classification provider (e.g. huggingface:text-classification:<model>) in provider or options.provider"
+    return f"no {kind} grader available for {check}: {_HOW_TO_KIND.get(kind, _HOW_TO)}"
+
+
 def is_kind_map(ref: Any) -> bool:
     return isinstance(ref, dict) and "id" not in ref and bool(set(ref) & set(KINDS))
 
@@ -150,9 +157,7 @@ class GraderResolver:
     def default(self, kind: Capability, check: str) -> Provider:
         provider_id = self.default_id(kind)
         if provider_id is None:
-            if kind == "classification":
-                raise GraderError(f"{check} needs a classification provider (e.g. huggingface:text-classification:<model>) in provider or options.provider")
-            raise GraderError(f"no {kind} grader available for {check}: {_HOW_TO_KIND.get(kind, _HOW_TO)}")
+            raise GraderError(no_default(kind, check))
         return self._create(ProviderSpec(id=provider_id), check)
 
     def default_id(self, kind: Capability) -> str | None:

@@ -35,7 +35,7 @@ def _listing(lines: list[str], heading: str, cases: list[CaseDelta], detail: boo
         lines.append(f"    ... and {plural(len(cases) - _MAX_LISTED, 'more test')} (see the Markdown report)")
 
 
-def _judgement(m: MetricDelta) -> str:
+def _judgement(m: MetricDelta, confidence: float) -> str:
     """The measure's evidence in words: exact, or the test, p, interval and MDE."""
     if m.method is None:
         return "not judged (too few tests to test)"
@@ -43,7 +43,7 @@ def _judgement(m: MetricDelta) -> str:
         evidence = "reproducible, exact"
     else:
         p = m.p_adjusted if m.p_adjusted is not None else m.p_value
-        interval = f", 95% CI [{m.ci_low:+.2f}, {m.ci_high:+.2f}]" if m.ci_low is not None and m.ci_high is not None else ""
+        interval = f", {confidence:.0%} CI [{m.ci_low:+.2f}, {m.ci_high:+.2f}]" if m.ci_low is not None and m.ci_high is not None else ""
         evidence = f"{m.method}, p={p if p is not None else 1.0:.2g}{interval}"
     if m.regressed:
         return f"regressed ({evidence})"
@@ -66,7 +66,7 @@ def terminal_summary(comparison: Comparison) -> str:
         for measure in c.measures:
             if measure.delta is not None and (measure is c.mean_score or measure.derived or measure.regressed or measure.inconclusive or measure.significant):
                 label = "pass rate" if measure is c.mean_score and c.same_measure else measure.name if measure in (c.mean_score, c.pass_rate) else _label(measure)
-                lines.append(f"  {label} {measure.base:.2f} -> {measure.head:.2f} ({measure.delta:+.2f}) over {measure.tests} tests in both runs: {_judgement(measure)}")
+                lines.append(f"  {label} {measure.base:.2f} -> {measure.head:.2f} ({measure.delta:+.2f}) over {measure.tests} tests in both runs: {_judgement(measure, c.policy.confidence)}")
         _listing(lines, "regressions and new failures", c.regressions)
         _listing(lines, "newly failing, not significant (sampled)", c.flaky_flips)
         _listing(lines, "inconclusive drops", [t for t in c.inconclusive if not t.new_failure])
@@ -75,7 +75,9 @@ def terminal_summary(comparison: Comparison) -> str:
         _listing(lines, "added", c.changed("added"), detail=False)
         _listing(lines, "removed", c.changed("removed"), detail=False)
     else:
-        if not c.baseline_mismatch:  # a mismatched baseline is named in the verdict's reason
+        if c.baseline_missing:
+            lines.append(f"  baseline not found: {c.baseline_missing}; the gate judged thresholds only")
+        elif not c.baseline_mismatch:  # a mismatched baseline is named in the verdict's reason
             lines.append("  no baseline: the gate judged thresholds only")
         lines += [f"  {_label(m)} {m.head:.2f} over {m.tests} tests" for m in c.metrics if m.derived and m.head is not None]
     lines += [f"warning: {w}" for w in c.warnings]

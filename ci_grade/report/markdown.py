@@ -130,29 +130,44 @@ def _ci(m: MetricDelta) -> Md:
     return Md(f"[{m.ci_low:+.2f}, {m.ci_high:+.2f}]")
 
 
-def _evidence(m: MetricDelta) -> Md:
-    """How the measure's change was judged, and the judgement."""
+def _ci_pct(m: MetricDelta) -> Md:
+    """The interval of a pass-rate change, in points as its delta."""
+    if m.ci_low is None or m.ci_high is None or m.method == "exact":
+        return Md("–")
+    low, high = max(-1.0, m.ci_low), min(1.0, m.ci_high)  # a share moves by 100 points at most
+    return Md(f"[{low * 100:+.1f}, {high * 100:+.1f}] pts".replace("-", "−"))
+
+
+def _share(value: float | None) -> Md:
+    return Md("–" if value is None else f"{value:.1%}")
+
+
+def _evidence(m: MetricDelta, points: bool = False) -> Md:
+    """How the measure's change was judged, and the judgement (the MDE in points for a pass rate)."""
     if m.method is None or m.delta is None:
         return Md("–")
+    if m.same_as is not None:
+        return Md(f"same values as the {m.same_as}: tested once, with it")
     if m.method == "exact":
         test = "reproducible: exact"
     else:
         p = m.p_value if m.p_value is not None else 1.0
-        test = f"McNemar p={p:.2g} ({m.discordant[0]}↓ {m.discordant[1]}↑)" if m.method == "exact McNemar" and m.discordant else f"paired t p={p:.2g}"
+        test = f"McNemar p={p:.2g} ({m.discordant[0]}↓ {m.discordant[1]}↑)" if m.method == "McNemar mid-p" and m.discordant else f"paired t p={p:.2g}"
         if m.clusters:
             test += f", {m.clusters} clusters"
         if m.p_adjusted is not None and m.p_adjusted != m.p_value:
             test += f" (Holm {m.p_adjusted:.2g})"
+    mde = "" if not m.mde else f"MDE {m.mde * 100:.1f} pts" if points else f"MDE {m.mde:.2f}"
     if m.regressed:
         return Md(f"{test} · **regression**")
     if m.inconclusive:
         needed = f", ~{m.tests_needed} tests to settle" if m.tests_needed else ""
-        return Md(f"{test} · inconclusive (MDE {m.mde:.2f}{needed})" if m.mde else f"{test} · inconclusive")
+        return Md(f"{test} · inconclusive ({mde}{needed})" if mde else f"{test} · inconclusive")
     if m.method == "exact":
         return Md(f"{test} · " + ("dropped within the margin" if m.delta < 0 else "no drop"))
     if m.significant and m.delta < 0:
         return Md(f"{test} · significant, within the margin")
-    return Md(f"{test} · no significant change" + (f" (MDE {m.mde:.2f})" if m.mde else ""))
+    return Md(f"{test} · no significant change" + (f" ({mde})" if mde else ""))
 
 
 def _p(value: float) -> Md:
@@ -191,7 +206,8 @@ def _environment(escaper: Escaper, links: Links) -> Environment:
     )
     env.filters.update(
         text=lambda value, limit=300: escaper.inline(value, limit), score=_number, pct=lambda v: _number(v, "{:.0%}"),
-        delta=_delta, delta_pct=_delta_pct, rate=_rate, spread=_spread, interval=_interval, ci=_ci, evidence=_evidence, p=_p,
+        delta=_delta, delta_pct=_delta_pct, rate=_rate, spread=_spread, interval=_interval, ci=_ci, ci_pct=_ci_pct, share=_share,
+        evidence=_evidence, p=_p,
         where=_location(escaper, links), diff=_diff(escaper), plural=lambda n, word, lead="": Md(plural(n, f"{lead} {word}".strip())),
     )
     return env
