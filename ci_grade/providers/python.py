@@ -60,11 +60,12 @@ class PythonProvider(Provider):
 
 
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
-    """`file://x.py[:fn]` or `python:x.py[:fn]`; `file://x.js` (or .mjs, .cjs, .ts) runs in
-    Node.js; another kind of file provider fails every call."""
+    """`file://x.py[:fn]` or `python:x.py[:fn]`; `file://x.js` (or .mjs, .cjs, .ts, or such a path
+    without `file://`, as promptfoo reads it) runs in Node.js; another kind of file provider fails
+    every call."""
     reference = spec.id.removeprefix("python:") if spec.id.startswith("python:") else spec.id
     path, function = files.split_function(reference)
-    if spec.id.startswith("file://") and node.is_script(path):
+    if not spec.id.startswith("python:") and node.is_script(path):
         from ci_grade.providers.javascript import JavaScriptProvider
 
         return JavaScriptProvider(spec, env, path, max_concurrency)
