@@ -87,7 +87,7 @@ def _config(part: Part) -> dict[str, Any]:
         "verdict_key": c.verdict if c else "none",
         "reason": c.reason if c else "",
         "baseline": bool(c and c.has_baseline),
-        "measures": [_measure(m) for m in c.measures] if c and c.has_baseline else [],
+        "measures": [_measure(m, c) for m in c.measures] if c and c.has_baseline else [],
         "regressions": len(c.regressions) if c else 0,
         "fixes": len(c.fixes) if c else 0,
         "known": len(c.known_failures) if c else 0,
@@ -101,11 +101,13 @@ def _number(value: float | None, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
-def _measure(m: MetricDelta) -> dict[str, str]:
+def _measure(m: MetricDelta, c: Comparison) -> dict[str, str]:
+    """A measure as the gate tested it, named with the measures that are the same quantity."""
+    name = " = ".join([c.label(m), *(c.label(r) for r in c.repeats(m))])
     p = m.p_adjusted if m.p_adjusted is not None else m.p_value
     interval = f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]" if m.ci_low is not None and m.ci_high is not None else "–"
     judged = "regressed" if m.regressed else "inconclusive" if m.inconclusive else "significant" if m.significant else "no evident change"
-    return {"name": m.name, "base": _number(m.base), "head": _number(m.head), "delta": _number(m.delta, signed=True), "interval": interval, "p": "–" if p is None else f"{p:.3g}", "judged": judged}
+    return {"name": name, "base": _number(m.base), "head": _number(m.head), "delta": _number(m.delta, signed=True), "interval": interval, "p": "–" if p is None else f"{p:.3g}", "judged": judged}
 
 
 def _rows(part: Part, config: int, limit: int) -> list[dict[str, Any]]:
