@@ -16,7 +16,7 @@ from tests.conftest import run_cli, write
     [
         ("google:live:gemini-2.0-flash-exp", "live API is not supported"),
         ("google:image:imagen-3.0-generate-002", "image API is not supported"),
-        ("vertex:llama-3.3-70b-instruct-maas", "Gemini, Claude and embedding models"),
+        ("vertex:chat-bison", "model-as-a-service"),
         ("replicate:image:stability-ai/sdxl", "image generation"),
         ("cohere:embedding:", "name a model"),
         ("watsonx:chat:", "name a model"),
