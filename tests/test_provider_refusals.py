@@ -16,11 +16,22 @@ from tests.conftest import run_cli, write
     [
         ("google:live:gemini-2.0-flash-exp", "live API is not supported"),
         ("google:image:imagen-3.0-generate-002", "image API is not supported"),
-        ("vertex:llama-3.3-70b-instruct-maas", "Gemini, Claude and embedding models"),
+        ("vertex:chat-bison", "model-as-a-service"),
         ("replicate:image:stability-ai/sdxl", "image generation"),
         ("cohere:embedding:", "name a model"),
         ("watsonx:chat:", "name a model"),
         ("voyage:", "name a model"),
+        ("bedrock:kb:arn:aws:bedrock:us-east-1:123456789012:knowledge-base/KB1", "knowledge bases"),
+        ("bedrock:knowledge-base:KB1", "knowledge bases"),
+        ("bedrock:agents:AGENT1", "Bedrock Agents"),
+        ("bedrock:nova-sonic:amazon.nova-sonic-v1:0", "Nova Sonic"),
+        ("bedrock:video:amazon.nova-reel-v1:0", "video generation"),
+        ("bedrock:mantle:openai.gpt-oss-120b", "Mantle"),
+        ("bedrock:openai.gpt-5.5", "Responses API"),
+        ("bedrock:foo.bar-v1", "use bedrock:converse:foo.bar-v1"),
+        ("bedrock:converse:", "name a model"),
+        ("sagemaker:bogus:my-endpoint", "invalid model type 'bogus'"),
+        ("sagemaker:", "name the endpoint"),
     ],
 )
 def test_an_id_its_family_cannot_serve_exits_2_before_any_call(tmp_path: Path, provider_id: str, why: str) -> None:

@@ -168,6 +168,45 @@ def test_vertex_claude_rawpredict(server: CountingServer, account: ServiceAccoun
     assert request.json["system"] == "Be brief." and request.json["max_tokens"] == 512
 
 
+LLAMA = "llama-3.3-70b-instruct-maas"
+
+
+def test_vertex_llama_through_the_openai_compatible_endpoint(server: CountingServer, account: ServiceAccount) -> None:
+    google_server.install_vertex_maas(server, account, f"meta/{LLAMA}", region="us-east5")
+    prompt = json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
+    spec = {"id": f"vertex:{LLAMA}", "config": {"region": "us-east5", "temperature": 0.2, "maxOutputTokens": 64}}
+    response = call(spec, prompt)
+    assert response.error is None and response.output == "echo: hi"
+    assert (response.token_usage.prompt, response.token_usage.completion) == (12, 5)
+    (request,) = server.requests_to(f"/v1/projects/{account.project}/locations/us-east5/endpoints/openapi/chat/completions")
+    assert request.json["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert (request.json["temperature"], request.json["max_tokens"]) == (0.2, 64)
+    assert google_server.header(request, "authorization") == f"Bearer {account.tokens[0]}"
+
+
+def test_vertex_maas_token_is_refreshed_as_it_expires(server: CountingServer, account: ServiceAccount) -> None:
+    account.lifetime = 60  # inside google-auth's refresh margin: expired at once
+    google_server.install_vertex_maas(server, account, "openai/gpt-oss-120b-maas")
+
+    async def twice(provider):  # type: ignore[no-untyped-def]
+        return [await provider.call("one"), await provider.call("two")]
+
+    first, second = use("vertex:gpt-oss-120b-maas", twice)
+    assert (first.output, second.output) == ("echo: one", "echo: two")
+    assert len(account.tokens) == 2
+    requests = server.requests_to(f"/v1/projects/{account.project}/locations/us-central1/endpoints/openapi/chat/completions")
+    assert [google_server.header(r, "authorization") for r in requests] == [f"Bearer {t}" for t in account.tokens]
+
+
+def test_vertex_maas_errors_are_error_rows(server: CountingServer, account: ServiceAccount) -> None:
+    google_server.install_vertex_maas(server, account, f"meta/{LLAMA}")
+    error = call("vertex:meta/llama-4-scout-17b-16e-instruct-maas", "hi").error
+    assert error is not None and "was not found" in error
+    account.path.write_text("{not json")
+    error = call(f"vertex:{LLAMA}", "hi").error
+    assert error is not None and error.startswith("Google credentials could not be loaded")
+
+
 def test_an_unusable_credentials_file_is_an_error_row_not_a_crash(server: CountingServer, account: ServiceAccount) -> None:
     account.path.write_text("{not json")
     error = call(f"vertex:{FLASH}", "hi").error
@@ -248,6 +287,7 @@ def test_eval_google_text_schema_tools_similar_and_an_error_row(server: Counting
 def test_eval_vertex_gemini_and_claude_with_adc(server: CountingServer, account: ServiceAccount, tmp_path: Path) -> None:
     google_server.install_vertex(server, account, FLASH)
     google_server.install_vertex_claude(server, account, "claude-sonnet-4-5@20250929")
+    google_server.install_vertex_maas(server, account, f"meta/{LLAMA}")
     code, rows = eval_rows(
         tmp_path,
         f"""
@@ -256,13 +296,14 @@ def test_eval_vertex_gemini_and_claude_with_adc(server: CountingServer, account:
           - vertex:{FLASH}
           - id: vertex:claude-sonnet-4-5@20250929
             config: {{region: us-east5}}
+          - vertex:{LLAMA}
         tests:
           - vars: {{q: hello}}
             assert: [{{type: equals, value: "echo: hello"}}]
         """,
     )
-    assert code == 0 and [r["success"] for r in rows] == [True, True]
-    assert len(account.tokens) == 2  # one exchange per provider
+    assert code == 0 and [r["success"] for r in rows] == [True, True, True]
+    assert len(account.tokens) == 3  # one exchange per provider
     written = (tmp_path / "out.json").read_text()
     assert account.private_key_pem.splitlines()[1] not in written
 
@@ -300,5 +341,5 @@ def test_unsupported_google_kinds_are_refused(server: CountingServer) -> None:
 
     with pytest.raises(UnknownProviderError, match="live API is not supported"):
         make("google:live:gemini-2.0-flash-exp")
-    with pytest.raises(UnknownProviderError, match="Gemini, Claude and embedding models"):
+    with pytest.raises(UnknownProviderError, match="Gemini, Claude, embedding and model-as-a-service models"):
         make("vertex:chat-bison")

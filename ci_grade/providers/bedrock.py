@@ -9,8 +9,8 @@
 The region is `config.region`, else AWS_BEDROCK_REGION, else us-east-1 (promptfoo's order);
 `config.endpoint` (else AWS_ENDPOINT_URL_BEDROCK_RUNTIME) replaces the endpoint. Credentials:
 see `aws_client`. Bedrock's other APIs that promptfoo reaches through `bedrock:` (agents,
-knowledge bases, the OpenAI-compatible Mantle endpoint, Nova Sonic, video) are refused when the
-provider is made.
+knowledge bases, the OpenAI-compatible Mantle endpoint, Nova Sonic, video) are refused before any
+call (`check_id`, asked by the preflight).
 """
 
 from __future__ import annotations
@@ -172,21 +172,37 @@ class BedrockEmbeddingProvider(BedrockProvider):
         return EmbeddingResponse(embedding=[float(v) for v in vector], token_usage=usage)
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> BedrockProvider:
-    """A Bedrock provider for promptfoo's `bedrock:` ids (UnknownProviderError for the APIs not served)."""
-    rest = spec.id.removeprefix("bedrock:")
+def check_id(provider_id: str) -> str | None:
+    """Why `provider_id` cannot be served: a Bedrock API ci-grade does not call, or no model."""
+    rest = provider_id.removeprefix("bedrock:")
     kind, _, model = rest.partition(":")
     if kind in UNSUPPORTED:
-        raise UnknownProviderError(f"{spec.id}: ci-grade does not support {UNSUPPORTED[kind]}; Bedrock chat models run as bedrock:converse:<model> or bedrock:<model>")
+        return f"ci-grade does not support {UNSUPPORTED[kind]}; Bedrock chat models run as bedrock:converse:<model> or bedrock:<model>"
+    name = model if kind in ("converse", "completion", "embeddings", "embedding") else rest
+    if not name:
+        return "name a model, e.g. bedrock:converse:anthropic.claude-sonnet-4-5-20250929-v1:0"
+    if kind in ("embeddings", "embedding"):
+        return None
+    if (name.startswith("openai.") and "gpt-oss" not in name) or name.startswith("xai.") or ".xai." in name:
+        return f"{name} is served by Bedrock's OpenAI-compatible Responses API, which ci-grade does not support"
+    if name.removeprefix("anthropic.") in ("claude-mythos-5", "claude-mythos-preview"):
+        return f"{name} is served by Bedrock's Anthropic Messages endpoint, which ci-grade does not support"
+    if kind != "converse" and not (name.startswith("arn:") and "inference-profile" in name):  # profiles: config picks the body
+        try:
+            family_for(name, {})
+        except UnknownProviderError as exc:
+            return str(exc).split(": ", 1)[1] if str(exc).startswith("bedrock:") else str(exc)
+    return None
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> BedrockProvider:
+    """A Bedrock provider for promptfoo's `bedrock:` ids (UnknownProviderError for the APIs not served)."""
+    if problem := check_id(spec.id):
+        raise UnknownProviderError(f"{spec.id}: {problem}")
+    rest = spec.id.removeprefix("bedrock:")
+    kind, _, model = rest.partition(":")
     if kind in ("embeddings", "embedding"):
         return BedrockEmbeddingProvider(spec, env, model, max_concurrency)
-    name = model if kind in ("converse", "completion") else rest
-    if not name:
-        raise UnknownProviderError(f"{spec.id}: name a model, e.g. bedrock:converse:anthropic.claude-sonnet-4-5-20250929-v1:0")
-    if (name.startswith("openai.") and "gpt-oss" not in name) or name.startswith("xai.") or ".xai." in name:
-        raise UnknownProviderError(f"{spec.id}: {name} is served by Bedrock's OpenAI-compatible Responses API, which ci-grade does not support")
-    if name.removeprefix("anthropic.") in ("claude-mythos-5", "claude-mythos-preview"):
-        raise UnknownProviderError(f"{spec.id}: {name} is served by Bedrock's Anthropic Messages endpoint, which ci-grade does not support")
     if kind == "converse":
-        return BedrockConverseProvider(spec, env, name, max_concurrency)
-    return BedrockInvokeProvider(spec, env, name, max_concurrency)
+        return BedrockConverseProvider(spec, env, model, max_concurrency)
+    return BedrockInvokeProvider(spec, env, model if kind == "completion" else rest, max_concurrency)

@@ -196,10 +196,26 @@ def _json_list(prompt: str) -> list[Any] | None:
     return data if isinstance(data, list) else None
 
 
+def check_id(provider_id: str) -> str | None:
+    """Why `provider_id` cannot be served: a model type promptfoo does not define, or no endpoint.
+    `sagemaker:<endpoint>` takes its model type from the config, checked when the provider is made."""
+    parts = provider_id.split(":")
+    kind, endpoint = parts[1] if len(parts) > 1 else "", ":".join(parts[2:])
+    if not kind:
+        return "name the endpoint, e.g. sagemaker:openai:my-endpoint"
+    if len(parts) == 2 or kind in ("embedding", "embeddings"):
+        return None
+    if "jumpstart" not in endpoint and kind not in MODEL_TYPES:
+        return f"invalid model type {kind!r}; valid types are {', '.join(MODEL_TYPES)} (or embedding)"
+    return None
+
+
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> SageMakerProvider:
     """`sagemaker:<modelType>:<endpoint>`, `sagemaker:<endpoint>` (with config.modelType) or `sagemaker:embedding:<endpoint>`."""
+    if problem := check_id(spec.id):
+        raise UnknownProviderError(f"{spec.id}: {problem}")
     parts = spec.id.split(":")
-    kind, endpoint = parts[1] if len(parts) > 1 else "", ":".join(parts[2:])
+    kind, endpoint = parts[1], ":".join(parts[2:])
     if kind in ("embedding", "embeddings"):
         return SageMakerEmbeddingProvider(spec, env, endpoint or kind, "embedding", max_concurrency)
     if len(parts) == 2:
@@ -208,8 +224,6 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
             raise UnknownProviderError(f"{spec.id}: set config.modelType ({', '.join(MODEL_TYPES)}) or use sagemaker:<modelType>:<endpoint>")
     else:
         model_type = "jumpstart" if "jumpstart" in endpoint or kind == "jumpstart" else kind
-        if model_type not in MODEL_TYPES:
-            raise UnknownProviderError(f"{spec.id}: invalid model type {kind!r}; valid types are {', '.join(MODEL_TYPES)}")
     if not endpoint and not spec.config.get("endpoint"):
         raise UnknownProviderError(f"{spec.id}: name the endpoint, e.g. sagemaker:{model_type}:my-endpoint")
     return SageMakerProvider(spec, env, endpoint, model_type, max_concurrency)

@@ -115,6 +115,8 @@ class ServiceAccount:
     private_key_pem: str
     public_key: Any
     tokens: list[str] = field(default_factory=list)
+    lifetime: int = 3599
+    """Seconds each issued token lives (below google-auth's refresh margin: each use refreshes it)."""
 
     @classmethod
     def write(cls, folder: Path, server: LLMServer, project: str = "ci-project") -> ServiceAccount:
@@ -144,7 +146,7 @@ class ServiceAccount:
                 return Response(400, json={"error": "invalid_grant", "error_description": "Invalid JWT Signature."})
             token = f"ya29.stand-in-{secrets.token_hex(8)}"
             self.tokens.append(token)
-            return Response(200, json={"access_token": token, "expires_in": 3599, "token_type": "Bearer"})
+            return Response(200, json={"access_token": token, "expires_in": self.lifetime, "token_type": "Bearer"})
 
         return handle
 
@@ -213,4 +215,30 @@ def install_vertex_claude(server: LLMServer, account: ServiceAccount, model: str
         })
 
     path = f"/v1/projects/{account.project}/locations/{region}/publishers/anthropic/models/{model}:rawPredict"
+    return server.route("POST", path, handle)
+
+
+def install_vertex_maas(server: LLMServer, account: ServiceAccount, model: str, reply: Reply | None = None, region: str = "us-central1") -> LLMServer:
+    """Vertex AI's OpenAI-compatible endpoint for model-as-a-service models: Chat Completions with the
+    model as `<publisher>/<model>`, behind the account's tokens; Google's error format."""
+
+    def handle(recorded: Recorded) -> Response:
+        if refused := account.authorized(recorded):
+            return refused
+        body = recorded.json
+        if body.get("model") != model:
+            return google_error(404, f"Publisher model {body.get('model')!r} was not found or your project does not have access to it.")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) and m.get("role") and "content" in m for m in messages):
+            return google_error(400, "messages: each message needs a role and content")
+        text = reply(body) if reply else f"echo: {messages[-1]['content']}"
+        if isinstance(text, Response):
+            return text
+        return Response(200, json={
+            "id": "chatcmpl-vrtx", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+        })
+
+    path = f"/v1/projects/{account.project}/locations/{region}/endpoints/openapi/chat/completions"
     return server.route("POST", path, handle)

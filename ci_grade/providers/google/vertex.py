@@ -1,9 +1,11 @@
-"""`vertex:<model>`: Gemini, Claude and embeddings on Vertex AI with Application Default Credentials.
+"""`vertex:<model>`: Gemini, Claude, embeddings and model-as-a-service models (Llama, ...) on
+Vertex AI with Application Default Credentials.
 
 `vertex:<gemini model>` (and `vertex:chat:<model>`) goes through `google-genai` in Vertex mode;
 `vertex:embedding:<model>` embeds through it too; `vertex:<claude model>` sends Anthropic's
 Messages body (`anthropic_version: vertex-2023-10-16`, no model) to `:rawPredict` with a bearer
-token google-auth obtained. Project, region, endpoint and credentials: see `auth`.
+token google-auth obtained; other models (Llama and the rest of model-as-a-service) go to Vertex's
+OpenAI-compatible endpoint (`vertex_maas`). Project, region, endpoint and credentials: see `auth`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ci_grade.providers.anthropic import AnthropicMessagesProvider, _is_forced, 
 from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, Provider, ProviderResponse
 from ci_grade.providers.google.auth import VertexAuth
 from ci_grade.providers.google.gemini import GeminiProvider
+from ci_grade.providers.google.vertex_maas import VertexMaasProvider, publisher_model
 from ci_grade.results.usage import TokenUsage
 
 CLAUDE_VERSION = "vertex-2023-10-16"
@@ -122,13 +125,21 @@ def _model_name(provider_id: str) -> tuple[str, str]:
     return "chat", model if kind == "chat" and model else rest
 
 
+def _is_native(name: str) -> bool:
+    return any(word in name for word in ("claude", "gemini", "embedding", "gecko"))
+
+
 def check_id(provider_id: str) -> str | None:
-    """Why `provider_id` cannot be served: no model, or a model that is neither Gemini, Claude nor an embedding model."""
+    """Why `provider_id` cannot be served: no model, or one that is neither Gemini, Claude, an
+    embedding model nor a model-as-a-service model whose publisher is known."""
     kind, name = _model_name(provider_id)
     if not name:
         return "name a model, e.g. vertex:gemini-2.5-flash or vertex:embedding:text-embedding-004"
-    if kind == "chat" and not any(word in name for word in ("claude", "gemini", "embedding", "gecko")):
-        return f"ci-grade serves Gemini, Claude and embedding models on Vertex AI, not {name!r}"
+    if kind == "chat" and not _is_native(name) and publisher_model(name) is None:
+        return (
+            f"ci-grade serves Gemini, Claude, embedding and model-as-a-service models on Vertex AI; {name!r} is none it knows: "
+            "name a model-as-a-service model with its publisher, e.g. vertex:meta/llama-3.3-70b-instruct-maas"
+        )
     return None
 
 
@@ -140,4 +151,6 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
         return VertexGeminiProvider(spec, env, name, max_concurrency, embedding=True)
     if "claude" in name:
         return VertexClaudeProvider(spec, env, name, max_concurrency)
+    if not _is_native(name):
+        return VertexMaasProvider(spec, env, name, max_concurrency)
     return VertexGeminiProvider(spec, env, name, max_concurrency, embedding="gemini" not in name)
