@@ -20,6 +20,7 @@ from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
 from ci_grade.gate.store import load_baselines, save_baseline, why_missing
 from ci_grade.report import formats
+from ci_grade.report.document import Document, Part
 from ci_grade.report.sections import Section
 from ci_grade.results.pooling import Pooled, ShardFile, pool_files
 from ci_grade.results.promptfoo import read_results_and_config
@@ -96,8 +97,8 @@ def check_outputs(paths: list[str]) -> None:
 
 def write_outputs(paths: list[str], merged: Merged, title: str) -> list[Path]:
     """Reports (Markdown, JUnit, HTML) hold every config; other formats are written once per config."""
-    parts = [formats.Part(s.name, s.run, s.comparison, p.config) for p, s in zip(merged.pooled, merged.sections, strict=True)]
-    doc = formats.Document(parts, title=title, gate_report=True)
+    parts = [Part(s.name, s.run, s.comparison, p.config) for p, s in zip(merged.pooled, merged.sections, strict=True)]
+    doc = Document(parts, title=title, gate_report=True)
     return formats.write_files(paths, doc, per_config=lambda path, index: for_config(path, merged.pooled[index], merged.several))
 
 

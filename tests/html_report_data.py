@@ -6,7 +6,7 @@ from __future__ import annotations
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
-from ci_grade.report.formats import Document, Part
+from ci_grade.report.document import Document, Part
 from ci_grade.results.models import AssertionResult, SourceRef, TestResult
 from tests.results_factory import row, run_of
 

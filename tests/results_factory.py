@@ -58,6 +58,7 @@ def run_of(*rows: TestResult, repeat: int = 1, **info: Any) -> EvalRun:
 
 def render(path: str | Path, run: EvalRun, config: Any = None, *, max_output_chars: int = 100_000) -> str:
     """The text an output format writes for `run` at `path` (no comparison), as one string."""
-    from ci_grade.report.formats import Document, Part, format_of
+    from ci_grade.report.document import Document, Part
+    from ci_grade.report.formats import format_of
 
     return "".join(format_of(path).write(Document([Part("", run, None, config)], max_output_chars=max_output_chars)))

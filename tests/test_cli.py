@@ -97,7 +97,8 @@ def test_exit_3_when_an_output_cannot_be_written(tmp_path: Path, llm_server: LLM
 
 def test_exit_3_names_every_output_it_could_not_write(tmp_path: Path) -> None:
     from ci_grade.errors import InfrastructureError
-    from ci_grade.report.formats import Document, Part, write_files
+    from ci_grade.report.document import Document, Part
+    from ci_grade.report.formats import write_files
     from ci_grade.results.models import EvalRun
 
     (tmp_path / "blocked").write_text("a file")

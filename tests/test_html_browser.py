@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ci_grade.report.formats import Document, Part
+from ci_grade.report.document import Document, Part
 from ci_grade.report.html import render_html
 from tests.browser import Opened, chromium, open_file
 from tests.html_report_data import sample

@@ -16,7 +16,8 @@ import pytest
 
 from ci_grade import redact
 from ci_grade.redact import Redactor
-from ci_grade.report.formats import Document, Part, format_of
+from ci_grade.report.document import Document, Part
+from ci_grade.report.formats import format_of
 from ci_grade.report.html import render_html
 from tests.conftest import run_cli, write
 from tests.html_report_data import HOSTILE, sample

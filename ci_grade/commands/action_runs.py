@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ci_grade.github.publishing import Graded, publish
+from ci_grade.github.graded import Graded
+from ci_grade.github.publishing import publish
 
 if TYPE_CHECKING:
     from ci_grade.evaluate import EvalOptions, EvalOutcome
@@ -91,7 +92,8 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
     from ci_grade.gate.store import load_baselines, names_a_run, save_run_baseline, why_missing
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console
-    from ci_grade.report.formats import Document, Part, write_files
+    from ci_grade.report.document import Document, Part
+    from ci_grade.report.formats import write_files
     from ci_grade.report.sections import Section
 
     workspace = event.workspace
@@ -157,7 +159,8 @@ def run_shard(commands: WorkflowCommands, env: Mapping[str, str], inputs: Action
     from ci_grade.github.annotations import workspace_path
     from ci_grade.github.ownership import hand_over
     from ci_grade.report import console
-    from ci_grade.report.formats import Document, Part, write_files
+    from ci_grade.report.document import Document, Part
+    from ci_grade.report.formats import write_files
     from ci_grade.report.wording import plural
 
     with _in_folder(workdir):

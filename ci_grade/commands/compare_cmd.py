@@ -24,7 +24,8 @@ def main(args: argparse.Namespace) -> int:
     from ci_grade.commands.shared import gate_policy, read_baseline
     from ci_grade.errors import ExitCode
     from ci_grade.gate.compare import compare
-    from ci_grade.report.formats import REPORTS, Document, Part, check_outputs, write_files
+    from ci_grade.report.document import Document, Part
+    from ci_grade.report.formats import REPORTS, check_outputs, write_files
     from ci_grade.report.gate_summary import terminal_summary
     from ci_grade.results.promptfoo import read_results
 

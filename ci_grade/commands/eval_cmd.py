@@ -80,7 +80,8 @@ def _evaluate(args: argparse.Namespace, options: EvalOptions) -> int:
     from ci_grade.gate.baseline import baseline_from_run
     from ci_grade.gate.store import save_baseline
     from ci_grade.report import console, outputs
-    from ci_grade.report.formats import Document, Part, write_files
+    from ci_grade.report.document import Document, Part
+    from ci_grade.report.formats import write_files
     from ci_grade.report.gate_summary import terminal_summary
     from ci_grade.safe_text import terminal
 
@@ -159,7 +160,8 @@ def _shard_done(outcome: EvalOutcome, max_output_chars: int) -> int:
     """A shard writes its results and exits 0 whatever its tests did: the merge gives the verdict."""
     from ci_grade.errors import ExitCode
     from ci_grade.report import console
-    from ci_grade.report.formats import Document, Part, write_files
+    from ci_grade.report.document import Document, Part
+    from ci_grade.report.formats import write_files
 
     run = outcome.run
     shard = run.info.shard

@@ -23,7 +23,7 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel, Field
 
 from ci_grade.gate import derived
-from ci_grade.gate.history import RunPoint, point_of
+from ci_grade.gate.history import RunPoint
 from ci_grade.results.models import EvalRun, RunInfo, Status, TestResult
 from ci_grade.results.summary import RowSummary, output_hash, output_text, summaries_of
 
@@ -277,7 +277,7 @@ def baseline_from_runs(runs: list[EvalRun]) -> Baseline:
     values = derived.values(scored, newest.info.derived_metrics) if scored else {}
     for test_id, position in _shown_rows(summaries_of(newest.results)).items():
         tests[test_id].output = _kept_output(newest.results[position])
-    history = [point_of((fold_test(rows) for rows in group_rows(summaries_of(run.results)).values()), run.info, Totals.of(run)) for run in runs]
+    history = [run_point(run, Totals.of(run).cost) for run in runs]
     return Baseline(
         info=newest.info.model_copy(deep=True),
         totals=Totals.of(newest),
@@ -304,3 +304,25 @@ def _kept_output(row: TestResult) -> str | None:
         return None
     text = output_text(row.output)
     return text if len(text) <= OUTPUT_CHARS else text[: OUTPUT_CHARS - 1] + "…"
+
+
+def run_point(run: EvalRun, cost: float) -> RunPoint:
+    """The summary of one run (`history`), from its tests folded over repeats; `cost` is what it spent."""
+    listed = [fold_test(rows) for rows in group_rows(summaries_of(run.results)).values()]
+    info = run.info
+    scored = [t for t in listed if t.status != "error"]
+    metrics: dict[str, tuple[float, float]] = {}
+    for test in scored:
+        for name, value in test.named_scores.items():
+            weight = test.named_weights.get(name, 1.0)
+            total, weights = metrics.get(name, (0.0, 0.0))
+            metrics[name] = (total + value * weight, weights + weight)
+    return RunPoint(
+        created_at=info.created_at,
+        commit=info.commit,
+        tests=len(listed),
+        passed=sum(t.status == "pass" for t in listed),
+        mean_score=math.fsum(t.score for t in scored) / len(scored) if scored else None,
+        metrics={name: total / weights for name, (total, weights) in sorted(metrics.items()) if weights},
+        cost=cost,
+    )

@@ -10,15 +10,9 @@ with its own point (`report/trend.py`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
-
-if TYPE_CHECKING:
-    from ci_grade.gate.baseline import BaselineTest, Totals
-    from ci_grade.results.models import RunInfo
 
 DEFAULT_KEEP = 30
 
@@ -41,27 +35,6 @@ class RunPoint(BaseModel):
     @property
     def key(self) -> tuple[str, str | None]:
         return self.created_at, self.commit
-
-
-def point_of(tests: Iterable[BaselineTest], info: RunInfo, totals: Totals) -> RunPoint:
-    """The summary of one run from its tests folded over repeats."""
-    listed = list(tests)
-    scored = [t for t in listed if t.status != "error"]
-    metrics: dict[str, tuple[float, float]] = {}
-    for test in scored:
-        for name, value in test.named_scores.items():
-            weight = test.named_weights.get(name, 1.0)
-            total, weights = metrics.get(name, (0.0, 0.0))
-            metrics[name] = (total + value * weight, weights + weight)
-    return RunPoint(
-        created_at=info.created_at,
-        commit=info.commit,
-        tests=len(listed),
-        passed=sum(t.status == "pass" for t in listed),
-        mean_score=math.fsum(t.score for t in scored) / len(scored) if scored else None,
-        metrics={name: total / weights for name, (total, weights) in sorted(metrics.items()) if weights},
-        cost=totals.cost,
-    )
 
 
 def extend(history: list[RunPoint], points: Iterable[RunPoint], keep: int = DEFAULT_KEEP) -> list[RunPoint]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 from ci_grade import redact
 from ci_grade.errors import CiGradeError, ConfigError, GitHubError
@@ -14,26 +13,12 @@ from ci_grade.github.annotations import annotate, findings, workspace_path
 from ci_grade.github.comment import marker_for, upsert_comment
 from ci_grade.github.env_files import SUMMARY_LIMIT_BYTES, append_summary, write_outputs
 from ci_grade.github.event import ActionEvent
+from ci_grade.github.graded import Graded
 from ci_grade.github.inputs import ActionInputs
 from ci_grade.github.workflow_commands import WorkflowCommands
 from ci_grade.report.links import Links
 from ci_grade.report.markdown_escape import Escaper
-from ci_grade.report.sections import Section, render_report
-
-
-class Graded(NamedTuple):
-    """Finished results (one section per config), compared, with the files written for them."""
-
-    sections: list[Section]
-    results_paths: list[Path]
-    junit_path: Path
-    html_path: Path
-    warnings: list[str]
-    """About the run: a missing baseline, result files that could not be written."""
-
-    @property
-    def gate_failed(self) -> bool:
-        return any(s.comparison.gate_failed for s in self.sections)
+from ci_grade.report.sections import render_report
 
 
 def publish_results(commands: WorkflowCommands, env: Mapping[str, str], event: ActionEvent, inputs: ActionInputs, graded: Graded, workdir: Path, links: Links | None = None) -> None:

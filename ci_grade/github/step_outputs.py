@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ci_grade.gate.models import Comparison
 from ci_grade.github.annotations import workspace_path
-from ci_grade.github.publishing import Graded
+from ci_grade.github.graded import Graded
 from ci_grade.report.sections import verdict
 
 

@@ -26,7 +26,7 @@ from ci_grade.results.models import AssertionResult, TestResult
 from ci_grade.safe_text import json_dumps
 
 if TYPE_CHECKING:
-    from ci_grade.report.formats import Document, Part
+    from ci_grade.report.document import Document, Part
 
 TEMPLATES = Path(__file__).parent / "templates"
 VERDICTS = {"passed": "Passed", "regressed": "Regressed", "failed": "Failed", "cancelled": "Cancelled"}

@@ -12,12 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ci_grade.gate.baseline import Totals, fold_test, group_rows
-from ci_grade.gate.history import RunPoint, point_of
+from ci_grade.gate import baseline
+from ci_grade.gate.history import RunPoint
 from ci_grade.report.markdown_escape import Escaper, Md
 from ci_grade.report.wording import plural
 from ci_grade.results.models import EvalRun
-from ci_grade.results.summary import summaries_of
 
 MAX_METRICS = 20
 _LABEL = re.compile(r"[^0-9A-Za-z:.-]")
@@ -25,7 +24,7 @@ _LABEL = re.compile(r"[^0-9A-Za-z:.-]")
 
 def run_point(run: EvalRun) -> RunPoint:
     """This run's point, defined as the history's are (from the rows' summaries; no row is read)."""
-    return point_of((fold_test(rows) for rows in group_rows(summaries_of(run.results)).values()), run.info, Totals(cost=run.stats.cost + run.stats.grading_cost))
+    return baseline.run_point(run, run.stats.cost + run.stats.grading_cost)
 
 
 def _label(point: RunPoint) -> str:

@@ -18,7 +18,7 @@ import pytest
 from ci_grade.gate.baseline import baseline_from_run
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
-from ci_grade.github.publishing import Graded
+from ci_grade.github.graded import Graded
 from ci_grade.github.step_outputs import step_outputs
 from ci_grade.report.sections import Section
 from tests.conftest import run_cli, run_cli_process, write

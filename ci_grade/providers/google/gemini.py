@@ -10,6 +10,7 @@ stopped for safety is an error naming the reason.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -38,7 +39,7 @@ FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
 MISSING_SDK = "the google-genai package is not installed: pip install 'ci-grade[google]'"
 
 
-class GeminiProvider(Provider):
+class GeminiProvider(Provider, abc.ABC):
     """`generateContent` and `embedContent` through `client.aio.models`; subclasses say how to connect."""
 
     price_family: ClassVar[str | None] = "google"
@@ -61,12 +62,13 @@ class GeminiProvider(Provider):
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "model": self._model, "url": self.base_url()}
 
+    @abc.abstractmethod
     def base_url(self) -> str:
-        raise NotImplementedError
+        """Where the API is (the Gemini API or Vertex AI)."""
 
+    @abc.abstractmethod
     def client_kwargs(self) -> dict[str, Any]:
         """How `genai.Client` reaches and authenticates to the API (API key or credentials)."""
-        raise NotImplementedError
 
     def api_version(self) -> str | None:
         return str(self.spec.config["apiVersion"]) if self.spec.config.get("apiVersion") else None
