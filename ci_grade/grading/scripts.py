@@ -12,6 +12,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ci_grade.config import files
@@ -71,10 +72,7 @@ async def javascript(ctx: AssertionContext) -> Grade:
     args = [ctx.output, script_context(ctx, javascript=True)]
     try:
         if code.startswith("file://"):
-            path_text, function = files.split_function(code)
-            path = files.resolve(path_text, ctx.run.base_dir)
-            if not path.is_file():
-                raise GraderError(f"file not found: {path}")
+            path, function = _script_file(code, ctx)
             value, returned = await node.call_file(path, function, args), True  # in Node.js, as promptfoo
         else:
             returned, value = await js.arun_inline(js.assertion_body(code), ("output", "context"), args)
@@ -98,10 +96,7 @@ async def python_assert(ctx: AssertionContext) -> Grade:
     args = [ctx.output, script_context(ctx)]
     try:
         if code.startswith("file://"):
-            path_text, function = files.split_function(code)
-            path = files.resolve(path_text, ctx.run.base_dir)
-            if not path.is_file():
-                raise GraderError(f"file not found: {path}")
+            path, function = _script_file(code, ctx)
             value = await calls.call_file(path, function or "get_assert", args, base_dir=ctx.run.base_dir)
         else:
             value = await calls.call_inline(code, ("output", "context"), args, base_dir=ctx.run.base_dir)
@@ -127,10 +122,7 @@ async def ruby_assert(ctx: AssertionContext) -> Grade:
     args = [ctx.output, script_context(ctx)]
     try:
         if code.startswith("file://"):
-            path_text, function = files.split_function(code)
-            path = files.resolve(path_text, ctx.run.base_dir)
-            if not path.is_file():
-                raise GraderError(f"file not found: {path}")
+            path, function = _script_file(code, ctx)
             value = await ruby.call(path, function or "get_assert", args)
         else:
             value = await ruby.call_inline(code, args)
@@ -225,6 +217,15 @@ def _is_result(value: dict[str, Any]) -> bool:
         and isinstance(value.get("componentResults", []), list | tuple)
         and isinstance(value.get("comment", ""), str)
     )
+
+
+def _script_file(code: str, ctx: AssertionContext) -> tuple[Path, str | None]:
+    """The file (relative to the config's folder) and function a `file://x[:fn]` value names."""
+    path_text, function = files.split_function(code)
+    path = files.resolve(path_text, ctx.run.base_dir)
+    if not path.is_file():
+        raise GraderError(f"file not found: {path}")
+    return path, function
 
 
 def _check_finite(value: Any) -> None:
