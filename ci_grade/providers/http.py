@@ -12,6 +12,9 @@ is given.
 promptfoo's `response` object), or `file://x.js[:fn]` / `file://x.py:fn` called as
 `fn(json, text, context)`. A result with `output` or `error` keys is taken as a provider
 response. Without a transform the output is the parsed JSON, else the text.
+
+`signatureAuth` signs each request with the client's private key (`http_signature`): the vars
+`signature` and `signatureTimestamp` fill the templates.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, ScriptError, TemplateError
+from ci_grade.providers import http_signature
 from ci_grade.providers.base import CallContext, ProviderResponse
 from ci_grade.providers.http_api import HttpApiProvider, excerpt
 from ci_grade.providers.response_dict import response_from_dict, token_usage
@@ -37,7 +41,7 @@ from ci_grade.workers import calls
 if TYPE_CHECKING:
     import httpx
 
-UNSUPPORTED = ("request", "transformRequest", "sessionParser", "signatureAuth")
+UNSUPPORTED = ("request", "transformRequest", "sessionParser")
 _FUNCTION_EXPRESSION = re.compile(r"^\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)")
 _NO_BODY_METHODS = ("GET", "HEAD")
 
@@ -55,6 +59,7 @@ class HttpProvider(HttpApiProvider):
         config = spec.config
         self._url = config.get("url") or (spec.id if spec.id.startswith(("http://", "https://")) else None)
         self._transform = config.get("transformResponse", config.get("responseParser"))
+        self._signer: http_signature.Signer | None = None
 
     def retry_policy(self) -> RetryPolicy:
         policy = RetryPolicy.from_env()
@@ -68,18 +73,21 @@ class HttpProvider(HttpApiProvider):
         return f"HTTP {response.status_code} {response.reason_phrase}" + (f": {body}" if body else "")
 
     def check_config(self) -> str | None:
-        unsupported = [key for key in UNSUPPORTED if key in self.spec.config]
-        if unsupported:
-            return f"provider {self.id}: config.{unsupported[0]} is not supported by ci-grade"
-        if not self._url:
-            return f"provider {self.id}: config.url is required"
-        return None
+        problem = check_spec(self.spec)
+        return f"provider {self.id}: {problem}" if problem else None
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
         if error := self.check_config():
             return ProviderResponse(error=error)
         config = self.spec.config
         variables = {**context.vars, "prompt": prompt}
+        if "signatureAuth" in config:
+            self._signer = self._signer or http_signature.Signer(config["signatureAuth"], self.env, self.base_dir)
+            try:
+                signature = await self._signer.current()
+            except ProviderError as exc:
+                return ProviderResponse(error=f"provider {self.id}: failed to generate the signature: {exc}")
+            variables.update(signature=signature.value, signatureTimestamp=signature.timestamp)
         try:
             url = nunjucks.render(str(self._url), variables)
             headers = {str(k): nunjucks.render(str(v), variables) for k, v in (config.get("headers") or {}).items()}
@@ -157,6 +165,19 @@ class HttpProvider(HttpApiProvider):
             code = f"return ({code.strip().rstrip(';')})(json, text, context);"
         _, value = await js.arun_inline(_expression_body(code), ("json", "text", "context"), args)
         return value
+
+
+def check_spec(spec: ProviderSpec) -> str | None:
+    """What in an HTTP provider's settings ci-grade cannot run (asked before any call)."""
+    config = spec.config
+    unsupported = [key for key in UNSUPPORTED if key in config]
+    if unsupported:
+        return f"config.{unsupported[0]} is not supported by ci-grade"
+    if not (config.get("url") or spec.id.startswith(("http://", "https://"))):
+        return "config.url is required"
+    if "signatureAuth" in config:
+        return http_signature.problem(config["signatureAuth"])
+    return None
 
 
 def _body_usage(data: Any) -> TokenUsage:
