@@ -20,29 +20,23 @@ response. Without a transform the output is the parsed JSON, else the text.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, ScriptError, TemplateError
-from ci_grade.providers import http_signature
+from ci_grade.providers import http_signature, transforms
 from ci_grade.providers.base import CallContext, ProviderResponse
 from ci_grade.providers.http_api import HttpApiProvider, excerpt
 from ci_grade.providers.response_dict import response_from_dict, token_usage
 from ci_grade.providers.retry import RetryPolicy
 from ci_grade.results.usage import TokenUsage
-from ci_grade.scripting import js
 from ci_grade.templating import nunjucks
-from ci_grade.workers import calls
 
 if TYPE_CHECKING:
     import httpx
 
 UNSUPPORTED = ("request", "transformRequest", "sessionParser")
-_FUNCTION_EXPRESSION = re.compile(r"^\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)")
 _NO_BODY_METHODS = ("GET", "HEAD")
 
 
@@ -129,7 +123,7 @@ class HttpProvider(HttpApiProvider):
     async def status_ok(self, code: str, status: int) -> bool:
         """promptfoo's `validateStatus`: an expression of `status`, a function, or a file's function."""
         code = code.strip()
-        if not code.startswith("file://") and not _FUNCTION_EXPRESSION.match(code):
+        if not code.startswith("file://") and not transforms.FUNCTION_EXPRESSION.match(code):
             code = f"(status) => ({code})"
         return bool(await self.run_transform(code, [status]))
 
@@ -151,20 +145,7 @@ class HttpProvider(HttpApiProvider):
 
     async def run_transform(self, code: str, args: list[Any]) -> Any:
         """Inline JavaScript (expression, body or function) or a JS/Python file function."""
-        if code.startswith("file://"):
-            path_text, function = files.split_function(code)
-            path = files.resolve(path_text, self.base_dir or Path.cwd())
-            if not path.is_file():
-                raise FileNotFoundError(f"file not found: {path}")
-            if path.suffix == ".py":
-                if not function:
-                    raise ScriptError(f"name the function to call: file://{path_text}:<function>")
-                return await calls.call_file(path, function, args, base_dir=self.base_dir)
-            return js.call_js_file_function(path, function, args)
-        if _FUNCTION_EXPRESSION.match(code):
-            code = f"return ({code.strip().rstrip(';')})(json, text, context);"
-        _, value = await js.arun_inline(_expression_body(code), ("json", "text", "context"), args)
-        return value
+        return await transforms.run(code, ("json", "text", "context"), args, self.base_dir)
 
 
 def check_spec(spec: ProviderSpec) -> str | None:
@@ -222,13 +203,3 @@ def _render_body(body: Any, variables: dict[str, Any], headers: dict[str, str]) 
     elif "json" not in headers[content_type].lower():
         raise TemplateError(f"Content-Type is {headers[content_type]}, but the body is an object or array: give the body as text, or send JSON")
     return json.dumps(_json_strings(nunjucks.render_value(body, variables)), ensure_ascii=False).encode()
-
-
-def _expression_body(code: str) -> str:
-    """One line is an expression; several lines are a body, or one expression when without `return`."""
-    stripped = code.strip()
-    if "\n" not in stripped:
-        return stripped if stripped.startswith("return ") else f"return {stripped};"
-    if re.search(r"\breturn\b", stripped):
-        return stripped
-    return f"return (\n{stripped}\n);"

@@ -50,6 +50,8 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("python:", "ci_grade.providers.python", "create"),
     ("bedrock:", "ci_grade.providers.bedrock", "create"),
     ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
+    ("ws://", "ci_grade.providers.websocket", "WebSocketProvider"),
+    ("wss://", "ci_grade.providers.websocket", "WebSocketProvider"),
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})
