@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trustme
 
 from tests.conftest import run_cli, write
 from tests.provider_helpers import call, eval_rows
@@ -137,6 +139,20 @@ def test_file_transforms_and_an_error_result(tmp_path: Path, server: WsServer) -
     assert js.error == "model said no: m" and js.output is None
     plain = call({"id": server.url, "config": {"messageTemplate": message}}, "abc")
     assert plain.output == {"output": "Processed: abc", "model": "m"}
+
+
+def test_wss_trusts_the_ca_named_by_ssl_cert_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    spec = {"messageTemplate": '{"prompt": {{prompt | dump}}}', "transformResponse": "data.output"}
+    with WsServer(tls=context) as server:
+        assert server.url.startswith("wss://")
+        untrusted = call({"id": server.url, "config": spec}, "secure")
+        assert untrusted.error is not None and "TLS certificate was refused" in untrusted.error and server.handshakes == []
+        ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+        assert call({"id": server.url, "config": spec}, "secure").output == "Processed: secure"
 
 
 def test_a_busy_handshake_is_tried_again(server: WsServer) -> None:

@@ -1,5 +1,5 @@
 """A stand-in WebSocket chat server on loopback, as promptfoo's WebSocket examples run one, on
-`websockets`' asyncio server in a background thread.
+`websockets`' asyncio server in a background thread (`wss://` with a server-side `tls` context).
 
 - `/` (the `websockets` example's server): each message must be JSON with a `prompt` text (and
   may name a `model`); the reply is one JSON message `{"output": "Processed: <prompt>", "model": ...}`,
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import threading
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -40,8 +41,9 @@ class Handshake:
 class WsServer:
     """`with WsServer() as server:` serves on `server.url` until the block ends."""
 
-    def __init__(self, token: str | None = None, subprotocols: list[str] | None = None, delay: float = 0.0):
+    def __init__(self, token: str | None = None, subprotocols: list[str] | None = None, delay: float = 0.0, tls: ssl.SSLContext | None = None):
         self.token = token
+        self.tls = tls
         self.subprotocols = subprotocols
         self.delay = delay
         self.busy = 0
@@ -55,13 +57,15 @@ class WsServer:
     def url(self) -> str:
         assert self._server is not None
         port = next(iter(self._server.sockets)).getsockname()[1]
-        return f"ws://127.0.0.1:{port}"
+        return f"{'wss' if self.tls else 'ws'}://127.0.0.1:{port}"
 
     def __enter__(self) -> WsServer:
         self._thread.start()
         kwargs: dict[str, Any] = {"process_request": self._check}
         if self.subprotocols:
             kwargs["subprotocols"] = self.subprotocols
+        if self.tls:
+            kwargs["ssl"] = self.tls
 
         async def start() -> Server:
             return await serve(self._serve, "127.0.0.1", 0, **kwargs)
