@@ -223,3 +223,14 @@ def test_bad_settings_exit_2_before_any_call(tmp_path: Path, server: LLMServer, 
     assert result.code == 2, result.err
     assert problem in result.err and "promptfooconfig.yaml:" in result.err and "Traceback" not in result.err
     assert server.requests_to("/chat") == []
+
+
+def test_a_missing_library_is_named_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from ci_grade.providers import http_signature
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(http_signature.importlib.util, "find_spec", lambda name: None if name == "jks" else real(name))
+    assert http_signature.problem({"type": "jks", "keystorePath": "k.jks"}) == "signatureAuth of type jks needs the purejks package: pip install 'ci-grade[signature]'"
+    assert http_signature.problem({"privateKeyPath": "k.pem"}) is None

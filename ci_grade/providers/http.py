@@ -19,6 +19,7 @@ response. Without a transform the output is the parsed JSON, else the text.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -66,9 +67,13 @@ class HttpProvider(HttpApiProvider):
         body = excerpt(response.text, 200)
         return f"HTTP {response.status_code} {response.reason_phrase}" + (f": {body}" if body else "")
 
-    def check_config(self) -> str | None:
+    @functools.cached_property
+    def _config_problem(self) -> str | None:
         problem = check_spec(self.spec)
         return f"provider {self.id}: {problem}" if problem else None
+
+    def check_config(self) -> str | None:
+        return self._config_problem
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
         if error := self.check_config():

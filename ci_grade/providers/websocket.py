@@ -19,6 +19,7 @@ depends on the test's vars.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from collections.abc import Mapping
@@ -93,8 +94,12 @@ class WebSocketProvider(Provider):
         self._transform = config.get("transformResponse", config.get("responseParser"))
         self._stream = config.get("streamResponse")
 
+    @functools.cached_property
+    def _config_problem(self) -> str | None:
+        return check_spec(self.spec)
+
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
-        if problem := check_spec(self.spec):
+        if problem := self._config_problem:
             return ProviderResponse(error=f"provider {self.id}: {problem}")
         variables = {**context.vars, "prompt": prompt}
         try:
