@@ -161,6 +161,24 @@ def test_ec_key_with_sha384_and_the_signature_in_the_body(tmp_path: Path) -> Non
         assert request.json["signed_at"] == request.headers["timestamp"]
 
 
+def test_key_material_given_as_base64_content(client: KeyMaterial, monkeypatch: pytest.MonkeyPatch) -> None:
+    import base64
+    import textwrap
+
+    monkeypatch.setenv("PROMPTFOO_PFX_PASSWORD", PASSWORD)
+    wrapped = textwrap.fill(base64.b64encode(client.pfx(PASSWORD)).decode(), 76)  # as `base64` wraps it
+    pem = base64.b64encode(client.pem().encode()).decode()
+    with LLMServer() as server:
+        signed_server.install(server, client, template="{{timestamp}}")
+        headers = {"client-id": "x", "timestamp": "{{signatureTimestamp}}", "signature": "{{signature}}"}
+        for auth in ({"type": "pfx", "certificateContent": wrapped}, {"type": "pem", "certificateContent": pem}, {"type": "pfx", "certContent": pem, "keyContent": pem}):
+            spec = {"id": "http", "config": {"url": server.url + "/chat", "headers": headers, "body": {"chat_history": "{{prompt}}"}, "signatureAuth": auth}}
+            assert call(spec, "hi").output == {"message": "hello"}, auth
+        broken = call({"id": "http", "config": {"url": server.url + "/chat", "headers": headers, "body": {}, "signatureAuth": {"type": "jks", "keystoreContent": "not base64!", "keystorePassword": "x"}}}, "hi")
+        assert broken.error == "provider http: failed to generate the signature: signatureAuth.keystoreContent is not base64"
+        assert len(server.requests_to("/chat")) == 3
+
+
 def test_an_expired_signature_is_made_again(client: KeyMaterial) -> None:
     with LLMServer() as server:
         signed_server.install(server, client, template="{{timestamp}}")

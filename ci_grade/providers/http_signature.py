@@ -116,11 +116,11 @@ def problem(auth: Any) -> str | None:
 
 
 def _content(auth: Mapping[str, Any], *names: str) -> tuple[bytes, str] | None:
-    """The first of `names` given, base64-decoded, and its name."""
+    """The first of `names` given, base64-decoded (line breaks allowed), and its name."""
     for name in names:
         if auth.get(name):
             try:
-                return base64.b64decode(str(auth[name]), validate=True), name
+                return base64.b64decode("".join(str(auth[name]).split()), validate=True), name
             except (binascii.Error, ValueError):
                 raise ProviderError(f"signatureAuth.{name} is not base64") from None
     return None
