@@ -1,0 +1,268 @@
+"""`google:live:<model>`: the Gemini Live API (`BidiGenerateContent` over a websocket) through
+the `google-genai` SDK's `client.aio.live.connect`.
+
+One session per call, as promptfoo runs it: the setup carries the model, the generation options
+(top-level `temperature`, `topP`, `topK`, `stopSequences`, `maxOutputTokens`, then
+`generationConfig`, where `response_modalities`, `speechConfig`, `outputAudioTranscription` and
+the like go to the session's config), `speechConfig`, `systemInstruction` and `tools`; each user
+message of the prompt is then sent as one turn and the model's turn read until `turnComplete`.
+Function calls are answered locally (`live_tools`) and sent back as tool responses. The output is
+promptfoo's: `{"text", "toolCall": {"functionCalls": [...]}, "statefulApiState"?, "thinking"?}`,
+the text being the audio's transcript when the model spoke; spoken audio is kept as a WAV file
+(base64) in the response's `audio`. `timeoutMs` (default 30 s) bounds the wait for each message.
+
+The key and endpoint are read as for `google:` (see `ai_studio`): `config.apiKey`, GOOGLE_API_KEY,
+GEMINI_API_KEY; the SDK connects to the endpoint's host with `wss://`. The API version is
+`config.apiVersion`, else `v1beta` for native-audio and 3.1 Live models (which take text as
+realtime input and answer in audio with a transcript), else `v1alpha`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+import wave
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ci_grade.config.models import ProviderSpec
+from ci_grade.errors import ProviderError
+from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse
+from ci_grade.providers.google import ai_studio, live_tools, request
+from ci_grade.providers.pricing import estimate_cost
+from ci_grade.results.usage import TokenUsage
+
+if TYPE_CHECKING:
+    from google.genai import types
+
+DEFAULT_TIMEOUT_MS = 30_000
+V1BETA_MODELS = ("gemini-3.1-flash-live", "gemini-2.5-flash-native-audio-", "gemini-live-2.5-flash-preview-native-audio-")
+SAMPLE_RATE = 24_000  # the Live API's audio output: 16-bit mono PCM at 24 kHz
+MISSING_SDK = "the google-genai package is not installed: pip install 'ci-grade[google]'"
+
+
+@dataclass
+class _Transcript:
+    """What one session produced."""
+
+    text: str = ""
+    transcript: str = ""
+    audio: list[bytes] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[types.UsageMetadata] = field(default_factory=list)
+    grounding: dict[str, Any] = field(default_factory=dict)
+
+
+class GoogleLiveProvider(Provider):
+    """The Gemini Live API, one websocket session per call."""
+
+    key_names = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+    price_family: ClassVar[str | None] = "google"
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
+        super().__init__(spec, env, max_concurrency)
+        self._model = model
+        # A stateful API's script listens on one port: its sessions run one at a time.
+        self._one_at_a_time = asyncio.Lock() if live_tools.stateful_api(spec.config) else None
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def supports(self, kind: Capability) -> bool:
+        return kind == "text"
+
+    def api_version(self) -> str:
+        configured = self.spec.config.get("apiVersion")
+        return str(configured) if configured else ("v1beta" if self._model.startswith(V1BETA_MODELS) else "v1alpha")
+
+    def _realtime_text(self) -> bool:
+        """v1beta sessions take text as realtime input and answer in audio (promptfoo's rule)."""
+        return self.api_version() == "v1beta"
+
+    def client(self) -> Any:
+        try:
+            from google import genai
+            from google.genai import types
+        except ImportError:
+            raise ProviderError(MISSING_SDK) from None
+        headers = {str(k): str(v) for k, v in (self.spec.config.get("headers") or {}).items()}
+        options = types.HttpOptions(base_url=ai_studio.base_url(self.spec.config, self.env_value), api_version=self.api_version(), headers=headers or None)
+        return genai.Client(api_key=self.api_key(), http_options=options)
+
+    def connect_config(self, system: dict[str, Any] | None) -> types.LiveConnectConfig:
+        """The session's setup as the SDK's config (ProviderError for an option it does not know)."""
+        from google.genai import types
+
+        config = self.spec.config
+        options = {key: config[key] for key in request.OPTION_KEYS if config.get(key) is not None}
+        options.update(config.get("generationConfig") or {})
+        if config.get("speechConfig") is not None and "speechConfig" not in options:
+            options["speechConfig"] = config["speechConfig"]
+        session: dict[str, Any] = {}
+        generation: dict[str, Any] = {}
+        for key, value in options.items():
+            if value is None:
+                continue
+            if (name := _field(types.LiveConnectConfig, key)) not in (None, "http_options", "generation_config"):
+                session[str(name)] = value
+            elif (name := _field(types.GenerationConfig, key)) is not None:
+                generation[name] = value
+            else:
+                raise ProviderError(f"generationConfig.{key} is not an option of the Live API ({self.id})")
+        modalities = [str(m).upper() for m in session.get("response_modalities") or []]
+        if self._realtime_text():  # text answers come as audio with its transcript
+            wanted_text = "TEXT" in modalities
+            modalities = [m for m in modalities if m != "TEXT"] or ["AUDIO"]
+            if wanted_text:
+                session.setdefault("output_audio_transcription", {})
+        if modalities:
+            session["response_modalities"] = modalities
+        if generation:
+            session["generation_config"] = generation
+        if tools := request.tools(config):
+            session["tools"] = tools
+        if system is not None:
+            session["system_instruction"] = system
+        try:
+            return types.LiveConnectConfig.model_validate(session)
+        except ValueError as exc:
+            raise ProviderError(f"invalid Live API options for {self.id}: {exc}") from None
+
+    async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
+        if missing := self.missing_key_error():
+            return ProviderResponse(error=missing)
+        try:
+            contents, system = request.contents_and_system(prompt, self.spec.config)
+            if any(turn["role"] != "user" for turn in contents):
+                raise ProviderError("the Live API takes user messages only: the prompt has another role")
+            settings = self.connect_config(system)
+            async with self._one_at_a_time or contextlib.nullcontext():
+                return await self._session([turn["parts"] for turn in contents], settings)
+        except ProviderError as exc:
+            return ProviderResponse(error=str(exc))
+
+    async def _session(self, turns: list[list[dict[str, Any]]], settings: types.LiveConnectConfig) -> ProviderResponse:
+        import websockets
+        from google.genai import errors
+
+        idle = float(self.spec.config.get("timeoutMs") or DEFAULT_TIMEOUT_MS) / 1000
+        result = _Transcript()
+        state: Any = None
+        async with live_tools.serving(self.spec.config, self.env, self.base_dir) as http:
+            try:
+                async with self.client().aio.live.connect(model=self._model, config=settings) as session:
+                    for parts in turns:
+                        await self._send_turn(session, parts)
+                        await self._read_turn(session, result, http, idle)
+            except TimeoutError:
+                return ProviderResponse(error=f"WebSocket request timed out after {idle * 1000:g}ms of inactivity")
+            except errors.APIError as exc:
+                return ProviderResponse(error=f"Google Live API error {exc.code}: {exc.message or exc.status}")
+            except websockets.exceptions.InvalidStatus as exc:
+                return ProviderResponse(error=f"WebSocket error for model {self._model}: HTTP {exc.response.status_code} at the handshake")
+            except (OSError, websockets.exceptions.WebSocketException) as exc:
+                return ProviderResponse(error=f"WebSocket error for model {self._model}: {type(exc).__name__}: {exc}")
+            if live_tools.stateful_api(self.spec.config) is not None:
+                state = await live_tools.final_state(http, self.spec.config)
+        return self.to_response(result, state)
+
+    async def _send_turn(self, session: Any, parts: list[dict[str, Any]]) -> None:
+        from google.genai import types
+
+        if self._realtime_text():
+            text = "\n".join(str(part["text"]) for part in parts if "text" in part)
+            await session.send_realtime_input(text=text)
+            return
+        if len(parts) != 1 or "text" not in parts[0]:
+            raise ProviderError("the Live API takes one text part per user message")
+        await session.send_client_content(turns=types.Content(role="user", parts=[types.Part(text=str(parts[0]["text"]))]), turn_complete=True)
+
+    async def _read_turn(self, session: Any, result: _Transcript, http: Any, idle: float) -> None:
+        """Messages until the model's turn is complete; a `turnComplete` that only closes a tool
+        call (no content since the tool response) is not the end, as promptfoo reads it."""
+        from google.genai import types
+
+        waiting_for_tool_followup = False
+        stream = session.receive()
+        while True:
+            message = await asyncio.wait_for(anext(stream, None), idle)
+            if message is None:
+                if not waiting_for_tool_followup:
+                    return
+                waiting_for_tool_followup = False
+                stream = session.receive()
+                continue
+            if message.usage_metadata is not None:
+                result.usage.append(message.usage_metadata)
+            content = message.server_content
+            if content is not None:
+                parts = content.model_turn.parts if content.model_turn and content.model_turn.parts else []
+                heard = content.output_transcription.text if content.output_transcription else None
+                if parts or heard or content.generation_complete:
+                    waiting_for_tool_followup = False
+                for part in parts:
+                    result.text += part.text or ""
+                    if part.inline_data and part.inline_data.data and "audio" in (part.inline_data.mime_type or ""):
+                        result.audio.append(part.inline_data.data)
+                result.transcript += heard or ""
+                if content.grounding_metadata is not None:
+                    result.grounding = content.grounding_metadata.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if message.tool_call is not None and message.tool_call.function_calls:
+                responses = []
+                for call in message.tool_call.function_calls:
+                    result.calls.append(call.model_dump(mode="json", by_alias=True, exclude_none=True))
+                    if call.id and call.name:
+                        answer = await live_tools.answer(call.name, call.args, self.spec.config, self.base_dir, http)
+                        responses.append(types.FunctionResponse(id=call.id, name=call.name, response=answer))
+                if responses:
+                    waiting_for_tool_followup = True
+                    await session.send_tool_response(function_responses=responses)
+
+    def to_response(self, result: _Transcript, state: Any) -> ProviderResponse:
+        text, thinking = result.text, None
+        if result.audio and result.transcript:
+            text, thinking = result.transcript, result.text or None
+        output: dict[str, Any] = {"text": text, "toolCall": {"functionCalls": result.calls}}
+        if state is not None:
+            output["statefulApiState"] = state
+        if thinking:
+            output["thinking"] = thinking
+        usage, cost = self.usage_and_cost(result.usage)
+        audio = {"data": _wav(b"".join(result.audio)), "format": "wav", "transcript": result.transcript or result.text or None} if result.audio else None
+        metadata = {"groundingMetadata": result.grounding} if result.grounding else {}
+        return ProviderResponse(output=output, token_usage=usage, cost=cost, audio=audio, metadata=metadata)
+
+    def usage_and_cost(self, frames: list[types.UsageMetadata]) -> tuple[TokenUsage, float | None]:
+        """The session's usage summed over its turns; thinking tokens are billed as output."""
+        if not frames:
+            return TokenUsage(), None
+        prompt = sum((u.prompt_token_count or 0) + (u.tool_use_prompt_token_count or 0) for u in frames)
+        completion = sum(u.response_token_count or 0 for u in frames)
+        thoughts = sum(u.thoughts_token_count or 0 for u in frames)
+        cached = sum(u.cached_content_token_count or 0 for u in frames)
+        total = sum(u.total_token_count or 0 for u in frames) or prompt + completion + thoughts
+        tokens = TokenUsage.of(prompt, completion, total, cached=cached, reasoning=thoughts, requests=len(frames))
+        cost = estimate_cost(self._model, self.spec.config, prompt, completion + thoughts, family="google", cached_tokens=cached)
+        return tokens, cost
+
+
+def _field(model: Any, key: str) -> str | None:
+    """The SDK field a config key names (snake_case or camelCase), None if none."""
+    if key in model.model_fields:
+        return key
+    return next((name for name, info in model.model_fields.items() if info.alias == key), None)
+
+
+def _wav(pcm: bytes) -> str:
+    """16-bit mono PCM at the Live API's rate as a base64 WAV file."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(SAMPLE_RATE)
+        out.writeframes(pcm)
+    return base64.b64encode(buffer.getvalue()).decode()
