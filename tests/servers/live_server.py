@@ -6,7 +6,7 @@ else HTTP 404 at the handshake), the API key (`x-goog-api-key` or `?key=`; a wro
 socket with 1007 and Google's message), and that the first message is a `setup` naming
 `models/<model>` with known response modalities (else 1007). It answers `setupComplete`, then for
 each client turn (`clientContent` with `turnComplete`, or `realtimeInput.text`) runs `reply`, a
-script returning the server messages to send; `toolResponse` messages go to the script too.
+script returning the server messages to send (or a close); `toolResponse` messages go to the script too.
 Everything received is recorded.
 """
 
@@ -29,6 +29,8 @@ from websockets.http11 import Request, Response
 PATH = "/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent"
 BAD_KEY = "API key not valid. Please pass a valid API key."
 MODALITIES = {"TEXT", "AUDIO", "IMAGE"}
+CLOSE = "close"
+"""A script's message `{"close": (code, reason)}` closes the socket as the service does on a failure."""
 
 
 @dataclass
@@ -167,6 +169,9 @@ class LiveServer:
             elif "toolResponse" not in message:
                 continue
             for reply in self.reply(session, message):
+                if CLOSE in reply:
+                    await ws.close(*reply[CLOSE])
+                    return
                 await ws.send(json.dumps(reply))
 
     def _bad_setup(self, setup: Any) -> str | None:

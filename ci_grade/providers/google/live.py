@@ -161,7 +161,10 @@ class GoogleLiveProvider(Provider):
             except TimeoutError:
                 return ProviderResponse(error=f"WebSocket request timed out after {idle * 1000:g}ms of inactivity")
             except errors.APIError as exc:
-                return ProviderResponse(error=f"Google Live API error {exc.code}: {exc.message or exc.status}")
+                return ProviderResponse(error=f"Google Live API error {exc.code}: {exc.message or exc.status or exc.details}")
+            except websockets.exceptions.ConnectionClosed as exc:  # closed while the SDK was sending
+                code, reason = (exc.rcvd.code, exc.rcvd.reason) if exc.rcvd else (1006, "connection closed")
+                return ProviderResponse(error=f"Google Live API error {code}: {reason}")
             except websockets.exceptions.InvalidStatus as exc:
                 return ProviderResponse(error=f"WebSocket error for model {self._model}: HTTP {exc.response.status_code} at the handshake")
             except (OSError, websockets.exceptions.WebSocketException) as exc:
