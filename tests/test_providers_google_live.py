@@ -201,7 +201,8 @@ def test_eval_runs_live_configs_with_tool_call_assertions_audio_checks_and_an_er
     def reply(session: Session, message: dict[str, Any]) -> list[dict[str, Any]]:
         text = session.turns[-1] if session.turns else ""
         if "weather" in text and "toolResponse" not in message:
-            return [{"toolCall": {"functionCalls": [{"id": "w1", "name": "get_weather", "args": {"city": "San Francisco"}}]}}]
+            city: Any = 42 if "42" in text else "San Francisco"
+            return [{"toolCall": {"functionCalls": [{"id": "w1", "name": "get_weather", "args": {"city": city}}]}}]
         if "toolResponse" in message:
             return text_turn("It is sunny.", session)
         if "boom" in text:
@@ -234,15 +235,18 @@ def test_eval_runs_live_configs_with_tool_call_assertions_audio_checks_and_an_er
             assert:
               - {{type: icontains, value: weathering, transform: output.text}}
               - type: not-is-valid-function-call
+          - vars: {{query: What is the weather in 42?}}
+            assert: [{{type: is-valid-function-call}}]
           - vars: {{query: boom}}
             assert: [{{type: icontains, value: salt, transform: output.text}}]
         """,
     )
     assert code == 1
-    assert [r["success"] for r in rows] == [True, True, False]
+    assert [r["success"] for r in rows] == [True, True, False, False]
+    assert rows[2]["gradingResult"]["componentResults"][0]["reason"].startswith("Call to 'get_weather' does not match its schema: $.city: 42 is not of type 'string'")
     assert rows[0]["response"]["output"]["toolCall"]["functionCalls"] == [{"id": "w1", "name": "get_weather", "args": {"city": "San Francisco"}}]
     assert rows[1]["response"]["output"]["text"] == "Salt comes from weathering of rocks." and rows[1]["response"]["tokenUsage"]["total"] > 0
-    assert rows[2]["error"] == "Google Live API error 1011: Internal error encountered."
+    assert rows[3]["error"] == "Google Live API error 1011: Internal error encountered."
     assert KEY not in (tmp_path / "out.json").read_text()
 
 
