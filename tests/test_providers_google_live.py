@@ -19,7 +19,9 @@ import trustme
 
 from tests.conftest import run_cli, write
 from tests.provider_helpers import call, eval_rows
-from tests.servers.live_server import BAD_KEY, CLOSE, LiveServer, Session, echo, text_turn
+from tests.servers.counting_server import CountingServer
+from tests.servers.google_server import ServiceAccount
+from tests.servers.live_server import BAD_KEY, CLOSE, LiveServer, Session, Vertex, echo, text_turn
 
 KEY = "AIza-live-secret-4242"
 MODEL = "gemini-2.0-flash-exp"
@@ -293,3 +295,34 @@ def test_preflight_refuses_a_missing_stateful_api_script_and_a_live_id_without_m
     write(tmp_path / "promptfooconfig.yaml", "prompts: [hi]\nproviders: ['google:live:']\ntests: [{vars: {a: 1}}]\n")
     result = run_cli("eval", "--no-progress", cwd=tmp_path)
     assert result.code == 2 and "name a model" in result.err
+
+
+def test_vertex_live_uses_the_service_account_and_answers_in_audio_with_a_transcript(live_ca: trustme.CA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bundle = tmp_path / "live-ca.pem"
+    live_ca.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    live_ca.issue_cert("127.0.0.1").configure_cert(context)
+    for name in ("VERTEX_PROJECT_ID", "GOOGLE_PROJECT_ID", "GOOGLE_CLOUD_PROJECT", "VERTEX_REGION", "GOOGLE_CLOUD_LOCATION"):
+        monkeypatch.delenv(name, raising=False)
+    model = "gemini-live-2.5-flash"
+    with CountingServer() as tokens:
+        account = ServiceAccount.write(tmp_path, tokens)
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(account.path))
+        with LiveServer("", model, context, vertex=Vertex(account.project, "us-central1", account.tokens)) as server:
+            monkeypatch.setenv("VERTEX_API_HOST", server.url)
+            response = call({"id": f"vertex:live:{model}", "config": TEXT}, "hello vertex")
+            assert response.error is None, response.error
+            assert response.output["text"] == "echo: hello vertex" and response.audio is not None
+            (session,) = server.sessions
+            assert session.setup["model"] == f"projects/{account.project}/locations/us-central1/publishers/google/models/{model}"
+            assert session.setup["generationConfig"]["responseModalities"] == ["AUDIO"] and session.setup["outputAudioTranscription"] == {}
+            assert session.turns == ["hello vertex"] and account.tokens
+            wrong = call({"id": f"vertex:live:{model}", "config": {**TEXT, "apiVersion": "v2"}}, "hi")
+            assert wrong.error == "Vertex Live apiVersion must be v1 or v1beta1."
+            code, rows = eval_rows(tmp_path, f"""
+                prompts: ['{{{{q}}}}']
+                providers: ['vertex:live:{model}']
+                tests: [{{vars: {{q: sea salt}}, assert: [{{type: icontains, value: SALT, transform: output.text}}]}}]
+                """)
+            assert code == 0 and rows[0]["response"]["output"]["text"] == "echo: sea salt"

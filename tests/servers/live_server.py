@@ -4,7 +4,9 @@ It speaks the protocol as far as the `google-genai` SDK uses it, and checks what
 checks: the path (`/ws/google.ai.generativelanguage.<version>.GenerativeService.BidiGenerateContent`,
 else HTTP 404 at the handshake), the API key (`x-goog-api-key` or `?key=`; a wrong one closes the
 socket with 1007 and Google's message), and that the first message is a `setup` naming
-`models/<model>` with known response modalities (else 1007). It answers `setupComplete`, then for
+`models/<model>` with known response modalities (else 1007). As Vertex AI (`vertex=`), the path is
+`/ws/google.cloud.aiplatform.<version>.LlmBidiService/BidiGenerateContent`, a bearer token the
+service account was issued is required (else HTTP 401) and the model is named in full. It answers `setupComplete`, then for
 each client turn (`clientContent` with `turnComplete`, or `realtimeInput.text`) runs `reply`, a
 script returning the server messages to send (or a close); `toolResponse` messages go to the script too.
 Everything received is recorded.
@@ -27,6 +29,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 PATH = "/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent"
+VERTEX_PATH = "/ws/google.cloud.aiplatform.{version}.LlmBidiService/BidiGenerateContent"
 BAD_KEY = "API key not valid. Please pass a valid API key."
 MODALITIES = {"TEXT", "AUDIO", "IMAGE"}
 CLOSE = "close"
@@ -45,6 +48,16 @@ class Session:
     @property
     def modalities(self) -> list[str]:
         return list((self.setup.get("generationConfig") or {}).get("responseModalities") or ["TEXT"])
+
+
+@dataclass
+class Vertex:
+    """Vertex AI's Live endpoint instead of the Gemini API's: its path, the model's full name in
+    the project and region, and a bearer token from `tokens` (those a service account was issued)."""
+
+    project: str
+    region: str
+    tokens: list[str]
 
 
 Script = Callable[[Session, dict[str, Any]], list[dict[str, Any]]]
@@ -94,9 +107,10 @@ def echo(session: Session, message: dict[str, Any]) -> list[dict[str, Any]]:
 class LiveServer:
     """Serve on 127.0.0.1 over TLS from a background thread: `with LiveServer(key, model, tls): ...`."""
 
-    def __init__(self, key: str, model: str, tls: ssl.SSLContext, reply: Script = echo):
+    def __init__(self, key: str, model: str, tls: ssl.SSLContext, reply: Script = echo, vertex: Vertex | None = None):
         self.key = key
         self.model = model
+        self.vertex = vertex
         self.tls = tls
         self.reply = reply
         self.sessions: list[Session] = []
@@ -134,15 +148,19 @@ class LiveServer:
 
     def _handshake(self, connection: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
-        if path not in (PATH.format(version="v1alpha"), PATH.format(version="v1beta")):
+        paths = [VERTEX_PATH.format(version=v) for v in ("v1", "v1beta1")] if self.vertex else [PATH.format(version=v) for v in ("v1alpha", "v1beta")]
+        if path not in paths:
             self.refused.append(f"path {path}")
             return Response(404, "Not Found", Headers([("Content-Type", "text/plain")]), b"Not Found")
+        if self.vertex is not None and request.headers.get("Authorization", "").removeprefix("Bearer ") not in self.vertex.tokens:
+            self.refused.append("token")
+            return Response(401, "Unauthorized", Headers([("Content-Type", "text/plain")]), b"Request had invalid authentication credentials.")
         return None
 
     async def _session(self, ws: ServerConnection) -> None:
         query = parse_qs(urlsplit(ws.request.path if ws.request else "").query)
-        key = (ws.request.headers.get("x-goog-api-key") if ws.request else None) or (query.get("key") or [None])[0]
-        if key != self.key:
+        key = (ws.request.headers.get("x-goog-api-key") if ws.request else None) or next(iter(query.get("key") or []), None)
+        if self.vertex is None and key != self.key:
             self.refused.append("key")
             await ws.close(1007, BAD_KEY)
             return
@@ -177,8 +195,9 @@ class LiveServer:
     def _bad_setup(self, setup: Any) -> str | None:
         if not isinstance(setup, dict):
             return "the first message must be a setup"
-        if setup.get("model") != f"models/{self.model}":
-            return f"models/{self.model} expected, got {setup.get('model')!r}"
+        model = f"projects/{self.vertex.project}/locations/{self.vertex.region}/publishers/google/models/{self.model}" if self.vertex else f"models/{self.model}"
+        if setup.get("model") != model:
+            return f"{model} expected, got {setup.get('model')!r}"
         modalities = (setup.get("generationConfig") or {}).get("responseModalities") or []
         if not set(modalities) <= MODALITIES:
             return f"unknown response modalities {modalities}"

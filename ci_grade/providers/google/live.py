@@ -23,6 +23,7 @@ import asyncio
 import base64
 import contextlib
 import io
+import re
 import wave
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
 from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse
 from ci_grade.providers.google import ai_studio, live_tools, request
+from ci_grade.providers.google.auth import VertexAuth
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.results.usage import TokenUsage
 
@@ -79,9 +81,24 @@ class GoogleLiveProvider(Provider):
         configured = self.spec.config.get("apiVersion")
         return str(configured) if configured else ("v1beta" if self._model.startswith(V1BETA_MODELS) else "v1alpha")
 
-    def _realtime_text(self) -> bool:
-        """v1beta sessions take text as realtime input and answer in audio (promptfoo's rule)."""
+    def _audio_only(self) -> bool:
+        """Whether the session answers in audio only (text answers come as its transcript): v1beta
+        models, as promptfoo reads them."""
         return self.api_version() == "v1beta"
+
+    def _realtime_text(self) -> bool:
+        """Whether text goes as realtime input rather than a client turn (v1beta models)."""
+        return self._audio_only()
+
+    def base_url(self) -> str:
+        return ai_studio.base_url(self.spec.config, self.env_value)
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """How `genai.Client` authenticates: the API key."""
+        return {"api_key": self.api_key()}
+
+    def missing_credentials(self) -> str | None:
+        return self.missing_key_error()
 
     def client(self) -> Any:
         try:
@@ -90,8 +107,8 @@ class GoogleLiveProvider(Provider):
         except ImportError:
             raise ProviderError(MISSING_SDK) from None
         headers = {str(k): str(v) for k, v in (self.spec.config.get("headers") or {}).items()}
-        options = types.HttpOptions(base_url=ai_studio.base_url(self.spec.config, self.env_value), api_version=self.api_version(), headers=headers or None)
-        return genai.Client(api_key=self.api_key(), http_options=options)
+        options = types.HttpOptions(base_url=self.base_url(), api_version=self.api_version(), headers=headers or None)
+        return genai.Client(http_options=options, **self.client_kwargs())
 
     def connect_config(self, system: dict[str, Any] | None) -> types.LiveConnectConfig:
         """The session's setup as the SDK's config (ProviderError for an option it does not know)."""
@@ -114,7 +131,7 @@ class GoogleLiveProvider(Provider):
             else:
                 raise ProviderError(f"generationConfig.{key} is not an option of the Live API ({self.id})")
         modalities = [str(m).upper() for m in session.get("response_modalities") or []]
-        if self._realtime_text():  # text answers come as audio with its transcript
+        if self._audio_only():  # text answers come as audio with its transcript
             wanted_text = "TEXT" in modalities
             modalities = [m for m in modalities if m != "TEXT"] or ["AUDIO"]
             if wanted_text:
@@ -133,9 +150,9 @@ class GoogleLiveProvider(Provider):
             raise ProviderError(f"invalid Live API options for {self.id}: {exc}") from None
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
-        if missing := self.missing_key_error():
-            return ProviderResponse(error=missing)
         try:
+            if missing := self.missing_credentials():
+                return ProviderResponse(error=missing)
             contents, system = request.contents_and_system(prompt, self.spec.config)
             if any(turn["role"] != "user" for turn in contents):
                 raise ProviderError("the Live API takes user messages only: the prompt has another role")
@@ -147,6 +164,7 @@ class GoogleLiveProvider(Provider):
 
     async def _session(self, turns: list[list[dict[str, Any]]], settings: types.LiveConnectConfig) -> ProviderResponse:
         import websockets
+        from google.auth import exceptions as auth_errors
         from google.genai import errors
 
         idle = float(self.spec.config.get("timeoutMs") or DEFAULT_TIMEOUT_MS) / 1000
@@ -160,6 +178,8 @@ class GoogleLiveProvider(Provider):
                         await self._read_turn(session, result, http, idle)
             except TimeoutError:
                 return ProviderResponse(error=f"WebSocket request timed out after {idle * 1000:g}ms of inactivity")
+            except auth_errors.GoogleAuthError as exc:
+                return ProviderResponse(error=f"Google authentication failed: {exc}")
             except errors.APIError as exc:
                 return ProviderResponse(error=f"Google Live API error {exc.code}: {exc.message or exc.status or exc.details}")
             except websockets.exceptions.ConnectionClosed as exc:  # closed while the SDK was sending
@@ -251,6 +271,51 @@ class GoogleLiveProvider(Provider):
         tokens = TokenUsage.of(prompt, completion, total, cached=cached, reasoning=thoughts, requests=len(frames))
         cost = estimate_cost(self._model, self.spec.config, prompt, completion + thoughts, family="google", cached_tokens=cached)
         return tokens, cost
+
+
+class VertexLiveProvider(GoogleLiveProvider):
+    """`vertex:live:<model>`: the Live API on Vertex AI, with Application Default Credentials.
+
+    Project, region, endpoint and credentials are read as for `vertex:` (see `auth`); the API
+    version is `config.apiVersion` (`v1` or `v1beta1`), else `v1`. As promptfoo sends it, text goes
+    as client turns and the answer comes in audio with its transcript.
+    """
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
+        super().__init__(spec, env, model, max_concurrency)
+        self._auth: VertexAuth | None = None
+
+    @property
+    def auth(self) -> VertexAuth:
+        if self._auth is None:
+            self._auth = VertexAuth(self.spec.config, self.env, self.base_dir)
+        return self._auth
+
+    def describe(self) -> str:
+        return f"vertex:live:{self._model}"
+
+    def api_version(self) -> str:
+        return str(self.spec.config.get("apiVersion") or "v1")
+
+    def _audio_only(self) -> bool:
+        return True
+
+    def _realtime_text(self) -> bool:
+        return False
+
+    def base_url(self) -> str:
+        return self.auth.base_url()
+
+    def client_kwargs(self) -> dict[str, Any]:
+        return {"vertexai": True, "project": self.auth.project(), "location": self.auth.region(), "credentials": self.auth.credentials()}
+
+    def missing_credentials(self) -> str | None:
+        if self.api_version() not in ("v1", "v1beta1"):
+            return "Vertex Live apiVersion must be v1 or v1beta1."
+        if not re.fullmatch(r"[a-z0-9-]+", self.auth.region()):
+            return "Vertex Live region must be a Google Cloud location ID."
+        self.client_kwargs()  # the credentials and project load now (ProviderError when they cannot)
+        return None
 
 
 def _field(model: Any, key: str) -> str | None:
