@@ -326,3 +326,15 @@ def test_vertex_live_uses_the_service_account_and_answers_in_audio_with_a_transc
                 tests: [{{vars: {{q: sea salt}}, assert: [{{type: icontains, value: SALT, transform: output.text}}]}}]
                 """)
             assert code == 0 and rows[0]["response"]["output"]["text"] == "echo: sea salt"
+
+
+def test_an_overloaded_service_is_retried_before_the_first_turn(live: Callable[..., LiveServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    server = live()
+    server.overloaded = [503, 429]
+    response = call({"id": f"google:live:{MODEL}", "config": TEXT}, "again")
+    assert response.error is None and response.output["text"] == "echo: again"
+    assert server.refused == ["status 503", "status 429"] and len(server.sessions) == 1
+    monkeypatch.setenv("CI_GRADE_MAX_RETRIES", "1")
+    server.overloaded = [503, 503]
+    failed = call({"id": f"google:live:{MODEL}", "config": TEXT}, "again")
+    assert failed.error is not None and "HTTP 503 at the handshake" in failed.error and "gave up after" in failed.error

@@ -115,6 +115,8 @@ class LiveServer:
         self.reply = reply
         self.sessions: list[Session] = []
         self.refused: list[str] = []
+        self.overloaded: list[int] = []
+        """Statuses (429, 503, ...) the next handshakes are refused with, in order, with `Retry-After: 0`."""
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Future[None] | None = None
@@ -147,6 +149,10 @@ class LiveServer:
             self._thread.join(10)
 
     def _handshake(self, connection: ServerConnection, request: Request) -> Response | None:
+        if self.overloaded:
+            status = self.overloaded.pop(0)
+            self.refused.append(f"status {status}")
+            return Response(status, "Overloaded", Headers([("Retry-After", "0"), ("Content-Type", "text/plain")]), b"Resource has been exhausted.")
         path = urlsplit(request.path).path
         paths = [VERTEX_PATH.format(version=v) for v in ("v1", "v1beta1")] if self.vertex else [PATH.format(version=v) for v in ("v1alpha", "v1beta")]
         if path not in paths:

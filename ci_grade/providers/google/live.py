@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.errors import ProviderError
+from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse
 from ci_grade.providers.google import ai_studio, live_tools, request
 from ci_grade.providers.google.auth import VertexAuth
 from ci_grade.providers.pricing import estimate_cost
+from ci_grade.providers.retry import RETRYABLE_STATUS, RetryPolicy, retry_after_seconds, with_retries
 from ci_grade.results.usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_MS = 30_000
 V1BETA_MODELS = ("gemini-3.1-flash-live", "gemini-2.5-flash-native-audio-", "gemini-live-2.5-flash-preview-native-audio-")
 SAMPLE_RATE = 24_000  # the Live API's audio output: 16-bit mono PCM at 24 kHz
+RETRYABLE_CLOSE = frozenset({1011, 1013})
+"""Close codes for a failure on the service's side (internal error, try again later)."""
 MISSING_SDK = "the google-genai package is not installed: pip install 'ci-grade[google]'"
 
 
@@ -157,41 +160,60 @@ class GoogleLiveProvider(Provider):
             if any(turn["role"] != "user" for turn in contents):
                 raise ProviderError("the Live API takes user messages only: the prompt has another role")
             settings = self.connect_config(system)
+            policy = RetryPolicy.from_env()
             async with self._one_at_a_time or contextlib.nullcontext():
-                return await self._session([turn["parts"] for turn in contents], settings)
+                try:
+                    return await with_retries(lambda: self._session([turn["parts"] for turn in contents], settings), policy, what="Live session")
+                except TransientError as exc:
+                    return ProviderResponse(error=f"{exc} (gave up after {policy.attempts} attempts)")
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
 
     async def _session(self, turns: list[list[dict[str, Any]]], settings: types.LiveConnectConfig) -> ProviderResponse:
-        import websockets
-        from google.auth import exceptions as auth_errors
-        from google.genai import errors
-
+        """One session; a failure before the first turn was sent that the service may not repeat
+        (429, 5xx, a refused connection, close codes 1011 and 1013) is a TransientError, retried."""
         idle = float(self.spec.config.get("timeoutMs") or DEFAULT_TIMEOUT_MS) / 1000
         result = _Transcript()
         state: Any = None
+        sent = False
         async with live_tools.serving(self.spec.config, self.env, self.base_dir) as http:
             try:
                 async with self.client().aio.live.connect(model=self._model, config=settings) as session:
                     for parts in turns:
+                        sent = True
                         await self._send_turn(session, parts)
                         await self._read_turn(session, result, http, idle)
             except TimeoutError:
                 return ProviderResponse(error=f"WebSocket request timed out after {idle * 1000:g}ms of inactivity")
-            except auth_errors.GoogleAuthError as exc:
-                return ProviderResponse(error=f"Google authentication failed: {exc}")
-            except errors.APIError as exc:
-                return ProviderResponse(error=f"Google Live API error {exc.code}: {exc.message or exc.status or exc.details}")
-            except websockets.exceptions.ConnectionClosed as exc:  # closed while the SDK was sending
-                code, reason = (exc.rcvd.code, exc.rcvd.reason) if exc.rcvd else (1006, "connection closed")
-                return ProviderResponse(error=f"Google Live API error {code}: {reason}")
-            except websockets.exceptions.InvalidStatus as exc:
-                return ProviderResponse(error=f"WebSocket error for model {self._model}: HTTP {exc.response.status_code} at the handshake")
-            except (OSError, websockets.exceptions.WebSocketException) as exc:
-                return ProviderResponse(error=f"WebSocket error for model {self._model}: {type(exc).__name__}: {exc}")
+            except Exception as exc:
+                message, transient, retry_after = self._failure(exc)
+                if transient and not sent:
+                    raise TransientError(message, retry_after) from None
+                return ProviderResponse(error=message)
             if live_tools.stateful_api(self.spec.config) is not None:
                 state = await live_tools.final_state(http, self.spec.config)
         return self.to_response(result, state)
+
+    def _failure(self, exc: Exception) -> tuple[str, bool, float | None]:
+        """(message, worth another attempt, seconds the service asked to wait); other errors raise."""
+        import websockets
+        from google.auth import exceptions as auth_errors
+        from google.genai import errors
+
+        if isinstance(exc, auth_errors.GoogleAuthError):
+            return f"Google authentication failed: {exc}", isinstance(exc, auth_errors.TransportError), None
+        if isinstance(exc, errors.APIError):
+            return f"Google Live API error {exc.code}: {exc.message or exc.status or exc.details}", exc.code in RETRYABLE_CLOSE, None
+        if isinstance(exc, websockets.exceptions.ConnectionClosed):  # closed while the SDK was sending
+            code, reason = (exc.rcvd.code, exc.rcvd.reason) if exc.rcvd else (1006, "connection closed")
+            return f"Google Live API error {code}: {reason}", code in RETRYABLE_CLOSE, None
+        if isinstance(exc, websockets.exceptions.InvalidStatus):
+            status = exc.response.status_code
+            wait = retry_after_seconds(dict(exc.response.headers.raw_items()))
+            return f"WebSocket error for model {self._model}: HTTP {status} at the handshake", status in RETRYABLE_STATUS, wait
+        if isinstance(exc, OSError | websockets.exceptions.WebSocketException):
+            return f"WebSocket error for model {self._model}: {type(exc).__name__}: {exc}", isinstance(exc, OSError), None
+        raise exc
 
     async def _send_turn(self, session: Any, parts: list[dict[str, Any]]) -> None:
         from google.genai import types
