@@ -1,4 +1,5 @@
-"""`google:<model>` and `google:embedding:<model>`: the Gemini API with an API key.
+"""`google:<model>` and `google:embedding:<model>`: the Gemini API with an API key
+(`google:live:<model>`, the Live API, is in `live`).
 
 The key is `config.apiKey`, else the variable `config.apiKeyEnvar` names, else GOOGLE_API_KEY,
 GEMINI_API_KEY, PALM_API_KEY (promptfoo's order), sent as `x-goog-api-key`. The endpoint is

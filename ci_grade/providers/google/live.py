@@ -218,11 +218,12 @@ class GoogleLiveProvider(Provider):
     async def _send_turn(self, session: Any, parts: list[dict[str, Any]]) -> None:
         from google.genai import types
 
+        if not all("text" in part for part in parts):
+            raise ProviderError("ci-grade sends text to the Live API: audio, image and video input are not supported")
         if self._realtime_text():
-            text = "\n".join(str(part["text"]) for part in parts if "text" in part)
-            await session.send_realtime_input(text=text)
+            await session.send_realtime_input(text="\n".join(str(part["text"]) for part in parts))
             return
-        if len(parts) != 1 or "text" not in parts[0]:
+        if len(parts) != 1:
             raise ProviderError("the Live API takes one text part per user message")
         await session.send_client_content(turns=types.Content(role="user", parts=[types.Part(text=str(parts[0]["text"]))]), turn_complete=True)
 
