@@ -70,6 +70,7 @@ class GoogleLiveProvider(Provider):
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self._model = model
+        self._client: Any = None
         # A stateful API's script listens on one port: its sessions run one at a time.
         self._one_at_a_time = asyncio.Lock() if live_tools.stateful_api(spec.config) else None
 
@@ -104,6 +105,12 @@ class GoogleLiveProvider(Provider):
         return self.missing_key_error()
 
     def client(self) -> Any:
+        """The provider's `genai.Client` (built once: it loads TLS settings and credentials)."""
+        if self._client is None:
+            self._client = self._new_client()
+        return self._client
+
+    def _new_client(self) -> Any:
         try:
             from google import genai
             from google.genai import types
@@ -267,6 +274,12 @@ class GoogleLiveProvider(Provider):
                 if responses:
                     waiting_for_tool_followup = True
                     await session.send_tool_response(function_responses=responses)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aio.aclose()
+            client.close()
 
     def to_response(self, result: _Transcript, state: Any) -> ProviderResponse:
         text, thinking = result.text, None
