@@ -80,8 +80,8 @@ def camel(value: Any) -> Any:
 
 
 def text_turn(text: str, session: Session, chunks: int = 2) -> list[dict[str, Any]]:
-    """A model turn: `text` in `chunks` pieces (as PCM audio with a transcript when the session
-    asked for audio), then generationComplete and turnComplete with usage."""
+    """A model turn: `text` in `chunks` pieces (as PCM audio when the session asked for audio,
+    with a transcript when it asked for one), then generationComplete and turnComplete with usage."""
     size = max(1, -(-len(text) // chunks))
     pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
     messages: list[dict[str, Any]] = []
@@ -89,7 +89,8 @@ def text_turn(text: str, session: Session, chunks: int = 2) -> list[dict[str, An
         if "AUDIO" in session.modalities:
             pcm = base64.b64encode(piece.encode() * 4).decode()
             messages.append({"serverContent": {"modelTurn": {"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": pcm}}]}}})
-            messages.append({"serverContent": {"outputTranscription": {"text": piece}}})
+            if "outputAudioTranscription" in session.setup:
+                messages.append({"serverContent": {"outputTranscription": {"text": piece}}})
         else:
             messages.append({"serverContent": {"modelTurn": {"parts": [{"text": piece}]}}})
     prompt = max(1, sum(len(t) for t in session.turns) // 4)

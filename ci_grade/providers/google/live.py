@@ -66,6 +66,8 @@ class GoogleLiveProvider(Provider):
 
     key_names = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
     price_family: ClassVar[str | None] = "google"
+    always_transcribed: ClassVar[bool] = False
+    """Whether spoken answers are transcribed even when no text was asked for (Vertex, as promptfoo)."""
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
@@ -144,7 +146,7 @@ class GoogleLiveProvider(Provider):
         if self._audio_only():  # text answers come as audio with its transcript
             wanted_text = "TEXT" in modalities
             modalities = [m for m in modalities if m != "TEXT"] or ["AUDIO"]
-            if wanted_text:
+            if wanted_text or self.always_transcribed:
                 session.setdefault("output_audio_transcription", {})
         if modalities:
             session["response_modalities"] = modalities
@@ -316,6 +318,8 @@ class VertexLiveProvider(GoogleLiveProvider):
     version is `config.apiVersion` (`v1` or `v1beta1`), else `v1`. As promptfoo sends it, text goes
     as client turns and the answer comes in audio with its transcript.
     """
+
+    always_transcribed = True
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
         super().__init__(spec, env, model, max_concurrency)
