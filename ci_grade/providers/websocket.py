@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,6 +94,7 @@ class WebSocketProvider(Provider):
         self._timeout = float(timeout_ms) / 1000 if timeout_ms else call_timeout(config)
         self._transform = config.get("transformResponse", config.get("responseParser"))
         self._stream = config.get("streamResponse")
+        self._tls_context: ssl.SSLContext | None = None
 
     @functools.cached_property
     def _config_problem(self) -> str | None:
@@ -125,7 +127,7 @@ class WebSocketProvider(Provider):
         config = self.spec.config
         options: dict[str, Any] = {"open_timeout": None, "max_size": None}
         if url.startswith("wss://"):
-            options["ssl"] = tls.context()
+            options["ssl"] = self._tls()
         if protocols := _protocols(config.get("protocols")):
             options["subprotocols"] = protocols
         headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()}
@@ -154,6 +156,15 @@ class WebSocketProvider(Provider):
             if refused := tls.trust_failure(exc):
                 raise ProviderError(refused) from None
             raise TransientError(f"WebSocket connection failed: {type(exc).__name__}: {exc}") from None
+
+    def _tls(self) -> ssl.SSLContext:
+        """The client TLS context, made on the first wss:// call (a CA file that cannot be read is an error)."""
+        if self._tls_context is None:
+            try:
+                self._tls_context = tls.context()
+            except tls.TrustStoreError as exc:
+                raise ProviderError(str(exc)) from None
+        return self._tls_context
 
     async def _reply(self, raw: str | bytes) -> ProviderResponse:
         """The first message through `transformResponse`."""
