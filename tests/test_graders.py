@@ -126,6 +126,42 @@ tests:
     assert [b["model"] for b in grader_calls(openai_env)] == ["text-judge"]
 
 
+def test_settings_without_an_id_configure_the_default_grader(tmp_path: Path, openai_env: LLMServer) -> None:
+    """`options.provider: {config: ...}` (promptfoo's TrueFoundry example): the default grader with those settings."""
+    openai_env.on_chat(None, PASS)
+    result = run_eval(
+        tmp_path,
+        """
+prompts: ['{{out}}']
+providers: [echo]
+defaultTest:
+  options:
+    provider:
+      config: {temperature: 0.7, seed: 7, reasoning_effort: low}
+tests:
+  - vars: {out: x}
+    assert:
+      - {type: llm-rubric, value: is x}
+""",
+    )
+    assert result.component()["pass"] is True
+    (body,) = grader_calls(openai_env)
+    assert (body["model"], body["seed"], body["reasoning_effort"]) == ("gpt-5.6-sol", 7, "low")
+    assert result.component()["metadata"]["ciGrade"]["grader"] == "openai:chat:gpt-5.6-sol"
+
+
+def test_settings_without_an_id_and_no_default_grader_exit_2(tmp_path: Path, llm_server: LLMServer) -> None:
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['x']\nproviders: [echo]\ndefaultTest:\n  options:\n    provider: {config: {temperature: 1}}\n"
+          "tests:\n  - assert:\n      - {type: llm-rubric, value: fine}\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "no text grader available for llm-rubric" in result.err
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['x']\nproviders: [echo]\ndefaultTest:\n  options:\n    provider: {config: 5}\n"
+          "tests:\n  - assert:\n      - {type: llm-rubric, value: fine}\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "defaultTest.options.provider.config" in result.err
+    assert llm_server.requests == []
+
+
 @pytest.mark.parametrize(("provider", "message"), [("openai:embedding:text-embedding-3-small", "cannot serve text calls")])
 def test_unusable_grader_is_an_error(tmp_path: Path, openai_env: LLMServer, provider: str, message: str) -> None:
     result = run_eval(
