@@ -49,6 +49,9 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("python:", "ci_grade.providers.python", "create"),
     ("bedrock:", "ci_grade.providers.bedrock", "create"),
     ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
+    ("adaline:", "ci_grade.providers.adaline", "create"),
+    ("llama", "ci_grade.providers.llama", "create"),
+    ("llama:", "ci_grade.providers.llama", "create"),
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})
@@ -60,7 +63,7 @@ _SCRIPT_PATH = re.compile(r"\.(js|cjs|mjs|ts|cts|mts)$", re.I)
 
 def _family(provider_id: str) -> tuple[str, str] | None:
     for prefix, module, attribute in _FAMILIES:
-        if prefix in ("echo", "http", "https"):
+        if prefix in ("echo", "http", "https", "llama"):
             if provider_id == prefix:
                 return module, attribute
             continue
