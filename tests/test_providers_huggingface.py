@@ -228,3 +228,27 @@ def test_similar_graded_by_a_hugging_face_model_end_to_end(server: CountingServe
     assert component["score"] == (0.9 if task == "sentence-similarity" else 1.0)
     if task == "sentence-similarity":
         assert server.requests_to(f"/models/{model}")[0].json["inputs"] == {"source_sentence": "hello there", "sentences": ["Hello world"]}
+
+
+def test_text_generation_in_the_chat_format_goes_to_the_endpoints_chat_completions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.servers.llm_server import LLMServer
+
+    monkeypatch.setenv("HF_TOKEN", "hf_chat_token")
+    with LLMServer() as chat:
+        chat.on_chat(None, "A tweet about bananas")
+        code, rows = eval_rows(
+            tmp_path,
+            f"""
+            prompts: ['Write a tweet about {{{{topic}}}}:']
+            providers:
+              - id: huggingface:text-generation:google/gemma-7b-it
+                config: {{apiEndpoint: '{chat.url}/v1/chat/completions', max_new_tokens: 33}}
+            tests:
+              - vars: {{topic: bananas}}
+                assert: [{{type: contains, value: bananas}}]
+            """,
+        )
+        (request,) = chat.requests_to("/v1/chat/completions")
+    assert code == 0 and rows[0]["provider"]["id"] == "huggingface:text-generation:google/gemma-7b-it"
+    assert request.json["model"] == "google/gemma-7b-it" and request.json["max_tokens"] == 33
+    assert request.headers.get("authorization") == "Bearer hf_chat_token"

@@ -5,7 +5,9 @@ serverless endpoint) or to `config.apiEndpoint` when set (a dedicated Inference 
 `config.apiKey` / `HF_TOKEN` / `HF_API_TOKEN` as a bearer token. The tasks:
 
 - `text-generation`: `{inputs, parameters}` (`return_full_text` false unless set, and the
-  generation keys in `GENERATION_KEYS`); the output is `generated_text`.
+  generation keys in `GENERATION_KEYS`); the output is `generated_text`. With
+  `config.chatCompletion` (or an `apiEndpoint` containing `/v1/chat`) it is a Chat Completions
+  call at that endpoint instead (`max_new_tokens` as `max_tokens`).
 - `text-classification`: `{inputs}` (and `parameters` / `options` when set); `[[{label, score}]]`
   becomes `{label: score}`.
 - `token-classification`: `{inputs, parameters: {aggregation_strategy}, options}`; the highest
@@ -33,6 +35,7 @@ from ci_grade.providers.base import (
     Capability,
     ClassificationResponse,
     EmbeddingResponse,
+    Provider,
     ProviderResponse,
     SimilarityResponse,
 )
@@ -266,9 +269,19 @@ def check_id(provider_id: str) -> str | None:
     return None
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> HuggingFaceProvider:
-    """`huggingface:<task>:<model>` / `hf:<task>:<model>` for the tasks in `TASKS`."""
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
+    """`huggingface:<task>:<model>` / `hf:<task>:<model>` for the tasks in `TASKS`; text generation
+    in the chat format (`config.chatCompletion`, or an `apiEndpoint` with `/v1/chat` in it) goes
+    to the OpenAI-compatible chat family at that endpoint, as promptfoo sends it."""
     if problem := check_id(spec.id):
         raise UnknownProviderError(problem)
     _, task, model = spec.id.split(":", 2)
+    config = spec.config
+    chat = config.get("chatCompletion") if config.get("chatCompletion") is not None else "/v1/chat" in str(config.get("apiEndpoint") or "")
+    if task == "text-generation" and chat:
+        from ci_grade.providers.compatible import CompatibleProvider, parse_id
+
+        tokens = {"max_tokens": config["max_new_tokens"]} if config.get("max_new_tokens") is not None and config.get("max_tokens") is None else {}
+        chat_config = {**config, **tokens}
+        return CompatibleProvider(spec.model_copy(update={"config": chat_config}), env, parse_id(f"huggingface:chat:{model}", chat_config), max_concurrency)
     return TASKS[task](spec, env, model, max_concurrency)
