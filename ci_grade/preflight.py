@@ -163,7 +163,7 @@ class _GraderCheck:
                 continue
             given = item.provider if item.provider is not None else ref
             loc = self.loaded.sources.location(raw_item, "type") if raw_item is not None else self.loaded.sources.location(raw_list, i)
-            if item.base_type == "search-rubric" and given is None:
+            if item.base_type == "search-rubric" and (given is None or is_settings_only(given)):
                 try:
                     self.resolver.default_search_spec(item.type)
                 except GraderError as exc:

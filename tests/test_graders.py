@@ -341,6 +341,18 @@ def test_a_missing_embedding_or_moderation_grader_names_what_can_serve_it() -> N
     assert "OLLAMA_BASE_URL" not in moderation.value.reason and "give a moderation provider" in moderation.value.reason
 
 
+def test_settings_without_an_id_configure_the_default_of_each_kind() -> None:
+    env = {"ANTHROPIC_API_KEY": "a"}
+    resolver = GraderResolver(ProviderPool(env), env)
+    text = resolver.resolve("text", {"config": {"temperature": 0.3}}, "llm-rubric")
+    assert (text.spec.id, text.spec.config) == ("anthropic:messages:claude-sonnet-4-6", {"temperature": 0.3})
+    search, searching = resolver.resolve_search({"config": {"max_tokens": 99}}, "search-rubric")
+    assert searching and search.spec.id == "anthropic:messages:claude-sonnet-4-6"
+    assert search.spec.config["max_tokens"] == 99 and search.spec.config["tools"][0]["type"] == "web_search_20250305"
+    with pytest.raises(GraderError, match="no embedding grader available for similar"):
+        resolver.resolve("embedding", {"config": {"temperature": 0.3}}, "similar")
+
+
 @pytest.mark.parametrize(
     ("spec", "searching"),
     [

@@ -115,11 +115,14 @@ class GraderResolver:
         A configured grader is used as it is, even without web search (the caller says so in
         its result); only when none is configured is a web-search default chosen.
         """
-        provider = self._from_ref(ref, "text", check) if ref is not None else None
+        provider = self._from_ref(ref, "text", check) if ref is not None and not is_settings_only(ref) else None
         if provider is not None:
             searching = has_web_search(provider.spec)
         else:
-            provider, searching = self._create(self.default_search_spec(check), check), True
+            spec = self.default_search_spec(check)
+            if is_settings_only(ref):
+                spec = spec.model_copy(update={"config": {**spec.config, **(ref.get("config") or {})}})
+            provider, searching = self._create(spec, check), True
         self.used.add(provider.describe())
         return provider, searching
 
