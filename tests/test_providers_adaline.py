@@ -205,3 +205,18 @@ def test_ids_the_gateway_cannot_serve_exit_2_before_any_call(server: LLMServer, 
     result = run_cli("eval", "--no-progress", cwd=tmp_path)
     assert result.code == 2 and message in result.err and "docs/providers.md" in result.err
     assert server.requests == []
+
+
+def test_a_broken_gateway_prompt_is_an_error_row(server: LLMServer, tmp_path: Path) -> None:
+    code, rows = eval_rows(
+        tmp_path,
+        """
+        prompts: ['[{"role": "user", "content": [{"modality": "text", "value": "hi"}]']
+        providers:
+          - id: adaline:openai:chat:gpt-4o
+            config: {maxTokens: 10}
+        tests: [{vars: {}}]
+        """,
+    )
+    assert code == 1 and "not a valid JSON string" in rows[0]["error"]
+    assert server.requests == []

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.errors import UnknownProviderError
+from ci_grade.errors import ProviderError, UnknownProviderError
 from ci_grade.providers.base import (
     CallContext,
     Capability,
@@ -243,7 +243,11 @@ class AdalineProvider(Provider):
         gateway = is_gateway_format(prompt, self.spec.config)
         if not gateway:
             return await self.inner(False).call(prompt, context)
-        response = await self.inner(True).call(gateway_messages(prompt, self.route.dialect), context)
+        try:
+            messages = gateway_messages(prompt, self.route.dialect)
+        except ProviderError as exc:  # a prompt that looks like a JSON message list but is not one
+            return ProviderResponse(error=str(exc))
+        response = await self.inner(True).call(messages, context)
         response.output = gateway_output(response.output)
         if self.spec.config.get("responseFormat") == "json_schema" and isinstance(response.output, str):
             try:
