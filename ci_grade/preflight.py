@@ -29,7 +29,7 @@ from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, Prov
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
-from ci_grade.grading.graders import GraderResolver, is_kind_map, no_default
+from ci_grade.grading.graders import GraderResolver, is_kind_map, is_settings_only, no_default
 from ci_grade.preflight_node import NodeNeeds
 from ci_grade.preflight_tools import check_tool_code
 from ci_grade.providers import unavailable
@@ -168,7 +168,7 @@ class _GraderCheck:
                 continue
             given = item.provider if item.provider is not None else ref
             loc = self.loaded.sources.location(raw_item, "type") if raw_item is not None else self.loaded.sources.location(raw_list, i)
-            if item.base_type == "search-rubric" and given is None:
+            if item.base_type == "search-rubric" and (given is None or is_settings_only(given)):
                 try:
                     self.resolver.default_search_spec(item.type)
                 except GraderError as exc:
@@ -176,7 +176,7 @@ class _GraderCheck:
                 continue
             for kind in (spec.grader, *_ALSO_NEEDS.get(item.base_type, ())):
                 named = given.get(kind) if is_kind_map(given) else given
-                if named is None and not self._default(kind):
+                if (named is None or is_settings_only(named)) and not self._default(kind):
                     raise ConfigError.at(no_default(kind, item.type), loc, f"{path}[{i}].type")
 
     def _default(self, kind: Capability) -> bool:
@@ -338,14 +338,15 @@ def _check_provider_ref(ref: Any, loc: Location | None, where: str, *, grader: b
         return
     if isinstance(ref, str) and ref.strip():
         return _check_known(ref, loc, where)
-    if isinstance(ref, dict) and isinstance(ref.get("id"), str) and ref["id"].strip():
+    settings_only = grader and is_settings_only(ref)
+    if settings_only or (isinstance(ref, dict) and isinstance(ref.get("id"), str) and ref["id"].strip()):
         try:
-            ProviderSpec.model_validate(ref)
+            ProviderSpec.model_validate({"id": "default", **ref} if settings_only else ref)
         except ValidationError as exc:  # e.g. `config: 5`: found now, not row by row
             error = validation_error(exc, ref, sources or SourceMap(), loc.file if loc else None)
             raise ConfigError(error.message, file=error.file, line=error.line or (loc.line if loc else None), path=f"{where}.{error.path}" if error.path else where) from None
-        return _check_known(ref["id"], loc, where)
-    shapes = "a provider id, an {id: ...} mapping or a mapping by kind ({text: ..., embedding: ...})" if grader else "a provider id or an {id: ...} mapping"
+        return None if settings_only else _check_known(ref["id"], loc, where)
+    shapes = "a provider id, an {id: ...} mapping, a {config: ...} mapping (the default grader with those settings) or a mapping by kind ({text: ..., embedding: ...})" if grader else "a provider id or an {id: ...} mapping"
     raise ConfigError.at(f"expected {shapes}, got {describe(ref)}", loc, where)
 
 

@@ -126,6 +126,42 @@ tests:
     assert [b["model"] for b in grader_calls(openai_env)] == ["text-judge"]
 
 
+def test_settings_without_an_id_configure_the_default_grader(tmp_path: Path, openai_env: LLMServer) -> None:
+    """`options.provider: {config: ...}` (promptfoo's TrueFoundry example): the default grader with those settings."""
+    openai_env.on_chat(None, PASS)
+    result = run_eval(
+        tmp_path,
+        """
+prompts: ['{{out}}']
+providers: [echo]
+defaultTest:
+  options:
+    provider:
+      config: {temperature: 0.7, seed: 7, reasoning_effort: low}
+tests:
+  - vars: {out: x}
+    assert:
+      - {type: llm-rubric, value: is x}
+""",
+    )
+    assert result.component()["pass"] is True
+    (body,) = grader_calls(openai_env)
+    assert (body["model"], body["seed"], body["reasoning_effort"]) == ("gpt-5.6-sol", 7, "low")
+    assert result.component()["metadata"]["ciGrade"]["grader"] == "openai:chat:gpt-5.6-sol"
+
+
+def test_settings_without_an_id_and_no_default_grader_exit_2(tmp_path: Path, llm_server: LLMServer) -> None:
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['x']\nproviders: [echo]\ndefaultTest:\n  options:\n    provider: {config: {temperature: 1}}\n"
+          "tests:\n  - assert:\n      - {type: llm-rubric, value: fine}\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "no text grader available for llm-rubric" in result.err
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['x']\nproviders: [echo]\ndefaultTest:\n  options:\n    provider: {config: 5}\n"
+          "tests:\n  - assert:\n      - {type: llm-rubric, value: fine}\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "defaultTest.options.provider.config" in result.err
+    assert llm_server.requests == []
+
+
 @pytest.mark.parametrize(("provider", "message"), [("openai:embedding:text-embedding-3-small", "cannot serve text calls")])
 def test_unusable_grader_is_an_error(tmp_path: Path, openai_env: LLMServer, provider: str, message: str) -> None:
     result = run_eval(
@@ -303,6 +339,18 @@ def test_a_missing_embedding_or_moderation_grader_names_what_can_serve_it() -> N
     with pytest.raises(GraderError) as moderation:
         resolver.default("moderation", "moderation")
     assert "OLLAMA_BASE_URL" not in moderation.value.reason and "give a moderation provider" in moderation.value.reason
+
+
+def test_settings_without_an_id_configure_the_default_of_each_kind() -> None:
+    env = {"ANTHROPIC_API_KEY": "a"}
+    resolver = GraderResolver(ProviderPool(env), env)
+    text = resolver.resolve("text", {"config": {"temperature": 0.3}}, "llm-rubric")
+    assert (text.spec.id, text.spec.config) == ("anthropic:messages:claude-sonnet-4-6", {"temperature": 0.3})
+    search, searching = resolver.resolve_search({"config": {"max_tokens": 99}}, "search-rubric")
+    assert searching and search.spec.id == "anthropic:messages:claude-sonnet-4-6"
+    assert search.spec.config["max_tokens"] == 99 and search.spec.config["tools"][0]["type"] == "web_search_20250305"
+    with pytest.raises(GraderError, match="no embedding grader available for similar"):
+        resolver.resolve("embedding", {"config": {"temperature": 0.3}}, "similar")
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Hugging Face text classification over httpx against a loopback Inference API stand-in."""
+"""Hugging Face Inference API tasks over httpx against a loopback Inference API stand-in."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def test_as_a_target_the_output_is_the_scores_as_json(server: CountingServer) ->
 
 def test_unsupported_tasks_and_missing_model_are_rejected() -> None:
     with pytest.raises(UnknownProviderError, match="text-classification"):
-        make("huggingface:text-generation:gpt2")
+        make("huggingface:summarization:facebook/bart-large-cnn")
     with pytest.raises(UnknownProviderError, match="name a model"):
         make("hf:text-classification:")
 
@@ -142,3 +142,113 @@ def test_eval_provider_error_is_an_error_row_and_other_tests_run(server: Countin
     assert rows[0]["error"] == "API error 400: Input is too long for this model"
     assert rows[1]["success"] is True
     assert json.loads(rows[1]["response"]["output"])["INJECTION"] == 0.97
+
+
+def test_text_generation_on_an_inference_endpoint_end_to_end(server: CountingServer, tmp_path: Path) -> None:
+    """promptfoo's huggingface-inference-endpoint example: `config.apiEndpoint`, the generated text as output."""
+    hf_server.install_task(server, "/endpoint", "text-generation", "hf_secret_token", lambda inputs: [{"generated_text": f"Tweet: {inputs[-8:]}"}])
+    code, rows = eval_rows(
+        tmp_path,
+        f"""
+        prompts: ['Write a tweet about {{{{topic}}}}:']
+        providers:
+          - id: huggingface:text-generation:gemma-7b-it
+            config: {{apiEndpoint: '{server.url}/endpoint', max_new_tokens: 40, temperature: 0.5}}
+        tests:
+          - vars: {{topic: bananas}}
+            assert: [{{type: contains, value: bananas}}]
+        """,
+    )
+    assert code == 0 and rows[0]["response"]["output"] == "Tweet: bananas:"
+    assert rows[0]["provider"]["id"] == "huggingface:text-generation:gemma-7b-it"
+    (request,) = server.requests_to("/endpoint")
+    assert request.json == {"inputs": "Write a tweet about bananas:", "parameters": {"return_full_text": False, "max_new_tokens": 40, "temperature": 0.5}}
+
+
+def test_token_classification_grades_not_classifier_end_to_end(server: CountingServer, tmp_path: Path) -> None:
+    """promptfoo's huggingface-pii example: the highest score per entity group, graded by not-classifier."""
+    model = "bigcode/starpii"
+
+    def entities(text: str) -> list[dict[str, object]]:
+        found = [{"entity_group": "NAME", "score": 0.99, "word": "Ada", "start": 0, "end": 3}] if "Ada" in text else []
+        return [*found, {"entity_group": "NAME", "score": 0.4, "word": "x", "start": 0, "end": 1}] if found else found
+
+    hf_server.install_task(server, f"/models/{model}", "token-classification", "hf_secret_token", entities)
+    code, rows = eval_rows(
+        tmp_path,
+        f"""
+        prompts: ['{{{{text}}}}']
+        providers: [echo]
+        defaultTest:
+          options:
+            provider: {{id: 'huggingface:token-classification:{model}', config: {{wait_for_model: true}}}}
+          assert:
+            - {{type: not-classifier, threshold: 0.75}}
+        tests:
+          - vars: {{text: I am Ada Lovelace}}
+          - vars: {{text: I am a scientist}}
+        """,
+    )
+    assert code == 1
+    assert [row["success"] for row in rows] == [False, True], rows[1]["gradingResult"]
+    first = server.requests_to(f"/models/{model}")[0].json
+    assert first["parameters"] == {"aggregation_strategy": "simple"} and first["options"] == {"use_cache": True, "wait_for_model": True}
+
+
+@pytest.mark.parametrize("task", ["sentence-similarity", "feature-extraction"])
+def test_similar_graded_by_a_hugging_face_model_end_to_end(server: CountingServer, tmp_path: Path, task: str) -> None:
+    """promptfoo's huggingface-similarity example: the model's own score, or cosine over its vectors."""
+    model = "sentence-transformers/all-MiniLM-L6-v2"
+
+    def vector(text: str) -> list[float]:
+        return [1.0, 0.0] if "hello" in text.lower() else [0.0, 1.0]
+
+    def answer(inputs: object) -> object:
+        if task == "feature-extraction":
+            return vector(str(inputs))
+        assert isinstance(inputs, dict)
+        return [0.9 if vector(inputs["source_sentence"]) == vector(s) else 0.1 for s in inputs["sentences"]]
+
+    hf_server.install_task(server, f"/models/{model}", task, "hf_secret_token", answer)
+    code, rows = eval_rows(
+        tmp_path,
+        f"""
+        prompts: ['{{{{text}}}}']
+        providers: [echo]
+        tests:
+          - vars: {{text: Hello world}}
+            assert: [{{type: similar, value: hello there, threshold: 0.5, provider: 'huggingface:{task}:{model}'}}]
+          - vars: {{text: Bonjour}}
+            assert: [{{type: similar, value: hello there, threshold: 0.5, provider: 'huggingface:{task}:{model}'}}]
+        """,
+    )
+    assert code == 1 and [row["success"] for row in rows] == [True, False]
+    component = rows[0]["gradingResult"]["componentResults"][0]
+    assert component["metadata"]["ciGrade"]["grader"] == f"huggingface:{task}:{model}"
+    assert component["score"] == (0.9 if task == "sentence-similarity" else 1.0)
+    if task == "sentence-similarity":
+        assert server.requests_to(f"/models/{model}")[0].json["inputs"] == {"source_sentence": "hello there", "sentences": ["Hello world"]}
+
+
+def test_text_generation_in_the_chat_format_goes_to_the_endpoints_chat_completions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.servers.llm_server import LLMServer
+
+    monkeypatch.setenv("HF_TOKEN", "hf_chat_token")
+    with LLMServer() as chat:
+        chat.on_chat(None, "A tweet about bananas")
+        code, rows = eval_rows(
+            tmp_path,
+            f"""
+            prompts: ['Write a tweet about {{{{topic}}}}:']
+            providers:
+              - id: huggingface:text-generation:google/gemma-7b-it
+                config: {{apiEndpoint: '{chat.url}/v1/chat/completions', max_new_tokens: 33}}
+            tests:
+              - vars: {{topic: bananas}}
+                assert: [{{type: contains, value: bananas}}]
+            """,
+        )
+        (request,) = chat.requests_to("/v1/chat/completions")
+    assert code == 0 and rows[0]["provider"]["id"] == "huggingface:text-generation:google/gemma-7b-it"
+    assert request.json["model"] == "google/gemma-7b-it" and request.json["max_tokens"] == 33
+    assert request.headers.get("authorization") == "Bearer hf_chat_token"

@@ -2,8 +2,9 @@
 
 Order: the assertion's `provider` > the test's `options.provider` > `--grader` (which replaces
 `defaultTest.options.provider`, as in promptfoo) > `defaultTest.options.provider` > a default
-chosen from the environment. A provider is a string id, an `{id, config}` mapping, or a map by
-kind (`{text, embedding, classification, moderation}`); one provider given alone serves every
+chosen from the environment. A provider is a string id, an `{id, config}` mapping, a `{config}`
+mapping (the default grader with those settings), or a map by kind (`{text, embedding,
+classification, moderation}`); one provider given alone serves every
 kind an assertion needs. With nothing available the assertion is an ERROR that says what to set.
 """
 
@@ -65,6 +66,12 @@ def is_kind_map(ref: Any) -> bool:
     return isinstance(ref, dict) and "id" not in ref and bool(set(ref) & set(KINDS))
 
 
+def is_settings_only(ref: Any) -> bool:
+    """`{config: {...}}` with no id: the default grader for the kind, with those settings
+    (promptfoo 0.123.1 fails every graded row on it: "Invalid provider definition")."""
+    return isinstance(ref, dict) and "id" not in ref and "config" in ref and not is_kind_map(ref)
+
+
 def has_web_search(spec: ProviderSpec) -> bool:
     """Whether a provider as configured can search the web (a search model or a search tool)."""
     provider_id = spec.id.lower()
@@ -108,11 +115,14 @@ class GraderResolver:
         A configured grader is used as it is, even without web search (the caller says so in
         its result); only when none is configured is a web-search default chosen.
         """
-        provider = self._from_ref(ref, "text", check) if ref is not None else None
+        provider = self._from_ref(ref, "text", check) if ref is not None and not is_settings_only(ref) else None
         if provider is not None:
             searching = has_web_search(provider.spec)
         else:
-            provider, searching = self._create(self.default_search_spec(check), check), True
+            spec = self.default_search_spec(check)
+            if is_settings_only(ref):
+                spec = spec.model_copy(update={"config": {**spec.config, **(ref.get("config") or {})}})
+            provider, searching = self._create(spec, check), True
         self.used.add(provider.describe())
         return provider, searching
 
@@ -133,6 +143,11 @@ class GraderResolver:
             if ref.get(kind) is None:
                 return None
             return self._from_ref(ref[kind], kind, check)
+        if is_settings_only(ref):
+            provider_id = self.default_id(kind)
+            if provider_id is None:
+                raise GraderError(no_default(kind, check))
+            ref = {**ref, "id": provider_id}
         try:
             spec = as_spec(ref)
         except (ValueError, TypeError) as exc:

@@ -10,6 +10,7 @@ usage so far and an excerpt of the reply, so a broken grader is an ERROR, never 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -157,6 +158,17 @@ class GraderSession(Tally):
         if not response.embedding:
             raise self.error(f"embedding call to {provider.describe()} returned no embedding")
         return response.embedding
+
+    async def similarity(self, expected: str, output: str) -> float:
+        """One call to a grader that scores two texts itself; errors and non-numbers raise GraderError."""
+        provider = self.provider("embedding")
+        response = await provider.similarity(expected, output)
+        self.add(None, None, provider.describe())
+        if response.error:
+            raise self.error(f"similarity call to {provider.describe()} failed: {response.error}")
+        if response.similarity is None or not math.isfinite(response.similarity):
+            raise self.error(f"similarity call to {provider.describe()} returned no similarity score")
+        return response.similarity
 
 
 def excerpt(value: Any, limit: int = 2000) -> str:

@@ -76,6 +76,13 @@ class ModerationResponse(BaseModel):
     token_usage: TokenUsage | None = None
 
 
+class SimilarityResponse(BaseModel):
+    """A similarity score computed by the provider from two texts (Hugging Face's sentence-similarity task)."""
+
+    similarity: float | None = None
+    error: str | None = None
+
+
 class ClassificationResponse(BaseModel):
     classification: dict[str, float] | None = None
     error: str | None = None
@@ -273,6 +280,23 @@ class Provider:
 
     async def _embed(self, text: str) -> EmbeddingResponse:
         raise NotSupportedError(f"{self.id} does not provide embeddings")
+
+    compares: ClassVar[bool] = False
+    """Whether `similarity` scores two texts itself (served as an embedding grader, for `similar`)."""
+
+    async def similarity(self, expected: str, output: str) -> SimilarityResponse:
+        async with admitted(self, expected + output) as bill, self._slot():
+            try:
+                response = await self._similarity(well_formed(expected), well_formed(output))
+            except NotSupportedError:
+                raise
+            except Exception as exc:
+                response = SimilarityResponse(error=f"{type(exc).__name__}: {exc}")
+            bill(None, None, response.error, response.similarity)
+        return response
+
+    async def _similarity(self, expected: str, output: str) -> SimilarityResponse:
+        raise NotSupportedError(f"{self.id} does not compare texts")
 
     async def moderate(self, prompt: str, output: str) -> ModerationResponse:
         async with admitted(self, prompt + output) as bill, self._slot():

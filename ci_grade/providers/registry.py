@@ -24,7 +24,8 @@ from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.compatible import PREFIXES as COMPATIBLE_PREFIXES
 
-# (prefix, module, attribute): the first matching prefix wins.
+# (prefix, module, attribute): the first matching prefix wins; a prefix not ending in `:` or `/`
+# is a whole id (`echo`, `http`, `llama`).
 _FAMILIES: list[tuple[str, str, str]] = [
     ("echo", "ci_grade.providers.echo", "EchoProvider"),
     ("openai:", "ci_grade.providers.openai", "create"),
@@ -52,6 +53,9 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
     ("ws://", "ci_grade.providers.websocket", "WebSocketProvider"),
     ("wss://", "ci_grade.providers.websocket", "WebSocketProvider"),
+    ("adaline:", "ci_grade.providers.adaline", "create"),
+    ("llama", "ci_grade.providers.llama", "create"),
+    ("llama:", "ci_grade.providers.llama", "create"),
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})
@@ -63,7 +67,7 @@ _SCRIPT_PATH = re.compile(r"\.(js|cjs|mjs|ts|cts|mts)$", re.I)
 
 def _family(provider_id: str) -> tuple[str, str] | None:
     for prefix, module, attribute in _FAMILIES:
-        if prefix in ("echo", "http", "https"):
+        if not prefix.endswith((":", "/")):
             if provider_id == prefix:
                 return module, attribute
             continue

@@ -80,7 +80,7 @@ CASES: dict[str, tuple[dict[str, str], str]] = {
     ),
     "defaultTest.options.provider that is a number": (
         {"promptfooconfig.yaml": HEAD + "defaultTest:\n  options:\n    provider: 5\ntests:\n  - vars: {q: hi}\n    assert: [{type: llm-rubric, value: polite}]\n"},
-        "promptfooconfig.yaml:5 defaultTest.options.provider: expected a provider id, an {id: ...} mapping or a mapping by kind ({text: ..., embedding: ...}), got 5",
+        "promptfooconfig.yaml:5 defaultTest.options.provider: expected a provider id, an {id: ...} mapping, a {config: ...} mapping (the default grader with those settings) or a mapping by kind ({text: ..., embedding: ...}), got 5",
     ),
     "grader by kind with a number": (
         {"promptfooconfig.yaml": HEAD + "tests:\n  - vars: {q: hi}\n    options:\n      provider: {embedding: 7}\n    assert: [{type: similar, value: hi}]\n"},

@@ -31,3 +31,36 @@ def install(server: LLMServer, model: str, scorer: Scorer | None = None, loading
         return Response(200, json=[ranked])
 
     return server.route("POST", f"/models/{model}", handle)
+
+
+def _authorized(recorded: Recorded, token: str) -> Response | None:
+    given = next((v for k, v in recorded.headers.items() if k.lower() == "authorization"), None)
+    return None if given == f"Bearer {token}" else Response(401, json={"error": "Invalid credentials in Authorization header"})
+
+
+def install_task(server: LLMServer, path: str, task: str, token: str, answer: Callable[[Any], Any]) -> LLMServer:
+    """Serve one Inference API task at `path`, checking the bearer token and the task's request
+    body as the API does; `answer(inputs)` is the reply's data.
+
+    Tasks: `text-generation` (`inputs` text, `parameters` an object), `token-classification`
+    (`inputs` text, `parameters.aggregation_strategy`), `feature-extraction` (`inputs` text),
+    `sentence-similarity` (`inputs` `{source_sentence, sentences: [...]}`)."""
+
+    def handle(recorded: Recorded) -> Response:
+        if refused := _authorized(recorded, token):
+            return refused
+        body: Any = recorded.json if isinstance(recorded.json, dict) else {}
+        inputs = body.get("inputs")
+        if task == "sentence-similarity":
+            valid = isinstance(inputs, dict) and isinstance(inputs.get("source_sentence"), str) and isinstance(inputs.get("sentences"), list)
+        else:
+            valid = isinstance(inputs, str)
+        if task == "text-generation":
+            valid = valid and isinstance(body.get("parameters"), dict)
+        if task == "token-classification":
+            valid = valid and isinstance((body.get("parameters") or {}).get("aggregation_strategy"), str)
+        if not isinstance(body.get("options", {}), dict) or not valid:
+            return Response(400, json={"error": f"invalid {task} request body"})
+        return Response(200, json=answer(inputs))
+
+    return server.route("POST", path, handle)

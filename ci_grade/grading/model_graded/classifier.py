@@ -1,7 +1,8 @@
 """`classifier`: a classification grader (e.g. `huggingface:text-classification:<model>`) scores the output.
 
 With a `value` (a label) the score is that label's score, 0 when the classifier did not return it
-(the reason lists the labels it did return); without one it is the highest score of any label.
+(the reason lists the labels it did return); without one it is the highest score of any label
+(0 when a token classifier found no entity).
 Pass when the score reaches the threshold (default 1). There is no default classifier: the
 assertion's `provider` or the test's `options.provider` must name one.
 """
@@ -29,10 +30,12 @@ async def classifier(ctx: AssertionContext) -> Grade:
     if response.error:
         raise tally.error(f"classification call to {provider.describe()} failed: {response.error}")
     scores = response.classification
-    if not scores:
+    if scores is None:
         raise tally.error(f"classification call to {provider.describe()} returned no label scores")
     metadata = {"classification": scores}
-    if label is None:
+    if label is None and not scores:  # a token classifier that found no entity (no PII)
+        passed, score, reason = False, 0.0, f"The classifier found no labels: score 0.00 < {shown(threshold)}"
+    elif label is None:
         best = max(scores, key=lambda name: scores[name])
         score = scores[best]
         passed = reaches(score, threshold)

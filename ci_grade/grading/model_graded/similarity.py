@@ -4,7 +4,9 @@ The output and each expected value are embedded by the embedding grader (the out
 many values there are). Cosine and dot product pass when the similarity reaches the threshold
 (default 0.75); euclidean uses the threshold as a maximum distance and scores `1 / (1 + d)`.
 With a list of values the first value that passes wins; `not-` needs every value to pass the
-inverse check. A similarity that is not a finite number (overflowing or NaN vectors) and vectors
+inverse check. An embedding grader that scores two texts itself (Hugging Face's
+sentence-similarity task) gives the cosine similarity directly, as in promptfoo; it has no
+vectors for `similar:dot` or `similar:euclidean`. A similarity that is not a finite number (overflowing or NaN vectors) and vectors
 of different lengths are grader errors, never a NaN score.
 """
 
@@ -104,13 +106,15 @@ async def grade_similarity(ctx: AssertionContext, metric: str) -> Grade:
     threshold = ctx.effective_threshold
     assert threshold is not None
     tally = GraderSession(ctx)
-    output_vector = await tally.embed(ctx.output_text)
+    compares = tally.provider("embedding").compares
+    if compares and metric != "cosine":
+        raise tally.error(f"{ctx.type}: {tally.provider('embedding').describe()} scores similarity itself and gives no vectors; use similar (cosine)")
+    output_vector = [] if compares else await tally.embed(ctx.output_text)
     measure_of = {"cosine": cosine, "dot": dot, "euclidean": euclidean}[metric]
     compared: list[Comparison] = []
     for expected in values:
-        vector = await tally.embed(expected)
         try:
-            measure = measure_of(output_vector, vector)
+            measure = await tally.similarity(expected, ctx.output_text) if compares else measure_of(output_vector, await tally.embed(expected))
         except InputRejected as exc:
             raise tally.error(f"{ctx.type}: {exc}") from None
         comparison = judge(metric, measure, threshold, ctx.inverse, expected)
