@@ -17,7 +17,16 @@ from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, 
 from ci_grade.providers.google.gemini import GeminiProvider
 
 DEFAULT_HOST = "generativelanguage.googleapis.com"
-UNSUPPORTED_KINDS = ("live", "image", "video")
+UNSUPPORTED_KINDS = ("live", "video")  # `google:image:` is `imagen`
+
+
+def base_url(config: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """The Gemini API's endpoint for a provider's config (see the module's docstring)."""
+    host = config.get("apiHost") or env.get("GOOGLE_API_HOST") or env.get("PALM_API_HOST")
+    if host:
+        host = str(host).rstrip("/")
+        return host if host.startswith(("http://", "https://")) else f"https://{host}"
+    return str(config.get("apiBaseUrl") or env.get("GOOGLE_API_BASE_URL") or f"https://{DEFAULT_HOST}").rstrip("/")
 
 
 class GoogleAIProvider(GeminiProvider):
@@ -39,12 +48,7 @@ class GoogleAIProvider(GeminiProvider):
         return None
 
     def base_url(self) -> str:
-        config = self.spec.config
-        host = config.get("apiHost") or self.env_value("GOOGLE_API_HOST", "PALM_API_HOST")
-        if host:
-            host = str(host).rstrip("/")
-            return host if host.startswith(("http://", "https://")) else f"https://{host}"
-        return str(config.get("apiBaseUrl") or self.env_value("GOOGLE_API_BASE_URL") or f"https://{DEFAULT_HOST}").rstrip("/")
+        return base_url(self.spec.config, self.env)
 
     def api_version(self) -> str:
         if self.spec.config.get("apiVersion"):
@@ -72,7 +76,7 @@ class GoogleAIProvider(GeminiProvider):
 
 
 def check_id(provider_id: str) -> str | None:
-    """Why `provider_id` cannot be served: Google's live, image and video APIs, or no model."""
+    """Why `provider_id` cannot be served: Google's live and video APIs, or no model."""
     rest = provider_id.split(":", 1)[1] if ":" in provider_id else ""
     kind, _, model = rest.partition(":")
     if model and kind in UNSUPPORTED_KINDS:
