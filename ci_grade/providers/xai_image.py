@@ -59,7 +59,6 @@ def image_cost(model: str, n: int, resolution: str | None, sources: int, quality
 class XAIImageProvider(OpenAIProvider):
     key_names = ("XAI_API_KEY",)
     price_family = None
-    adaptive = True
 
     def describe(self) -> str:
         return f"xai:image:{self._model}"
