@@ -15,7 +15,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
-RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,xlsx]'
+RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,signature,websocket,xlsx]'
 
 # Runtime stage: only the installed package, git (for git:REF:PATH baselines), tini (PID 1),
 # ruby (for `ruby` assertions) and Node.js (for JavaScript file providers, prompt functions,
@@ -35,7 +35,8 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels
-# Every wheel built above: ci-grade with its dependencies and the SDK extras' (boto3, cohere, google-genai).
+# Every wheel built above: ci-grade with its dependencies and the SDK extras' (boto3, cohere, google-genai,
+# cryptography and purejks for signed HTTP requests, websockets).
 RUN pip install --no-index --find-links=/wheels /wheels/*.whl \
     && rm -rf /wheels
 # tini is PID 1: the kernel ignores any signal that a PID 1 has no handler for, and a cancelled

@@ -10,10 +10,14 @@ no call leaves the machine and every call fails fast (no retries). Each outcome 
 
 - `ran`: exit 0 or 1 (rows may be ERRORs: the calls fail), no row refused for lack of support;
 - `ran, rows unsupported`: it ran, but some rows were ERRORs that say ci-grade does not run them;
-- `refused`: exit 2 before any call, with its cause (an unknown provider, an assertion type, ...);
+- `refused`: exit 2 before any call for lack of support, with its cause (a provider, a feature, ...);
+- `refused, not runnable here`: exit 2 for a reason promptfoo shares on this machine: a file the
+  example does not ship, an assertion type promptfoo 0.123.1 does not have either, no providers, a
+  download (datasets, sheets, PDFs) the closed port blocks, a Python package the example needs;
 - `crashed`: any other exit, a traceback, or the timeout.
 
-Prints the shares and the refusal causes ranked (by configs they block).
+Prints the shares, the share of the runnable configs that ran (the goal's measure), and the causes
+ranked (by configs they block).
 """
 
 from __future__ import annotations
@@ -52,13 +56,22 @@ KEY_VARS = (
     "FAL_KEY",
 )
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+NOT_RUNNABLE = (
+    (re.compile(r"file not found"), "a file the example does not ship"),
+    # promptfoo 0.123.1 fails these rows too: "Unknown assertion type: max-length".
+    (re.compile(r"unknown assertion type '(min-length|max-length|json-schema-valid)'"), "an assertion type promptfoo does not have"),
+    (re.compile(r"no providers"), "no providers (promptfoo refuses it too)"),
+    (re.compile(r"cannot reach the datasets server|cannot read the sheet"), "a download the closed port blocks"),
+    (re.compile(r"ModuleNotFoundError"), "a Python package the example needs"),
+)
+"""Refusals promptfoo shares here, so they say nothing about ci-grade's support."""
 UNSUPPORTED_ROW = re.compile(r"not supported|cannot run in ci-grade|not yet supported", re.I)
 
 
 @dataclass
 class Outcome:
     config: str
-    kind: str  # ran | ran, rows unsupported | refused | crashed
+    kind: str  # ran | ran, rows unsupported | refused | refused, not runnable here | crashed
     cause: str = ""
     seconds: float = 0.0
 
@@ -129,6 +142,9 @@ def run_one(path: Path, root: Path, env: dict[str, str], timeout: float) -> Outc
         if "Traceback (most recent call last)" in proc.stderr or proc.returncode not in (0, 1, 2):
             return Outcome(name, "crashed", f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ''}", seconds)
         if proc.returncode == 2:
+            shared = next((why for pattern, why in NOT_RUNNABLE if pattern.search(proc.stderr)), None)
+            if shared:
+                return Outcome(name, "refused, not runnable here", shared, seconds)
             return Outcome(name, "refused", cause_of(proc.stderr), seconds)
         try:
             rows = json.loads(out.read_text(encoding="utf-8"))["results"]["results"]
@@ -144,8 +160,10 @@ def report(outcomes: list[Outcome], redteam: int) -> str:
     total = len(outcomes)
     kinds = Counter(o.kind for o in outcomes)
     lines = [f"{total} eval configs ({redteam} red-team-only left out)"]
-    for kind in ("ran", "ran, rows unsupported", "refused", "crashed"):
-        lines.append(f"  {kind:<22} {kinds[kind]:>4}  {100 * kinds[kind] / max(total, 1):5.1f}%")
+    for kind in ("ran", "ran, rows unsupported", "refused", "refused, not runnable here", "crashed"):
+        lines.append(f"  {kind:<26} {kinds[kind]:>4}  {100 * kinds[kind] / max(total, 1):5.1f}%")
+    runnable = total - kinds["refused, not runnable here"]
+    lines.append(f"ran, of the {runnable} configs runnable here: {100 * kinds['ran'] / max(runnable, 1):.1f}%")
     causes = Counter(o.cause for o in outcomes if o.kind != "ran")
     if causes:
         lines.append("causes (configs):")

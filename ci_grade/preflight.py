@@ -31,9 +31,10 @@ from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
 from ci_grade.grading.graders import GraderResolver, is_kind_map, no_default
 from ci_grade.preflight_node import NodeNeeds
+from ci_grade.preflight_tools import check_tool_code
 from ci_grade.providers import unavailable
 from ci_grade.providers.base import Capability
-from ci_grade.providers.registry import ProviderPool, file_provider_path
+from ci_grade.providers.registry import ProviderPool, file_provider_path, spec_problem
 from ci_grade.providers.registry import is_known as provider_is_known
 from ci_grade.templating import nunjucks
 from ci_grade.workers import node
@@ -52,7 +53,11 @@ def check(loaded: LoadedConfig) -> list[str]:
         raw = _item(raw_providers, spec_index)
         loc = sources.location(raw, "id") if isinstance(raw, dict) else None
         _check_known(spec.id, loc, f"providers[{spec_index}]")
+        if "{{" not in spec.id and (problem := spec_problem(spec)):
+            config_loc = sources.location(raw, "config") if isinstance(raw, dict) and "config" in raw else loc
+            raise ConfigError.at(f"provider {spec.id!r}: {problem}", config_loc, f"providers[{spec_index}].config")
         _check_python_provider(spec.id, loaded, loc, f"providers[{spec_index}]")
+        check_tool_code(spec.config, raw.get("config") if isinstance(raw, dict) else None, loaded, f"providers[{spec_index}].config")
         script = file_provider_path(spec.id)
         if script is not None and node.is_script(script):
             needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")

@@ -11,7 +11,8 @@ masked. Known secret values are learned from:
 - the config's `env:` block, a provider's own `env:` block and `--env-file` files: every value,
   whatever its name, unless it is common (below) and its name does not look secret;
 - provider and grader `config` (headers included): values under auth-like keys (`apiKey`,
-  `Authorization`, `X-Custom-Auth`, `*key*`, `*token*`, `*secret*`, `*pass*`, `*auth*`, cookies),
+  `Authorization`, `X-Custom-Auth`, `*key*`, `*token*`, `*secret*`, `*pass*`, `*auth*`, cookies;
+  not a file's path or a keystore alias, `privateKeyPath`, `keyAlias`),
   the word after `Bearer`/`Basic`/`token`, and the variables such values read (`{{ env.X }}`,
   `apiKeyEnvar: X`);
 - URLs anywhere in the config: the password of `user:password@host` and credential-named query
@@ -59,6 +60,8 @@ _SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|passw(or)?d|authorization|
 _SECRET_ENV_WORD = re.compile(r"(?:^|_)(?:KEY|PASS|PASSPHRASE|AUTH|PAT|DSN)(?:_|$)", re.I)
 _AUTH_KEY = re.compile(r"(key|pass|auth|cookie|token|secret|credential|signature)", re.I)
 _NAMES_A_VARIABLE = re.compile(r"env[_-]?var$|envar$", re.I)
+_NAMES_A_PLACE = re.compile(r"(?:path|alias)$", re.I)
+"""Keys whose values say where a credential is, not what it is (`privateKeyPath`, `keyAlias`)."""
 _ENV_REFERENCE = re.compile(r"""env\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*['"]([^'"]+)['"]\s*\])""")
 _SCHEME = re.compile(r"^(?:bearer|basic|token|bot|apikey)\s+(\S+)$", re.I)
 _COMMON = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|(?i:true|false|yes|no|on|off|null|none)|[a-z]+(?: [a-z]+)*")
@@ -298,7 +301,7 @@ class Redactor:
                         found.extend(google_credentials_secrets(value))
                     if isinstance(value, str) and _names_a_variable(name):
                         found.append(env.get(value, "") if _AUTH_KEY.search(name) else "")  # apiKeyEnvar: NAME
-                    elif isinstance(value, str) and (is_secret_name(name) or (in_config and is_auth_key(name))):
+                    elif isinstance(value, str) and not _NAMES_A_PLACE.search(name) and (is_secret_name(name) or (in_config and is_auth_key(name))):
                         credential(value, env)
                     else:
                         walk(value, in_config or name in ("config", "headers"), env)

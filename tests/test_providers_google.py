@@ -339,7 +339,7 @@ def test_unsupported_google_kinds_are_refused(server: CountingServer) -> None:
     from ci_grade.errors import UnknownProviderError
     from tests.provider_helpers import make
 
-    with pytest.raises(UnknownProviderError, match="live API is not supported"):
-        make("google:live:gemini-2.0-flash-exp")
+    with pytest.raises(UnknownProviderError, match="video API is not supported"):
+        make("google:video:veo-3.0-generate-001")
     with pytest.raises(UnknownProviderError, match="Gemini, Claude, embedding and model-as-a-service models"):
         make("vertex:chat-bison")

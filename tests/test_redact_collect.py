@@ -21,6 +21,16 @@ def test_an_auth_like_header_is_collected_but_not_the_same_key_elsewhere() -> No
     assert "Zq8-visible-Value" in masked
 
 
+def test_signature_passwords_are_learned_but_not_where_the_key_is() -> None:
+    redactor = Redactor([])
+    auth = {"privateKeyPath": "keys/client.pem", "keystorePath": "store.jks", "keyAlias": "client-alias", "keystorePassword": "Store-Pw-91", "keyPassword": "Key-Pw-82"}
+    redactor.collect({"providers": [{"id": "http", "config": {"signatureAuth": auth}}]})
+    masked = redactor.text("keys/client.pem store.jks client-alias Store-Pw-91 Key-Pw-82")
+    assert masked == "keys/client.pem store.jks client-alias *** ***"
+    redactor.learn_env({"PROMPTFOO_JKS_PASSWORD": "Jks-Pw-771", "PROMPTFOO_PFX_PASSWORD": "Pfx-Pw-662"})
+    assert redactor.text("Jks-Pw-771 Pfx-Pw-662") == "*** ***"
+
+
 def test_env_references_in_a_template_tag_teach_the_variables_value() -> None:
     redactor = Redactor([])
     tag_only = "{% if env.SVC_TOKEN %}on{% endif %}"

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from ci_grade.evaluate import EvalOptions, EvalOutcome
@@ -19,70 +19,38 @@ if TYPE_CHECKING:
     from ci_grade.run.spending import Observed
 
 
-def _fraction(text: str) -> float:
-    """0..1, or a percentage such as 80%."""
-    value = text.strip()
-    try:
-        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 <= number <= 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1 (or a percentage like 80%), got {text!r}")
-    return number
+Number = TypeVar("Number", int, float)
 
 
-def _drop(text: str) -> float:
-    try:
-        number = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 <= number <= 1:
-        raise argparse.ArgumentTypeError(f"expected a score drop from 0 to 1, got {text!r}")
-    return number
+def _argument(parse: Callable[[str], Number], within: Callable[[Number], bool], expected: str, outside: str) -> Callable[[str], Number]:
+    """An argparse `type`: `parse` the stripped text (a ValueError says `expected`), then check it
+    is `within` range (else `outside`)."""
+
+    def convert(text: str) -> Number:
+        try:
+            number = parse(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not within(number):
+            raise argparse.ArgumentTypeError(f"expected {outside}, got {text!r}")
+        return number
+
+    return convert
 
 
-def _count(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text!r}")
-    return number
+def _share(value: str) -> float:
+    """A number, or a percentage such as 80%."""
+    return float(value[:-1]) / 100 if value.endswith("%") else float(value)
 
 
-def _alpha(text: str) -> float:
-    try:
-        number = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < number <= 0.5:
-        raise argparse.ArgumentTypeError(f"expected a significance level above 0 and at most 0.5, got {text!r}")
-    return number
-
-
-def money(text: str) -> float:
-    """US dollars above zero: `5`, `0.50`, `$2`."""
-    value = text.strip().removeprefix("$")
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an amount in US dollars such as 5 or 0.50, got {text!r}") from None
-    if not 0 < number < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected an amount in US dollars above zero, got {text!r}")
-    return number
-
-
-def increase(text: str) -> float:
-    """A tolerated rise: `20%` or `0.2` (0 or more)."""
-    value = text.strip()
-    try:
-        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage such as 20% (or a fraction such as 0.2), got {text!r}") from None
-    if not 0 <= number < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a rise of 0% or more, got {text!r}")
-    return number
+_fraction = _argument(_share, lambda n: 0 <= n <= 1, "a number", "a fraction from 0 to 1 (or a percentage like 80%)")
+_drop = _argument(float, lambda n: 0 <= n <= 1, "a number", "a score drop from 0 to 1")
+_count = _argument(int, lambda n: n >= 0, "a whole number", "0 or more")
+_alpha = _argument(float, lambda n: 0 < n <= 0.5, "a number", "a significance level above 0 and at most 0.5")
+money = _argument(lambda v: float(v.removeprefix("$")), lambda n: 0 < n < float("inf"), "an amount in US dollars such as 5 or 0.50", "an amount in US dollars above zero")
+"""US dollars above zero: `5`, `0.50`, `$2`."""
+increase = _argument(_share, lambda n: 0 <= n < float("inf"), "a percentage such as 20% (or a fraction such as 0.2)", "a rise of 0% or more")
+"""A tolerated rise: `20%` or `0.2` (0 or more)."""
 
 
 def _duration(text: str) -> float:

@@ -170,13 +170,18 @@ def extract_calls(output: Any) -> list[dict[str, Any]] | None:
     """The function calls in an output, as `{name, arguments}` dicts; None if it holds none.
 
     Accepts what the OpenAI provider returns: a list of tool calls (`{id, type, function}`), a
-    message with `tool_calls` or `function_call`, a bare `{name, arguments}`, or their JSON text.
+    message with `tool_calls` or `function_call`, a bare `{name, arguments}`, or their JSON text;
+    and Gemini's: parts with `functionCall`, or the Live API's `{toolCall: {functionCalls}}`
+    (`args` read as the arguments).
     """
     if isinstance(output, str):
         try:
             output = json.loads(output)
         except ValueError:
             return None
+    gemini = _gemini_calls(output)
+    if gemini is not None:
+        return gemini or None
     if isinstance(output, dict):
         if isinstance(output.get("tool_calls"), list):
             output = output["tool_calls"]
@@ -195,6 +200,28 @@ def extract_calls(output: Any) -> list[dict[str, Any]] | None:
     return calls
 
 
+def _gemini_calls(output: Any) -> list[dict[str, Any]] | None:
+    """Gemini's function calls as `{name, arguments}`; None when the output is not in its shapes."""
+    if isinstance(output, dict) and isinstance(output.get("toolCall"), dict):
+        found = output["toolCall"].get("functionCalls")
+    elif isinstance(output, list) and output and all(isinstance(p, dict) for p in output) and any("functionCall" in p for p in output):
+        found = [p["functionCall"] for p in output if "functionCall" in p]
+    else:
+        return None
+    if not isinstance(found, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in found):
+        return None
+    return [{"name": c["name"], "arguments": c.get("args") or {}} for c in found]
+
+
+def _lower_types(schema: Any) -> Any:
+    """A Gemini schema (`type: OBJECT`) as JSON Schema (`type: object`)."""
+    if isinstance(schema, list):
+        return [_lower_types(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {k: (v.lower() if k == "type" and isinstance(v, str) else _lower_types(v)) for k, v in schema.items()}
+
+
 def function_schemas(ctx: AssertionContext, key: str) -> dict[str, Any]:
     """name -> parameters schema, from the provider's `config.functions` or `config.tools`.
 
@@ -208,10 +235,14 @@ def function_schemas(ctx: AssertionContext, key: str) -> dict[str, Any]:
         provider = ctx.provider.id if ctx.provider else "the provider"
         raise GraderError(f"{ctx.type} needs function definitions in the config.{key} of {provider}")
     schemas: dict[str, Any] = {}
-    for item in declared:
+    items = list(declared)
+    for item in items:  # grows by Gemini's declarations as they are met
         function = item.get("function") if isinstance(item, dict) and "function" in item else item
-        if isinstance(item, dict) and item.get("type", "function") != "function":
-            continue  # web search, MCP and other built-in tools have no argument schema
+        if isinstance(item, dict) and isinstance(item.get("functionDeclarations"), list):  # Gemini's tools
+            items += [{"name": d.get("name"), "parameters": _lower_types(d.get("parameters"))} for d in item["functionDeclarations"] if isinstance(d, dict)]
+            continue
+        if isinstance(item, dict) and (item.get("type", "function") != "function" or not {"name", "function", "type"} & item.keys()):
+            continue  # web search, code execution, MCP and other built-in tools have no argument schema
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise GraderError(f"config.{key} has an entry without a function name: {json.dumps(item)[:120]}")
         schemas[function["name"]] = function.get("parameters")

@@ -38,6 +38,7 @@ def script_context(ctx: AssertionContext, *, javascript: bool = False) -> dict[s
         "cached": ctx.response.cached,
         "finishReason": ctx.response.finish_reason,
         "metadata": ctx.response.metadata,
+        **({"audio": ctx.response.audio} if ctx.response.audio is not None else {}),
     }
     context = {
         "prompt": ctx.prompt,

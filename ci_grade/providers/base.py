@@ -53,6 +53,8 @@ class ProviderResponse(BaseModel):
     """The provider's safety checks (`flagged`, `flaggedInput`, `flaggedOutput`, `reason`), as promptfoo's `guardrails`."""
     logprobs: list[float] | None = None
     """The log probability of each output token, when the provider returned them (promptfoo's `logProbs`)."""
+    audio: dict[str, Any] | None = None
+    """Spoken output, as promptfoo's `audio`: `{data (base64), format, transcript}`."""
 
 
 class EmbeddingResponse(BaseModel):

@@ -12,33 +12,32 @@ is given.
 promptfoo's `response` object), or `file://x.js[:fn]` / `file://x.py:fn` called as
 `fn(json, text, context)`. A result with `output` or `error` keys is taken as a provider
 response. Without a transform the output is the parsed JSON, else the text.
+
+`signatureAuth` signs each request with the client's private key (`http_signature`): the vars
+`signature` and `signatureTimestamp` fill the templates.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, ScriptError, TemplateError
+from ci_grade.providers import http_signature, transforms
 from ci_grade.providers.base import CallContext, ProviderResponse
 from ci_grade.providers.http_api import HttpApiProvider, excerpt
 from ci_grade.providers.response_dict import response_from_dict, token_usage
 from ci_grade.providers.retry import RetryPolicy
 from ci_grade.results.usage import TokenUsage
-from ci_grade.scripting import js
 from ci_grade.templating import nunjucks
-from ci_grade.workers import calls
 
 if TYPE_CHECKING:
     import httpx
 
-UNSUPPORTED = ("request", "transformRequest", "sessionParser", "signatureAuth")
-_FUNCTION_EXPRESSION = re.compile(r"^\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)")
+UNSUPPORTED = ("request", "transformRequest", "sessionParser")
 _NO_BODY_METHODS = ("GET", "HEAD")
 
 
@@ -55,6 +54,7 @@ class HttpProvider(HttpApiProvider):
         config = spec.config
         self._url = config.get("url") or (spec.id if spec.id.startswith(("http://", "https://")) else None)
         self._transform = config.get("transformResponse", config.get("responseParser"))
+        self._signer: http_signature.Signer | None = None
 
     def retry_policy(self) -> RetryPolicy:
         policy = RetryPolicy.from_env()
@@ -67,19 +67,26 @@ class HttpProvider(HttpApiProvider):
         body = excerpt(response.text, 200)
         return f"HTTP {response.status_code} {response.reason_phrase}" + (f": {body}" if body else "")
 
+    @functools.cached_property
+    def _config_problem(self) -> str | None:
+        problem = check_spec(self.spec)
+        return f"provider {self.id}: {problem}" if problem else None
+
     def check_config(self) -> str | None:
-        unsupported = [key for key in UNSUPPORTED if key in self.spec.config]
-        if unsupported:
-            return f"provider {self.id}: config.{unsupported[0]} is not supported by ci-grade"
-        if not self._url:
-            return f"provider {self.id}: config.url is required"
-        return None
+        return self._config_problem
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
         if error := self.check_config():
             return ProviderResponse(error=error)
         config = self.spec.config
         variables = {**context.vars, "prompt": prompt}
+        if "signatureAuth" in config:
+            self._signer = self._signer or http_signature.Signer(config["signatureAuth"], self.env, self.base_dir)
+            try:
+                signature = await self._signer.current()
+            except ProviderError as exc:
+                return ProviderResponse(error=f"provider {self.id}: failed to generate the signature: {exc}")
+            variables.update(signature=signature.value, signatureTimestamp=signature.timestamp)
         try:
             url = nunjucks.render(str(self._url), variables)
             headers = {str(k): nunjucks.render(str(v), variables) for k, v in (config.get("headers") or {}).items()}
@@ -121,7 +128,7 @@ class HttpProvider(HttpApiProvider):
     async def status_ok(self, code: str, status: int) -> bool:
         """promptfoo's `validateStatus`: an expression of `status`, a function, or a file's function."""
         code = code.strip()
-        if not code.startswith("file://") and not _FUNCTION_EXPRESSION.match(code):
+        if not code.startswith("file://") and not transforms.FUNCTION_EXPRESSION.match(code):
             code = f"(status) => ({code})"
         return bool(await self.run_transform(code, [status]))
 
@@ -143,20 +150,20 @@ class HttpProvider(HttpApiProvider):
 
     async def run_transform(self, code: str, args: list[Any]) -> Any:
         """Inline JavaScript (expression, body or function) or a JS/Python file function."""
-        if code.startswith("file://"):
-            path_text, function = files.split_function(code)
-            path = files.resolve(path_text, self.base_dir or Path.cwd())
-            if not path.is_file():
-                raise FileNotFoundError(f"file not found: {path}")
-            if path.suffix == ".py":
-                if not function:
-                    raise ScriptError(f"name the function to call: file://{path_text}:<function>")
-                return await calls.call_file(path, function, args, base_dir=self.base_dir)
-            return js.call_js_file_function(path, function, args)
-        if _FUNCTION_EXPRESSION.match(code):
-            code = f"return ({code.strip().rstrip(';')})(json, text, context);"
-        _, value = await js.arun_inline(_expression_body(code), ("json", "text", "context"), args)
-        return value
+        return await transforms.run(code, ("json", "text", "context"), args, self.base_dir)
+
+
+def check_spec(spec: ProviderSpec) -> str | None:
+    """What in an HTTP provider's settings ci-grade cannot run (asked before any call)."""
+    config = spec.config
+    unsupported = [key for key in UNSUPPORTED if key in config]
+    if unsupported:
+        return f"config.{unsupported[0]} is not supported by ci-grade"
+    if not (config.get("url") or spec.id.startswith(("http://", "https://"))):
+        return "config.url is required"
+    if "signatureAuth" in config:
+        return http_signature.problem(config["signatureAuth"])
+    return None
 
 
 def _body_usage(data: Any) -> TokenUsage:
@@ -201,13 +208,3 @@ def _render_body(body: Any, variables: dict[str, Any], headers: dict[str, str]) 
     elif "json" not in headers[content_type].lower():
         raise TemplateError(f"Content-Type is {headers[content_type]}, but the body is an object or array: give the body as text, or send JSON")
     return json.dumps(_json_strings(nunjucks.render_value(body, variables)), ensure_ascii=False).encode()
-
-
-def _expression_body(code: str) -> str:
-    """One line is an expression; several lines are a body, or one expression when without `return`."""
-    stripped = code.strip()
-    if "\n" not in stripped:
-        return stripped if stripped.startswith("return ") else f"return {stripped};"
-    if re.search(r"\breturn\b", stripped):
-        return stripped
-    return f"return (\n{stripped}\n);"

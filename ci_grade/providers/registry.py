@@ -3,7 +3,8 @@
 Families are imported on first use so that `ci-grade --version` and echo-only runs stay fast.
 A family module may define `check_id(provider_id) -> str | None`: the reason it cannot serve an id
 its prefix takes (`google:live:...`, `azure:assistant:...`), asked before any model is called
-(`id_problem`) and without building a client.
+(`id_problem`) and without building a client; and `check_spec(spec) -> str | None`: what in a
+provider's settings it cannot run (`spec_problem`), asked then too.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("python:", "ci_grade.providers.python", "create"),
     ("bedrock:", "ci_grade.providers.bedrock", "create"),
     ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
+    ("ws://", "ci_grade.providers.websocket", "WebSocketProvider"),
+    ("wss://", "ci_grade.providers.websocket", "WebSocketProvider"),
     ("fal:", "ci_grade.providers.fal", "create"),
 ]
 
@@ -95,6 +98,14 @@ def id_problem(provider_id: str) -> str | None:
     family = _family(provider_id)
     check = getattr(importlib.import_module(family[0]), "check_id", None) if family is not None else None
     return check(provider_id) if check is not None else None
+
+
+def spec_problem(spec: ProviderSpec) -> str | None:
+    """Why the family cannot run this provider's settings (a config key it does not offer, a
+    required one missing), from the family module's `check_spec`; None when it can."""
+    family = _family(spec.id)
+    check = getattr(importlib.import_module(family[0]), "check_spec", None) if family is not None else None
+    return check(spec) if check is not None else None
 
 
 def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None) -> Provider:

@@ -231,6 +231,7 @@ def markdown_table(run: EvalRun) -> str:
     """A plain Markdown table of every row; untrusted text is made inert (the PR report is elsewhere).
     A failing trajectory check adds the agent's steps to its row's reason."""
     from ci_grade.report.markdown_escape import Escaper
+    from ci_grade.report.wording import plural
     from ci_grade.results.traces import trajectory_steps
 
     cell = Escaper().inline
@@ -239,7 +240,7 @@ def markdown_table(run: EvalRun) -> str:
     lines = [
         f"# ci-grade results{title}",
         "",
-        f"{stats.successes} passed, {stats.failures} failed, {stats.errors} errors ({stats.total} rows)",
+        f"{stats.successes} passed, {stats.failures} failed, {plural(stats.errors, 'error')} ({plural(stats.total, 'row')})",
         "",
         "| Status | Test | Prompt | Provider | Score | Reason |",
         "| --- | --- | --- | --- | ---: | --- |",

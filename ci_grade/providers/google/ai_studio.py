@@ -1,4 +1,5 @@
-"""`google:<model>` and `google:embedding:<model>`: the Gemini API with an API key.
+"""`google:<model>` and `google:embedding:<model>`: the Gemini API with an API key
+(`google:live:<model>`, the Live API, is in `live`).
 
 The key is `config.apiKey`, else the variable `config.apiKeyEnvar` names, else GOOGLE_API_KEY,
 GEMINI_API_KEY, PALM_API_KEY (promptfoo's order), sent as `x-goog-api-key`. The endpoint is
@@ -9,24 +10,15 @@ GEMINI_API_KEY, PALM_API_KEY (promptfoo's order), sent as `x-goog-api-key`. The 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, ProviderResponse
+from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, Provider, ProviderResponse
 from ci_grade.providers.google.gemini import GeminiProvider
 
 DEFAULT_HOST = "generativelanguage.googleapis.com"
-UNSUPPORTED_KINDS = ("live", "video")  # `google:image:` is `imagen`
-
-
-def base_url(config: Mapping[str, Any], env: Mapping[str, str]) -> str:
-    """The Gemini API's endpoint for a provider's config (see the module's docstring)."""
-    host = config.get("apiHost") or env.get("GOOGLE_API_HOST") or env.get("PALM_API_HOST")
-    if host:
-        host = str(host).rstrip("/")
-        return host if host.startswith(("http://", "https://")) else f"https://{host}"
-    return str(config.get("apiBaseUrl") or env.get("GOOGLE_API_BASE_URL") or f"https://{DEFAULT_HOST}").rstrip("/")
+UNSUPPORTED_KINDS = ("video",)  # `google:image:` is `imagen`
 
 
 class GoogleAIProvider(GeminiProvider):
@@ -48,7 +40,7 @@ class GoogleAIProvider(GeminiProvider):
         return None
 
     def base_url(self) -> str:
-        return base_url(self.spec.config, self.env)
+        return base_url(self.spec.config, self.env_value)
 
     def api_version(self) -> str:
         if self.spec.config.get("apiVersion"):
@@ -75,21 +67,35 @@ class GoogleAIProvider(GeminiProvider):
         return await super()._embed(text)
 
 
+def base_url(config: dict[str, Any], env_value: Callable[..., str | None]) -> str:
+    """The Gemini API's endpoint for a config (see the module's docstring)."""
+    host = config.get("apiHost") or env_value("GOOGLE_API_HOST", "PALM_API_HOST")
+    if host:
+        host = str(host).rstrip("/")
+        return host if host.startswith(("http://", "https://")) else f"https://{host}"
+    return str(config.get("apiBaseUrl") or env_value("GOOGLE_API_BASE_URL") or f"https://{DEFAULT_HOST}").rstrip("/")
+
+
 def check_id(provider_id: str) -> str | None:
-    """Why `provider_id` cannot be served: Google's live and video APIs, or no model."""
+    """Why `provider_id` cannot be served: Google's video API, or no model."""
     rest = provider_id.split(":", 1)[1] if ":" in provider_id else ""
     kind, _, model = rest.partition(":")
     if model and kind in UNSUPPORTED_KINDS:
-        return f"Google's {kind} API is not supported; use google:<model> or google:embedding:<model>"
-    if not rest or (kind in ("embedding", "embeddings") and not model):
+        return f"Google's {kind} API is not supported; use google:<model>, google:live:<model> or google:embedding:<model>"
+    if not rest or (kind in ("embedding", "embeddings", "live") and not model):
         return "name a model, e.g. google:gemini-2.5-flash or google:embedding:gemini-embedding-001"
     return None
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> GoogleAIProvider:
-    """`google:<model>`, `google:embedding:<model>` (or `embeddings`); ids `check` refuses never get here."""
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
+    """`google:<model>`, `google:embedding:<model>` (or `embeddings`), `google:live:<model>`; ids
+    `check` refuses never get here."""
     rest = spec.id.split(":", 1)[1]
     kind, _, model = rest.partition(":")
+    if kind == "live":
+        from ci_grade.providers.google.live import GoogleLiveProvider
+
+        return GoogleLiveProvider(spec, env, model, max_concurrency)
     if kind in ("embedding", "embeddings"):
         return GoogleAIProvider(spec, env, model, max_concurrency, embedding=True)
     return GoogleAIProvider(spec, env, rest, max_concurrency)

@@ -86,7 +86,7 @@ class ImagenProvider(HttpApiProvider):
     async def target(self) -> tuple[str, dict[str, str]]:
         """The endpoint and the credential header (a key, or a Vertex access token)."""
         if not self.vertex:
-            url = f"{ai_studio.base_url(self.spec.config, self.env)}/v1beta/models/{self._model}:predict"
+            url = f"{ai_studio.base_url(self.spec.config, self.env_value)}/v1beta/models/{self._model}:predict"
             return url, {"x-goog-api-key": self.api_key() or ""}
         auth = self.auth
         url = f"{auth.base_url()}/v1/projects/{auth.project()}/locations/{auth.region()}/publishers/google/models/{self._model}:predict"

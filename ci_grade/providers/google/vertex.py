@@ -2,6 +2,7 @@
 Vertex AI with Application Default Credentials.
 
 `vertex:<gemini model>` (and `vertex:chat:<model>`) goes through `google-genai` in Vertex mode;
+`vertex:live:<model>` is the Live API on Vertex (`live`);
 `vertex:embedding:<model>` embeds through it too; `vertex:<claude model>` sends Anthropic's
 Messages body (`anthropic_version: vertex-2023-10-16`, no model) to `:rawPredict` with a bearer
 token google-auth obtained; other models (Llama and the rest of model-as-a-service) go to Vertex's
@@ -117,11 +118,14 @@ class VertexClaudeProvider(AnthropicMessagesProvider):
 
 
 def _model_name(provider_id: str) -> tuple[str, str]:
-    """(kind, model): `vertex:embedding:<m>` -> ("embedding", m); `vertex:chat:<m>`, `vertex:<m>` -> ("chat", m)."""
+    """(kind, model): `vertex:embedding:<m>` -> ("embedding", m); `vertex:live:<m>` -> ("live", m);
+    `vertex:chat:<m>`, `vertex:<m>` -> ("chat", m)."""
     rest = provider_id.split(":", 1)[1] if ":" in provider_id else ""
     kind, _, model = rest.partition(":")
     if kind in ("embedding", "embeddings"):
         return "embedding", model
+    if kind == "live":
+        return "live", model
     return "chat", model if kind == "chat" and model else rest
 
 
@@ -144,9 +148,13 @@ def check_id(provider_id: str) -> str | None:
 
 
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
-    """`vertex:<model>`, `vertex:chat:<model>`, `vertex:embedding:<model>`: Claude models by name;
+    """`vertex:<model>`, `vertex:chat:<model>`, `vertex:embedding:<model>`, `vertex:live:<model>`: Claude models by name;
     ids `check` refuses never get here."""
     kind, name = _model_name(spec.id)
+    if kind == "live":
+        from ci_grade.providers.google.live import VertexLiveProvider
+
+        return VertexLiveProvider(spec, env, name, max_concurrency)
     if kind == "embedding":
         return VertexGeminiProvider(spec, env, name, max_concurrency, embedding=True)
     if "claude" in name:
