@@ -15,9 +15,9 @@ from tests.conftest import run_cli, write
     ("provider_id", "why"),
     [
         ("google:live:", "name a model"),
-        ("google:image:imagen-3.0-generate-002", "image API is not supported"),
+        ("google:video:veo-3.0-generate-001", "video API is not supported"),
         ("vertex:chat-bison", "model-as-a-service"),
-        ("replicate:image:stability-ai/sdxl", "image generation"),
+        ("replicate:image:", "name a model"),
         ("cohere:embedding:", "name a model"),
         ("watsonx:chat:", "name a model"),
         ("voyage:", "name a model"),

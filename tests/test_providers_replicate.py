@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, write
 from tests.provider_helpers import call, eval_rows, use
 from tests.servers import replicate_server
 from tests.servers.counting_server import CountingServer
@@ -87,11 +86,3 @@ def test_eval_replicate_target_and_moderation_grader_with_an_error_row(server: C
     assert rows[0]["response"]["output"] == "reply to say hello"
     assert "Self-Harm" in rows[1]["gradingResult"]["reason"]
     assert KEY not in (tmp_path / "out.json").read_text()
-
-
-def test_image_ids_are_refused_before_any_call(tmp_path: Path) -> None:
-    write(tmp_path / "promptfooconfig.yaml", "prompts: [a cat]\nproviders: [replicate:image:stability-ai/sdxl]\ntests: [{vars: {}}]\n")
-    result = run_cli("eval", "--no-progress", cwd=tmp_path)
-    assert result.code == 2
-    assert "replicate:image:stability-ai/sdxl" in result.err and "not supported" in result.err and "docs/providers.md" in result.err
-    assert "Traceback" not in result.err

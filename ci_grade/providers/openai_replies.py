@@ -88,6 +88,8 @@ def error_message(exc: Any) -> str:
     if isinstance(body, dict):
         error = body.get("error", body)
         detail = error.get("message") if isinstance(error, dict) else str(error)
+    elif isinstance(body, str) and body:  # the SDK passes on a string `error` (xAI's replies) as the body
+        detail = body
     return f"API error {exc.status_code}: {detail or exc.message}"
 
 

@@ -33,13 +33,18 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("azure:", "ci_grade.providers.azure", "create"),
     ("anthropic:", "ci_grade.providers.anthropic", "create"),
     ("ollama:", "ci_grade.providers.ollama", "create"),
+    ("xai:image:", "ci_grade.providers.xai_image", "create"),
+    ("hyperbolic:image:", "ci_grade.providers.hyperbolic_media", "create_image"),
+    ("hyperbolic:audio:", "ci_grade.providers.hyperbolic_media", "create_audio"),
     *sorted(((f"{p}:", "ci_grade.providers.compatible", "create") for p in COMPATIBLE_PREFIXES), key=lambda row: -len(row[0])),
     ("huggingface:", "ci_grade.providers.huggingface", "create"),
     ("cohere:", "ci_grade.providers.cohere", "create"),
     ("voyage:", "ci_grade.providers.voyage", "create"),
+    ("replicate:image:", "ci_grade.providers.replicate_image", "create"),
     ("replicate:", "ci_grade.providers.replicate", "create"),
     ("watsonx:", "ci_grade.providers.watsonx", "create"),
     ("hf:", "ci_grade.providers.huggingface", "create"),
+    ("google:image:", "ci_grade.providers.google.imagen", "create"),
     ("google:", "ci_grade.providers.google.ai_studio", "create"),
     ("vertex:", "ci_grade.providers.google.vertex", "create"),
     ("http://", "ci_grade.providers.http", "HttpProvider"),
@@ -56,6 +61,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("adaline:", "ci_grade.providers.adaline", "create"),
     ("llama", "ci_grade.providers.llama", "create"),
     ("llama:", "ci_grade.providers.llama", "create"),
+    ("fal:", "ci_grade.providers.fal", "create"),
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})

@@ -1,5 +1,6 @@
 """Replicate predictions over httpx: `replicate:<owner>/<model>[:<version>]`, and
-`replicate:moderation:<model>` (LlamaGuard) for the `moderation` assertion.
+`replicate:moderation:<model>` (LlamaGuard) for the `moderation` assertion (`replicate:image:<model>`
+is `replicate_image`).
 
 A prediction is created as promptfoo 0.123.1 creates it: `POST /v1/models/<owner>/<model>/predictions`
 (or `POST /v1/predictions` with the `version` an id names) with `Prefer: wait=60` and `input` =
@@ -95,21 +96,21 @@ class ReplicateProvider(HttpApiProvider):
         if system:
             options["system_prompt"] = system
         options["prompt"] = user
-        body: dict[str, Any] = {"input": {**{k: v for k, v in config.items() if k not in NOT_INPUT}, **options}}
+        return self.target({"input": {**{k: v for k, v in config.items() if k not in NOT_INPUT}, **options}})
+
+    def target(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Where a prediction of this model goes, and `body` with the version the id names."""
         name, _, version = self._model.partition(":")
         if version:
-            body["version"] = version
-            return f"{self.base_url()}/v1/predictions", body
+            return f"{self.base_url()}/v1/predictions", {**body, "version": version}
         return f"{self.base_url()}/v1/models/{name}/predictions", body
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
         if error := self.missing_key_error():
             return ProviderResponse(error=error)
         url, body = self.request(prompt)
-        headers = {"Authorization": f"Bearer {self.api_key()}", "Prefer": "wait=60"}
         try:
-            prediction = await self.post_json(url, body, headers, check=_not_a_prediction)
-            prediction = await self._until_done(prediction)
+            prediction = await self.predict(url, body)
         except ProviderError as exc:
             return ProviderResponse(error=f"API call error: {exc}")
         if prediction["status"] != "succeeded":
@@ -122,6 +123,12 @@ class ReplicateProvider(HttpApiProvider):
         metrics = prediction.get("metrics") or {}
         usage = TokenUsage.of(int(metrics.get("input_token_count") or 0), int(metrics.get("output_token_count") or 0))
         return ProviderResponse(output=output, token_usage=usage, metadata={"predictionId": prediction.get("id")})
+
+    async def predict(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create a prediction and poll it until it ends (ProviderError when that fails)."""
+        headers = {"Authorization": f"Bearer {self.api_key()}", "Prefer": "wait=60"}
+        prediction = await self.post_json(url, body, headers, check=_not_a_prediction)
+        return await self._until_done(prediction)
 
     async def _until_done(self, prediction: dict[str, Any]) -> dict[str, Any]:
         """Poll a prediction that is still starting or processing until it ends (or time runs out)."""
@@ -181,11 +188,9 @@ def _not_a_prediction(data: Any) -> str | None:
 
 
 def check_id(provider_id: str) -> str | None:
-    """Why `provider_id` cannot be served: image generation, or no model."""
+    """Why `provider_id` cannot be served: no model."""
     rest = provider_id.split(":", 1)[1] if ":" in provider_id else ""
     kind, _, model = rest.partition(":")
-    if kind == "image":
-        return "Replicate image generation (replicate:image:) is not supported; ci-grade grades text"
     if not rest or (kind == "moderation" and not model):
         return "name a model, e.g. replicate:meta/meta-llama-3-8b-instruct or replicate:moderation:meta/llama-guard-3-8b"
     return None

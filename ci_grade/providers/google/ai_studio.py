@@ -18,7 +18,7 @@ from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, 
 from ci_grade.providers.google.gemini import GeminiProvider
 
 DEFAULT_HOST = "generativelanguage.googleapis.com"
-UNSUPPORTED_KINDS = ("image", "video")
+UNSUPPORTED_KINDS = ("video",)  # `google:image:` is `imagen`
 
 
 class GoogleAIProvider(GeminiProvider):
@@ -77,7 +77,7 @@ def base_url(config: dict[str, Any], env_value: Callable[..., str | None]) -> st
 
 
 def check_id(provider_id: str) -> str | None:
-    """Why `provider_id` cannot be served: Google's image and video APIs, or no model."""
+    """Why `provider_id` cannot be served: Google's video API, or no model."""
     rest = provider_id.split(":", 1)[1] if ":" in provider_id else ""
     kind, _, model = rest.partition(":")
     if model and kind in UNSUPPORTED_KINDS:
