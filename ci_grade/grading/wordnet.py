@@ -14,6 +14,7 @@ and only reads under its data path), and its lookups apply morphological reducti
 
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 from collections.abc import Mapping
@@ -44,19 +45,20 @@ class WordNet:
         self.root = root
 
     @functools.cached_property
-    def _index(self) -> dict[str, dict[str, str]]:
-        """Per part of speech: lemma -> its index line (the license header lines start with a space)."""
-        index: dict[str, dict[str, str]] = {}
-        for part in PARTS_OF_SPEECH:
-            lines = (self.root / f"index.{part}").read_text(encoding="utf-8", errors="replace").splitlines()
-            index[part] = {line.split(" ", 1)[0]: line for line in lines if line and not line.startswith(" ")}
-        return index
+    def _index(self) -> dict[str, list[str]]:
+        """Per part of speech, its index lines in file order (sorted by lemma; the license header
+        lines, which start with a space, left out)."""
+        return {
+            part: [line for line in (self.root / f"index.{part}").read_text(encoding="utf-8", errors="replace").splitlines() if line and not line.startswith(" ")]
+            for part in PARTS_OF_SPEECH
+        }
 
     def _offsets(self, part: str, word: str) -> list[int]:
-        line = self._index[part].get(word)
-        if line is None:
+        lines = self._index[part]
+        at = bisect.bisect_left(lines, word, key=_lemma)
+        if at == len(lines) or _lemma(lines[at]) != word:
             return []
-        fields = line.split()
+        fields = lines[at].split()
         synsets, pointers = int(fields[2]), int(fields[3])
         start = 6 + pointers
         return [int(offset) for offset in fields[start : start + synsets]]
@@ -73,6 +75,10 @@ class WordNet:
         """Every word of every synset that lists `word` (lower-cased), in any part of speech."""
         key = word.lower()
         return frozenset(found for part in PARTS_OF_SPEECH for offset in self._offsets(part, key) for found in self._words(part, offset))
+
+
+def _lemma(line: str) -> str:
+    return line.split(" ", 1)[0]
 
 
 @functools.cache
