@@ -152,3 +152,11 @@ def test_unknown_keys_of_an_assertion_are_still_warned_about(tmp_path: Path, deb
     assert "unknown key 'assert[].bogus' ignored" in result.err and "gamma" not in result.err
     rows = json.loads((tmp_path / "out.json").read_text())["results"]["results"]
     assert first(rows[0]).score == 1.0  # gamma 0: no fragmentation penalty
+
+
+def test_without_nltk_the_install_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "nltk" else real(name, *rest))
+    assert meteor.missing_requirements() == meteor.INSTALL_HINT

@@ -1,4 +1,5 @@
-"""The `meteor` assertion, scored as promptfoo 0.123.1 scores it (`src/assertions/meteor.ts`).
+"""The `meteor` assertion, scored as promptfoo 0.123.1's `src/assertions/meteor.ts` defines it
+(promptfoo's own build cannot load npm `natural` for it, so there every row is an ERROR).
 
 Output and each reference are split on whitespace (empty tokens at the ends kept), trailing dots
 cut and lower-cased. Words are aligned in three passes, each over what the last left: equal words,
@@ -56,7 +57,10 @@ def tokens(text: str) -> list[str]:
 
 @functools.cache
 def _stem() -> Callable[[str], str]:
-    from nltk.stem.porter import PorterStemmer
+    try:
+        from nltk.stem.porter import PorterStemmer
+    except ImportError:
+        raise GraderError(INSTALL_HINT) from None
 
     stemmer = PorterStemmer(PorterStemmer.MARTIN_EXTENSIONS)
     return functools.lru_cache(maxsize=65536)(stemmer.stem)

