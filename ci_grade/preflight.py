@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ci_grade.config import command_line, files
-from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES, REFUSED_ASSERTION_TYPES
+from ci_grade.config.assertion_types import REFUSED_ASSERTION_TYPES
 from ci_grade.config.errors import describe, suggest, validation_error
 from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, ProviderSpec, TestCase
@@ -210,8 +210,6 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
         if base not in known:
             if base in REFUSED_ASSERTION_TYPES:
                 raise ConfigError.at(f"assertion type {item.type!r} is not supported by ci-grade: {REFUSED_ASSERTION_TYPES[base]}", loc, where)
-            if base in PROMPTFOO_ASSERTION_TYPES:
-                raise ConfigError.at(f"assertion type {item.type!r} is not yet supported by ci-grade", loc, where)
             raise ConfigError.at(f"unknown assertion type {item.type!r}{suggest(base, known)}", loc, where)
         if base == "meteor" and (missing := meteor.missing_requirements()):
             raise ConfigError.at(missing, loc, where)
