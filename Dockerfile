@@ -15,11 +15,11 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
-RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,signature,websocket,xlsx]'
+RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,meteor,signature,websocket,xlsx]'
 
 # Runtime stage: only the installed package, git (for git:REF:PATH baselines), tini (PID 1),
-# ruby (for `ruby` assertions) and Node.js (for JavaScript file providers, prompt functions,
-# generators and assertion files).
+# ruby (for `ruby` assertions), Node.js (for JavaScript file providers, prompt functions,
+# generators and assertion files) and WordNet 3.0 (wordnet-base, for `meteor` assertions).
 FROM python:3.11-slim-trixie
 ARG DEBIAN_FRONTEND=noninteractive
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -31,12 +31,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # belongs to another user than the container's, so git must be told it is safe.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git tini ruby nodejs \
+    && apt-get install -y --no-install-recommends git tini ruby nodejs wordnet-base \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels
 # Every wheel built above: ci-grade with its dependencies and the SDK extras' (boto3, cohere, google-genai,
-# cryptography and purejks for signed HTTP requests, websockets).
+# openpyxl, nltk, cryptography and purejks for signed HTTP requests, websockets).
 RUN pip install --no-index --find-links=/wheels /wheels/*.whl \
     && rm -rf /wheels
 # tini is PID 1: the kernel ignores any signal that a PID 1 has no handler for, and a cancelled

@@ -22,13 +22,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from ci_grade.config import command_line, files
-from ci_grade.config.assertion_types import PROMPTFOO_ASSERTION_TYPES, REFUSED_ASSERTION_TYPES
+from ci_grade.config.assertion_types import REFUSED_ASSERTION_TYPES
 from ci_grade.config.errors import describe, suggest, validation_error
 from ci_grade.config.loader import LoadedConfig
 from ci_grade.config.models import KNOWN_TOP_LEVEL_KEYS, Assertion, Config, ProviderSpec, TestCase
 from ci_grade.config.sources import Location, SourceMap
 from ci_grade.errors import ConfigError, GraderError, TemplateError
-from ci_grade.grading import registry
+from ci_grade.grading import meteor, registry
 from ci_grade.grading.graders import GraderResolver, is_kind_map, is_settings_only, no_default
 from ci_grade.preflight_node import NodeNeeds
 from ci_grade.preflight_tools import check_tool_code
@@ -215,9 +215,9 @@ def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_lis
         if base not in known:
             if base in REFUSED_ASSERTION_TYPES:
                 raise ConfigError.at(f"assertion type {item.type!r} is not supported by ci-grade: {REFUSED_ASSERTION_TYPES[base]}", loc, where)
-            if base in PROMPTFOO_ASSERTION_TYPES:
-                raise ConfigError.at(f"assertion type {item.type!r} is not yet supported by ci-grade", loc, where)
             raise ConfigError.at(f"unknown assertion type {item.type!r}{suggest(base, known)}", loc, where)
+        if base == "meteor" and (missing := meteor.missing_requirements()):
+            raise ConfigError.at(missing, loc, where)
         value_loc = loaded.sources.location(raw_item, "value") if raw_item is not None else loc
         if base == "regex":
             warnings.extend(_regex_warning(item.value, value_loc, f"{path}[{i}].value"))
@@ -399,8 +399,10 @@ def _unknown_key_warnings(config: Config, raw: dict[str, Any], sources: SourceMa
         for key in test.extra_keys():
             seen.setdefault(f"{prefix}{key}", sources.location(raw_test, key))
         for assertion, raw_assertion in _assertion_pairs(test.assert_ or [], raw_test.get("assert") if isinstance(raw_test, dict) else None):
+            own = kind.keys if (kind := registry.get(assertion.base_type)) else ()
             for key in assertion.extra_keys():
-                seen.setdefault(f"assert[].{key}", sources.location(raw_assertion, key))
+                if key not in own:
+                    seen.setdefault(f"assert[].{key}", sources.location(raw_assertion, key))
     for spec, raw_spec in zip(config.providers, _items(raw.get("providers")), strict=False):
         for key in spec.extra_keys():
             seen.setdefault(f"providers[].{key}", sources.location(raw_spec, key))

@@ -18,7 +18,7 @@ from ci_grade.grading.scoring import PassRule
 REPO = Path(__file__).resolve().parent.parent
 # promptfoo types ci-grade does not run; each is named in docs/compatibility.md.
 NOT_SUPPORTED = {
-    "meteor", "human", "agent-rubric",
+    "human", "agent-rubric",
 }
 
 

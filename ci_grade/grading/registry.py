@@ -117,6 +117,8 @@ class AssertionType:
     """Whether the same output always gets the same verdict (not for model graders, webhooks or latency)."""
     uses_trace: bool = False
     """Whether it grades the row's trace (the row then waits for late spans)."""
+    keys: tuple[str, ...] = ()
+    """Keys of its own that the assertion may carry besides the common ones (e.g. meteor's `alpha`)."""
 
     @property
     def graded(self) -> bool:
@@ -143,6 +145,7 @@ def assertion(
     comparison: bool = False,
     reproducible: bool = True,
     uses_trace: bool = False,
+    keys: tuple[str, ...] = (),
 ) -> Callable[[Handler], Handler]:
     """Register `handler` for the assertion type `name` (and its aliases), with its metadata."""
 
@@ -154,7 +157,7 @@ def assertion(
             _REGISTRY[key] = AssertionType(
                 key, handler, value, default_threshold, csv_threshold, grader, prompt,
                 handles_inverse or prompt is not None, invertible, is_model_graded, comparison, reproducible and not is_model_graded,
-                uses_trace,
+                uses_trace, keys,
             )
         return handler
 
