@@ -142,7 +142,7 @@ def test_cost_comes_from_the_family_table(llm_server: LLMServer) -> None:
 @pytest.mark.parametrize(
     ("provider_id", "says"),
     [
-        ("azure:assistant:asst_123", "azure:assistant is not supported"),
+        ("azure:assistant:", "name the assistant"),
         ("azure:foundry-agent:agent-1", "azure:foundry-agent is not supported"),
         ("huggingface:text-generation:gpt2", "huggingface:chat:<model>"),
         ("xai:image:grok-2-image", "xai:image is not supported"),
