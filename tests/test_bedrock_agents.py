@@ -83,3 +83,14 @@ def test_agent_errors_missing_alias_and_knowledge_base_retrieve(aws: AwsServer) 
     sent = [r.json for r in aws.requests if r.path == "/retrieveAndGenerate"][-1]["retrieveAndGenerateConfiguration"]["knowledgeBaseConfiguration"]
     assert sent["modelArn"] == "arn:aws:bedrock:us-west-2::foundation-model/amazon.nova-pro-v1:0"
     assert sent["generationConfiguration"] == {"additionalModelRequestFields": {"inferenceConfig": {"topK": 5}}}
+
+
+def test_knowledge_base_streaming_reads_the_event_stream(aws: AwsServer) -> None:
+    aws.agent_runtime.knowledge_bases["KB00000002"] = ["Streams arrive in parts."]
+    spec = {"id": "bedrock:kb:anthropic.claude-3-haiku-20240307-v1:0", "config": {"knowledgeBaseId": "KB00000002", "streaming": True}}
+    response = call(spec, "how?")
+    assert response.error is None
+    assert response.output == "From the knowledge base: Streams arrive in parts."
+    assert response.metadata["sessionId"] == "kb-session-2"
+    assert response.metadata["citations"][0]["retrievedReferences"][0]["content"]["text"] == "Streams arrive in parts."
+    assert [r.path for r in aws.requests] == ["/retrieveAndGenerateStream"]

@@ -143,7 +143,7 @@ def test_cost_comes_from_the_family_table(llm_server: LLMServer) -> None:
     ("provider_id", "says"),
     [
         ("azure:assistant:", "name the assistant"),
-        ("azure:foundry-agent:agent-1", "azure:foundry-agent is not supported"),
+        ("azure:foundry-agent:agent-1", "Azure AI Foundry agents are not supported"),
         ("huggingface:text-generation:gpt2", "huggingface:chat:<model>"),
         ("xai:image:grok-2-image", "xai:image is not supported"),
         ("togetherai:completion:some-model", "togetherai:completion is not supported"),

@@ -118,6 +118,11 @@ def check_id(provider_id: str) -> str | None:
     """Why ci-grade cannot run this Azure id (Foundry agents, responses, ... or no deployment), or None."""
     parts = provider_id.split(":", 2)
     kind = parts[1] if len(parts) > 1 else ""
+    if kind == "foundry-agent":
+        return (
+            f"{provider_id}: Azure AI Foundry agents are not supported by ci-grade (promptfoo reaches them through the "
+            f"Azure AI Projects SDK, signed in with Entra ID); Azure OpenAI assistants run as {parts[0]}:assistant:<assistant id>"
+        )
     if kind not in ("chat", "embedding", "embeddings", "assistant"):
         return f"{provider_id}: {parts[0]}:{kind} is not supported by ci-grade; it runs {parts[0]}:chat:<deployment>, {parts[0]}:embedding:<deployment> and {parts[0]}:assistant:<assistant id>"
     if len(parts) < 3 or not parts[2]:

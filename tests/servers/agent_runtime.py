@@ -7,7 +7,8 @@
   `attribution`), a `trace` event when `enableTrace` is set, and the session and memory ids in
   headers.
 - `POST /retrieveAndGenerate`: RetrieveAndGenerate on a known knowledge base (`knowledge_bases`:
-  id -> passages) with a model ARN; the answer cites the passages.
+  id -> passages) with a model ARN; the answer cites the passages. `/retrieveAndGenerateStream`
+  sends the same as an event stream (`output` text parts and a `citation` event).
 - `POST /knowledgebases/{id}/retrieve`: Retrieve, the passages as results.
 """
 
@@ -54,7 +55,7 @@ class AgentRuntime:
 
 
 def handles(path: str) -> bool:
-    return bool(AGENT.fullmatch(path) or RETRIEVE.fullmatch(path)) or path == "/retrieveAndGenerate"
+    return bool(AGENT.fullmatch(path) or RETRIEVE.fullmatch(path)) or path in ("/retrieveAndGenerate", "/retrieveAndGenerateStream")
 
 
 def handle(runtime: AgentRuntime, path: str, recorded: Recorded, error: Callable[..., Response]) -> Response:
@@ -79,7 +80,7 @@ def handle(runtime: AgentRuntime, path: str, recorded: Recorded, error: Callable
         if body.get("memoryId"):
             headers["x-amz-bedrock-agent-memory-id"] = str(body["memoryId"])
         return Response(200, body=b"".join(events), headers=headers)
-    if path == "/retrieveAndGenerate":
+    if path in ("/retrieveAndGenerate", "/retrieveAndGenerateStream"):
         setup = body.get("retrieveAndGenerateConfiguration") or {}
         kb = setup.get("knowledgeBaseConfiguration") or {}
         if setup.get("type") != "KNOWLEDGE_BASE" or not isinstance((body.get("input") or {}).get("text"), str):
@@ -92,6 +93,11 @@ def handle(runtime: AgentRuntime, path: str, recorded: Recorded, error: Callable
         answer = f"From the knowledge base: {' '.join(passages)}"
         references = [{"content": {"text": p}, "location": {"type": "S3", "s3Location": {"uri": f"s3://docs/{i}.md"}}} for i, p in enumerate(passages)]
         citation = {"generatedResponsePart": {"textResponsePart": {"text": answer, "span": {"start": 0, "end": len(answer)}}}, "retrievedReferences": references}
+        if path.endswith("Stream"):
+            half = len(answer) // 2
+            events = [event("output", {"text": answer[:half]}), event("citation", {"citation": citation}), event("output", {"text": answer[half:]})]
+            headers = {"Content-Type": "application/vnd.amazon.eventstream", "x-amzn-bedrock-knowledge-base-session-id": "kb-session-2"}
+            return Response(200, body=b"".join(events), headers=headers)
         return Response(200, json={"output": {"text": answer}, "citations": [citation], "sessionId": "kb-session-1"})
     if found := RETRIEVE.fullmatch(path):
         if found.group(1) not in runtime.knowledge_bases:
