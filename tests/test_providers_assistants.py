@@ -141,7 +141,7 @@ def test_azure_run_that_asks_for_a_function_without_callbacks_is_an_error(server
     response = call({"id": "azure:assistant:asst_support", "config": {"tools": [WEATHER_TOOL]}}, "Weather in Tokyo?")
     assert response.error == "Thread run failed with status: requires_action"
     shown = call({"id": "openai:assistant:asst_support", "config": {"tools": [WEATHER_TOOL]}}, "Weather in Tokyo?")
-    assert shown.error is None and shown.output == '[Call function get_weather with arguments {"location": "Tokyo"}]\n\n[Function output: None]'
+    assert shown.error is None and shown.output == '[Call function get_weather with arguments {"location": "Tokyo"}]\n\n[Function output: null]'
 
 
 def test_an_assistant_id_is_required_before_any_call(tmp_path: Path) -> None:

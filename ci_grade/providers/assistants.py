@@ -181,7 +181,8 @@ class OpenAIAssistantProvider(OpenAIProvider):
                 function = call.get("function") or {}
                 blocks.append(f"[Call function {function.get('name')} with arguments {function.get('arguments')}]")
                 if function.get("output") or self.flavor == "openai":
-                    blocks.append(f"[Function output: {function.get('output')}]")
+                    output = function.get("output")
+                    blocks.append(f"[Function output: {'null' if output is None else output}]")
             elif kind == "file_search":
                 blocks.append("[Ran file search]")
                 if self.flavor == "azure":
