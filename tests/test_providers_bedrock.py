@@ -216,7 +216,7 @@ def test_the_response_cache_serves_a_repeat_and_stores_no_secret(aws: AwsServer,
 
 @pytest.mark.parametrize(
     "provider_id",
-    ["bedrock:kb:arn:aws:bedrock:us-east-1:1:knowledge-base/x", "bedrock:agents:AGENT1", "bedrock:openai.gpt-5.5", "bedrock:anthropic.claude-v2", "bedrock:foo.bar-v1", "bedrock:"],
+    ["bedrock:mantle:gpt-oss-120b", "bedrock:nova-sonic:amazon.nova-sonic-v1:0", "bedrock:openai.gpt-5.5", "bedrock:anthropic.claude-v2", "bedrock:foo.bar-v1", "bedrock:"],
 )
 def test_ids_it_cannot_serve_are_refused_when_the_provider_is_made(provider_id: str) -> None:
     with pytest.raises(UnknownProviderError, match="bedrock"):

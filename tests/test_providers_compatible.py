@@ -142,8 +142,8 @@ def test_cost_comes_from_the_family_table(llm_server: LLMServer) -> None:
 @pytest.mark.parametrize(
     ("provider_id", "says"),
     [
-        ("azure:assistant:asst_123", "azure:assistant is not supported"),
-        ("azure:foundry-agent:agent-1", "azure:foundry-agent is not supported"),
+        ("azure:assistant:", "name the assistant"),
+        ("azure:foundry-agent:agent-1", "Azure AI Foundry agents are not supported"),
         ("huggingface:text-generation:gpt2", "huggingface:chat:<model>"),
         ("xai:video:grok-imagine-video", "xai:video is not supported"),
         ("togetherai:completion:some-model", "togetherai:completion is not supported"),

@@ -240,7 +240,7 @@ class _Loader(RefReader):
                     self.sources.register(entry, loc.file, loc.line, {"id": loc.line})
                 out.append(entry)
             elif isinstance(item, dict) and "id" in item:
-                out.append(item)
+                out.append(self.named_provider(item))
             elif isinstance(item, dict) and len(item) == 1:
                 (pid, options), = item.items()
                 if options is not None and not isinstance(options, dict):
@@ -261,6 +261,20 @@ class _Loader(RefReader):
         if known:
             self.sources.register(out, known[0].file, known[0].line, {i: loc.line for i, loc in enumerate(locations) if loc})
         return out
+
+    def named_provider(self, item: dict[str, Any]) -> dict[str, Any]:
+        """`{id: tech-agent, provider: bedrock-agent:X}`, where `id` names no provider and
+        `provider` does, is read as that provider labelled `tech-agent` (promptfoo refuses it)."""
+        named, provider_id = item.get("id"), item.get("provider")
+        if not (isinstance(named, str) and isinstance(provider_id, str) and self.known_provider is not None):
+            return item
+        if self.known_provider(named) or not self.known_provider(provider_id):
+            return item
+        entry = {**{k: v for k, v in item.items() if k != "provider"}, "id": provider_id, "label": item.get("label") or named}
+        loc = self.where(item)
+        if loc is not None:
+            self.sources.register(entry, loc.file, loc.line, {k: self.line(item, "provider" if k == "id" else k) for k in entry})
+        return entry
 
     def config_files(self, node: Any, base: Path, path: str, holder: Any = None, key: Any = None) -> Any:
         """Load `file://` values inside provider config (data files, or functions returning data)."""

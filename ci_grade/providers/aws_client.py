@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
@@ -137,9 +137,9 @@ class AwsProvider(Provider):
                     raise self._failure(exc) from None
         return self._client
 
-    async def request(self, operation: str, **params: Any) -> dict[str, Any]:
-        """One SDK operation with ci-grade's retries (a streamed `body` is returned as bytes); a
-        failure for good is a ProviderError."""
+    async def request(self, operation: str, consume: Callable[[dict[str, Any]], dict[str, Any]] | None = None, **params: Any) -> dict[str, Any]:
+        """One SDK operation with ci-grade's retries (a streamed `body` is returned as bytes; an
+        event stream is read by `consume`, on the same thread); a failure for good is a ProviderError."""
         client = await self.client()
         policy = RetryPolicy.from_env()
 
@@ -148,7 +148,7 @@ class AwsProvider(Provider):
             for key in ("body", "Body"):  # a streamed payload is read here too, off the event loop
                 if hasattr(reply.get(key), "read"):
                     reply[key] = reply[key].read()
-            return reply
+            return consume(reply) if consume is not None else reply
 
         async def attempt() -> dict[str, Any]:
             try:

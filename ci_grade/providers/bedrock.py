@@ -4,13 +4,15 @@
 - `bedrock:<model>` and `bedrock:completion:<model>`: InvokeModel with the model family's own
   body (`bedrock_invoke`);
 - `bedrock:embeddings:<model>` (or `embedding:`): InvokeModel on Titan (`inputText`) or Cohere
-  (`texts`) embedding models, for `similar`.
+  (`texts`) embedding models, for `similar`;
+- `bedrock:agents:<agent id>` and `bedrock:kb:<model>` (or `knowledge-base:`): Bedrock Agents and
+  knowledge bases (`bedrock_agents`).
 
 The region is `config.region`, else AWS_BEDROCK_REGION, else us-east-1 (promptfoo's order);
 `config.endpoint` (else AWS_ENDPOINT_URL_BEDROCK_RUNTIME) replaces the endpoint. Credentials:
-see `aws_client`. Bedrock's other APIs that promptfoo reaches through `bedrock:` (agents,
-knowledge bases, the OpenAI-compatible Mantle endpoint, Nova Sonic, video) are refused before any
-call (`check_id`, asked by the preflight).
+see `aws_client`. Bedrock's other APIs that promptfoo reaches through `bedrock:` (the
+OpenAI-compatible Mantle endpoint, Nova Sonic, video) are refused before any call (`check_id`,
+asked by the preflight).
 """
 
 from __future__ import annotations
@@ -28,10 +30,9 @@ from ci_grade.providers.bedrock_invoke import Family, family_for
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.results.usage import TokenUsage
 
+AGENT_RUNTIME = ("agents", "kb", "knowledge-base")
+"""Kinds served by the agent runtime (`bedrock_agents`): agents and knowledge bases."""
 UNSUPPORTED = {
-    "agents": "Bedrock Agents",
-    "kb": "Bedrock knowledge bases",
-    "knowledge-base": "Bedrock knowledge bases",
     "mantle": "Bedrock's OpenAI-compatible (Mantle) endpoint",
     "responses": "Bedrock's OpenAI-compatible Responses API",
     "messages": "Bedrock's Anthropic Messages endpoint",
@@ -178,6 +179,8 @@ def check_id(provider_id: str) -> str | None:
     kind, _, model = rest.partition(":")
     if kind in UNSUPPORTED:
         return f"ci-grade does not support {UNSUPPORTED[kind]}; Bedrock chat models run as bedrock:converse:<model> or bedrock:<model>"
+    if kind in AGENT_RUNTIME:
+        return None
     name = model if kind in ("converse", "completion", "embeddings", "embedding") else rest
     if not name:
         return "name a model, e.g. bedrock:converse:anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -201,6 +204,10 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
         raise UnknownProviderError(f"{spec.id}: {problem}")
     rest = spec.id.removeprefix("bedrock:")
     kind, _, model = rest.partition(":")
+    if kind in AGENT_RUNTIME:
+        from ci_grade.providers import bedrock_agents
+
+        return bedrock_agents.create(spec, env, max_concurrency)
     if kind in ("embeddings", "embedding"):
         return BedrockEmbeddingProvider(spec, env, model, max_concurrency)
     if kind == "converse":

@@ -3,7 +3,8 @@
 The SDK's `AsyncOpenAI` runs on its documented aiohttp client (`http_clients.sdk_http_client`).
 
 Ids: `openai:<model>`, `openai:chat:<model>`, `openai:responses:<model>`,
-`openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`.
+`openai:embedding:<model>` (or `embeddings`), `openai:moderation[:<model>]`, and
+`openai:assistant:<assistant id>` (`assistants`).
 The SDK's own retries are off; ci-grade's retry policy (which honours Retry-After) applies, also
 to 200 replies whose body is malformed or empty, or lacks choices, an embedding or moderation
 results (`openai_replies`). Chat replies are read leniently: invalid UTF-8 in the body becomes U+FFFD.
@@ -400,6 +401,13 @@ class OpenAIModerationProvider(OpenAIProvider):
         return ModerationResponse(flags=flags)
 
 
+def check_id(provider_id: str) -> str | None:
+    """Why ci-grade cannot run this OpenAI id (an assistant id left out), or None."""
+    if provider_id.startswith("openai:assistant") and not provider_id.removeprefix("openai:assistant").strip(":"):
+        return "name the assistant, e.g. openai:assistant:asst_abc123"
+    return None
+
+
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
     """Build the OpenAI provider an `openai:...` id names."""
     parts = spec.id.split(":", 2)
@@ -413,5 +421,9 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
         return OpenAIEmbeddingProvider(spec, env, rest, max_concurrency)
     if kind == "moderation":
         return OpenAIModerationProvider(spec, env, rest, max_concurrency)
+    if kind == "assistant":
+        from ci_grade.providers import assistants
+
+        return assistants.create(spec, env, rest or "", max_concurrency)
     model = ":".join(parts[1:]) if len(parts) > 1 else None
     return OpenAIChatProvider(spec, env, model, max_concurrency)

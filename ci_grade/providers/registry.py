@@ -55,6 +55,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("file://", "ci_grade.providers.python", "create"),
     ("python:", "ci_grade.providers.python", "create"),
     ("bedrock:", "ci_grade.providers.bedrock", "create"),
+    ("bedrock-agent:", "ci_grade.providers.bedrock_agents", "create"),
     ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
     ("ws://", "ci_grade.providers.websocket", "WebSocketProvider"),
     ("wss://", "ci_grade.providers.websocket", "WebSocketProvider"),

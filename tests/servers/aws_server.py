@@ -9,6 +9,7 @@ issued), or, for Bedrock, `Bearer <API key>`. Otherwise the reply is AWS's 403 e
 - `POST /model/{modelId}/invoke`: InvokeModel, with the body each model family takes checked
   (Claude Messages, Nova, Titan text and embeddings, Llama, Mistral, Cohere, AI21, DeepSeek and
   the OpenAI-shaped families) and the reply in that family's format.
+- Bedrock Agent Runtime (InvokeAgent's event stream, RetrieveAndGenerate, Retrieve): see `agent_runtime`.
 - `POST /endpoints/{name}/invocations`: SageMaker InvokeEndpoint (`endpoints` maps a name to a
   function of the JSON body that returns the JSON reply).
 - `POST /` with `Action=AssumeRoleWithWebIdentity`: STS, trading a web identity token for
@@ -32,6 +33,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from tests.servers import agent_runtime
 from tests.servers.llm_server import LLMServer, Recorded, Response, bag_of_words_embedding
 
 KEY_ID = "AKIACIGRADETEST0001"
@@ -77,6 +79,8 @@ class AwsServer(LLMServer):
         self.reply: Callable[[str, dict[str, Any]], str] = lambda model, body: f"echo: {last_text(body)}"
         """The model's answer text for a request (model id, body)."""
         self.endpoints: dict[str, Callable[[Any], Any]] = {}
+        self.agent_runtime = agent_runtime.AgentRuntime()
+        """The agents and knowledge bases of Bedrock Agent Runtime (`agent_runtime`)."""
         self.web_identity: tuple[str, str] | None = None
         """(role ARN, token) that STS accepts; it then issues the key `ASIAWEBIDENTITY`."""
         self.auth_seen: list[str] = []
@@ -92,6 +96,10 @@ class AwsServer(LLMServer):
         path = urllib.parse.unquote(recorded.path.split("?")[0])
         if recorded.method == "POST" and path == "/":
             return self._sts(recorded)
+        if recorded.method == "POST" and agent_runtime.handles(path):
+            if (denied := self._check_auth(recorded, "bedrock")) is not None:
+                return denied
+            return agent_runtime.handle(self.agent_runtime, path, recorded, aws_error)
         for pattern, service, kind in _PATHS:
             found = pattern.fullmatch(path)
             if found and recorded.method == "POST":
