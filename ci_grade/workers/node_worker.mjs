@@ -2,7 +2,8 @@
 //
 // Requests are frames (a 4-byte big-endian length, then UTF-8 JSON) on stdin; answers go to the
 // descriptor whose number ends the command line, so what user code prints (its stdout) cannot
-// mix with them. A request names a function of a file (`file`, `function`, `args`), or a provider
+// mix with them. A request names a function of a file (`file`, `function`, `args`; with `data`, an
+// export that is not a function is the answer as it is), or a provider
 // (`provider`: a file whose export is a class, made once per file and options as promptfoo makes
 // it, `new Provider(options)`) and one of its methods (`method`, `args`); with the process
 // environment (`env`) and working folder (`cwd`) when they changed since the last call. The
@@ -52,10 +53,14 @@ async function loadModule(file) {
   return module;
 }
 
-async function loadFunction(file, name) {
+async function loadExport(file, name) {
   const { imported, main } = await loadModule(file);
   // `module.exports = check` named as `file://x.js:check` is that function, as promptfoo finds it
-  const fn = name ? (main?.[name] ?? imported[name] ?? (typeof main === 'function' && main.name === name ? main : undefined)) : main;
+  return name ? (main?.[name] ?? imported[name] ?? (typeof main === 'function' && main.name === name ? main : undefined)) : main;
+}
+
+async function loadFunction(file, name) {
+  const fn = await loadExport(file, name);
   if (typeof fn !== 'function') {
     throw new Error(`${path.basename(file)} has no function ${name || "(default export)"}`);
   }
@@ -110,6 +115,11 @@ async function run(request) {
     return await instance[request.method](...args);
   }
   stage = `importing ${path.basename(request.file)}`;
+  if (request.data) {
+    // a tests file may export its tests instead of a function that returns them
+    const value = await loadExport(request.file, request.function);
+    if (value !== undefined && typeof value !== 'function') return value;
+  }
   const fn = await loadFunction(request.file, request.function);
   stage = `in ${request.function || fn.name || 'the default export'}()`;
   return await fn(...args);
