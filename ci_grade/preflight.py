@@ -31,6 +31,7 @@ from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import registry
 from ci_grade.grading.graders import GraderResolver, is_kind_map, no_default
 from ci_grade.preflight_node import NodeNeeds
+from ci_grade.providers import package as package_provider
 from ci_grade.providers import unavailable
 from ci_grade.providers.base import Capability
 from ci_grade.providers.registry import ProviderPool, file_provider_path
@@ -56,6 +57,8 @@ def check(loaded: LoadedConfig) -> list[str]:
         script = file_provider_path(spec.id)
         if script is not None and node.is_script(script):
             needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")
+        elif (package := package_provider.parse(spec.id)) is not None:
+            needs.add_package(f"provider {spec.id!r}", package[0], loaded.base_dir, loc, f"providers[{spec_index}]")
         elif script is not None and not script.endswith(".py"):
             why = unavailable.reason(script)
             warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")

@@ -357,3 +357,62 @@ def test_a_tests_file_may_export_its_tests_or_a_function(tmp_path: Path) -> None
     assert result.code == 0, result.err
     outputs = [row["response"]["output"] for row in json.loads((tmp_path / "out.json").read_text())["results"]["results"]]
     assert outputs == ["Hello static", "Hello a", "Hello b"]
+
+
+PACKAGE_MAIN = """
+// An npm package exporting provider classes, one of them nested.
+class Shouter {
+  constructor(options) {
+    this.options = options;
+  }
+  async callApi(prompt, context) {
+    return { output: `${this.options.config.prefix}${prompt.toUpperCase()} (${context.vars.name})`, cost: 0.5 };
+  }
+}
+module.exports = { providers: { Shouter }, Echo: class { callApi(prompt) { return { output: `Echo: ${prompt}` }; } } };
+"""
+
+
+def test_package_providers_load_an_export_of_an_installed_npm_package(tmp_path: Path) -> None:
+    # installed in the parent folder's node_modules, found from the config's folder as Node finds it
+    write(tmp_path / "node_modules" / "@acme" / "shout" / "package.json", '{"name": "@acme/shout", "main": "lib/index.js"}\n')
+    write(tmp_path / "node_modules" / "@acme" / "shout" / "lib" / "index.js", PACKAGE_MAIN)
+    folder = tmp_path / "evals"
+    folder.mkdir()
+    code, data, err = run(
+        folder,
+        """
+        prompts: ['hi {{name}}']
+        providers:
+          - id: package:@acme/shout:providers.Shouter
+            config: {prefix: '> '}
+          - package:@acme/shout:Echo
+        tests:
+          - vars: {name: ada}
+        """,
+    )
+    assert code == 0, err
+    outputs = {row["provider"]["id"]: (row["response"]["output"], row["cost"]) for row in data["results"]["results"]}
+    assert outputs == {"package:@acme/shout:providers.Shouter": ("> HI ADA (ada)", 0.5), "package:@acme/shout:Echo": ("Echo: hi ada", 0)}
+
+
+@pytest.mark.parametrize(
+    ("provider_id", "message"),
+    [
+        ("package:not-installed:Provider", "provider 'package:not-installed:Provider': the npm package 'not-installed' is not installed in"),
+        ("package:@acme/shout", "a package provider is written package:PACKAGE_NAME:ExportedProviderClass"),
+    ],
+)
+def test_a_package_provider_that_cannot_load_is_refused_before_any_call(tmp_path: Path, server: LLMServer, provider_id: str, message: str) -> None:
+    write(tmp_path / "promptfooconfig.yaml", f"prompts: ['Hi']\nproviders: [openai:chat:gpt-4o-mini, '{provider_id}']\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2
+    assert message in result.err
+    assert server.requests == []
+
+
+def test_an_export_that_is_not_a_class_is_the_rows_error(tmp_path: Path) -> None:
+    write(tmp_path / "node_modules" / "plain" / "index.js", "module.exports = { version: '1.0' };\n")
+    code, data, _ = run(tmp_path, "prompts: ['Hi']\nproviders: ['package:plain:version']\n")
+    assert code == 1
+    assert "the package's export version must be a provider class, got string" in data["results"]["results"][0]["error"]

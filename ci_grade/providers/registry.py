@@ -49,6 +49,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("python:", "ci_grade.providers.python", "create"),
     ("bedrock:", "ci_grade.providers.bedrock", "create"),
     ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
+    ("package:", "ci_grade.providers.package", "PackageProvider"),
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})

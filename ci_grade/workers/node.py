@@ -185,12 +185,31 @@ def call_file_sync(path: Path, function: str | None, args: Sequence[Any], *, tim
     return pool().call(request, _timeout(timeout))
 
 
-async def call_provider(path: Path, options: dict[str, Any], method: str, args: Sequence[Any], *, timeout: float | None = None) -> Any:
-    """`provider.method(...args)` of the provider class the file at `path` exports, made once
-    per worker as promptfoo makes it: `new Provider(options)`."""
+async def call_provider(path: Path, options: dict[str, Any], method: str, args: Sequence[Any], *, timeout: float | None = None, export: str | None = None) -> Any:
+    """`provider.method(...args)` of the provider class the file at `path` exports (the export at
+    the dotted path `export`, else the default one), made once per worker as promptfoo makes it:
+    `new Provider(options)`."""
     _typescript_check(path)
-    request = {"provider": {"file": _absolute(path), "options": options}, "method": method, "args": list(args)}
+    request = {"provider": {"file": _absolute(path), "options": options, **({"export": export} if export else {})}, "method": method, "args": list(args)}
     return await pool().acall(request, _timeout(timeout))
+
+
+_RESOLVE = "process.stdout.write(require('node:module').createRequire(process.argv[1]).resolve(process.argv[2]))"
+
+
+def resolve_package(name: str, base: Path) -> Path:
+    """The entry file of the npm package `name` as Node.js resolves it from the folder `base`
+    (its `node_modules` or a parent's); ScriptError naming the package when it is not installed."""
+    found = find()
+    if found is None or (why := problem()):
+        raise ScriptError(why or "no Node.js")
+    try:
+        done = subprocess.run([found.path, "-e", _RESOLVE, str(base / "package.json"), name], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ScriptError(f"Node.js could not look for the package {name!r}: {exc}") from None
+    if done.returncode != 0 or not done.stdout:
+        raise ScriptError(f"the npm package {name!r} is not installed in {base} or a parent folder (npm install {name})")
+    return Path(done.stdout)
 
 
 def syntax_error(path: Path, shown: str) -> str | None:
