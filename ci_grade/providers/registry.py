@@ -50,6 +50,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("bedrock:", "ci_grade.providers.bedrock", "create"),
     ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
     ("package:", "ci_grade.providers.package", "PackageProvider"),
+    ("mcp", "ci_grade.providers.mcp", "McpProvider"),
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})
@@ -61,7 +62,7 @@ _SCRIPT_PATH = re.compile(r"\.(js|cjs|mjs|ts|cts|mts)$", re.I)
 
 def _family(provider_id: str) -> tuple[str, str] | None:
     for prefix, module, attribute in _FAMILIES:
-        if prefix in ("echo", "http", "https"):
+        if prefix in ("echo", "http", "https", "mcp"):
             if provider_id == prefix:
                 return module, attribute
             continue
