@@ -57,6 +57,11 @@ def check(loaded: LoadedConfig) -> list[str]:
         script = file_provider_path(spec.id)
         if script is not None and node.is_script(script):
             needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")
+        elif spec.id == "browser":
+            from ci_grade.providers.browser import config_problem
+
+            if problem := config_problem(spec.config):
+                raise ConfigError.at(f"provider 'browser': {problem}", loc, f"providers[{spec_index}].config")
         elif spec.id == "mcp":
             _check_mcp(spec, loaded, needs, loc, f"providers[{spec_index}]")
         elif (package := package_provider.parse(spec.id)) is not None:

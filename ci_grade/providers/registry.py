@@ -51,6 +51,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
     ("package:", "ci_grade.providers.package", "PackageProvider"),
     ("mcp", "ci_grade.providers.mcp", "McpProvider"),
+    ("browser", "ci_grade.providers.browser", "BrowserProvider"),
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})
@@ -62,7 +63,7 @@ _SCRIPT_PATH = re.compile(r"\.(js|cjs|mjs|ts|cts|mts)$", re.I)
 
 def _family(provider_id: str) -> tuple[str, str] | None:
     for prefix, module, attribute in _FAMILIES:
-        if prefix in ("echo", "http", "https", "mcp"):
+        if prefix in ("echo", "http", "https", "mcp", "browser"):
             if provider_id == prefix:
                 return module, attribute
             continue
