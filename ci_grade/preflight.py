@@ -34,7 +34,7 @@ from ci_grade.preflight_node import NodeNeeds
 from ci_grade.providers import package as package_provider
 from ci_grade.providers import unavailable
 from ci_grade.providers.base import Capability
-from ci_grade.providers.registry import ProviderPool, file_provider_path
+from ci_grade.providers.registry import ProviderPool, config_problem, file_provider_path, node_scripts
 from ci_grade.providers.registry import is_known as provider_is_known
 from ci_grade.templating import nunjucks
 from ci_grade.workers import node
@@ -57,18 +57,15 @@ def check(loaded: LoadedConfig) -> list[str]:
         script = file_provider_path(spec.id)
         if script is not None and node.is_script(script):
             needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")
-        elif spec.id == "browser":
-            from ci_grade.providers.browser import config_problem
-
-            if problem := config_problem(spec.config):
-                raise ConfigError.at(f"provider 'browser': {problem}", loc, f"providers[{spec_index}].config")
-        elif spec.id == "mcp":
-            _check_mcp(spec, loaded, needs, loc, f"providers[{spec_index}]")
         elif (package := package_provider.parse(spec.id)) is not None:
             needs.add_package(f"provider {spec.id!r}", package[0], loaded.base_dir, loc, f"providers[{spec_index}]")
         elif script is not None and not script.endswith(".py"):
             why = unavailable.reason(script)
             warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
+        if problem := config_problem(spec):
+            raise ConfigError.at(f"provider {spec.id!r}: {problem}", loc, f"providers[{spec_index}].config")
+        for path in node_scripts(spec):  # an `mcp` provider's `.js` servers
+            needs.add(f"provider {spec.id!r}: {path}", files.resolve(path, loaded.base_dir), loc, f"providers[{spec_index}]")
         if spec.prompts is not None and not any(p.allowed_by(spec.prompts) for p in loaded.config.prompts):
             raise ConfigError.at(
                 f"prompts {spec.prompts} match no prompt (prompts are {[p.label for p in loaded.config.prompts]})",
@@ -109,18 +106,6 @@ def check(loaded: LoadedConfig) -> list[str]:
     _javascript_assertion_files(loaded, needs)
     needs.check()
     return warnings + _unknown_key_warnings(loaded.config, loaded.raw, loaded.sources) + _command_line_warnings(loaded)
-
-
-def _check_mcp(spec: ProviderSpec, loaded: LoadedConfig, needs: NodeNeeds, loc: Location | None, where: str) -> None:
-    """An `mcp` provider's servers are well formed, and Node.js can run its `.js` ones."""
-    from ci_grade.providers import mcp
-
-    if problem := mcp.config_problem(spec.config):
-        raise ConfigError.at(f"provider 'mcp': {problem}", loc, f"{where}.config")
-    for server in mcp.servers(spec.config):
-        path = server.get("path")
-        if not server.get("command") and isinstance(path, str) and path.endswith(".js"):
-            needs.add(f"MCP server {path!r}", files.resolve(path, loaded.base_dir), loc, where)
 
 
 def _javascript_assertion_files(loaded: LoadedConfig, needs: NodeNeeds) -> None:

@@ -1,9 +1,10 @@
 """Preflight for the config's JavaScript and TypeScript files: what runs in Node.js, checked before any call.
 
-File providers, npm package providers, prompt functions and `javascript` assertion files run in Node.js workers (test
-generators and provider config functions already ran, while the config loaded). Without a
-Node.js 20 or later on PATH (22.6 or later for TypeScript) the config exits 2, naming the first
-place that needs it; a file Node.js cannot parse exits 2 with the file's line.
+File providers, npm package providers, prompt functions and `javascript` assertion files run in
+Node.js workers (test generators and provider config functions already ran, while the config
+loaded). Without a Node.js 20 or later (22.6 or later for TypeScript: `workers.node.find`) the
+config exits 2, naming the first place that needs it; so does an npm package that is not
+installed, and a file Node.js cannot parse (with the file's line).
 """
 
 from __future__ import annotations

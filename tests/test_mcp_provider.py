@@ -114,3 +114,11 @@ def test_a_malformed_server_is_refused_before_any_call(tmp_path: Path, servers: 
     assert result.code == 2
     assert f"provider 'mcp': {message}" in result.err
     assert "providers[0].config" in result.err
+
+
+def test_a_javascript_server_is_checked_by_node_before_any_call(tmp_path: Path) -> None:
+    write(tmp_path / "server.js", "import { Server } from '@modelcontextprotocol/sdk/server/index.js';\nconst server = new Server(;\n")
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{prompt}}']\nproviders:\n  - id: mcp\n    config: {server: {path: server.js}}\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2
+    assert "providers[0]: provider 'mcp': server.js: SyntaxError" in result.err and "(server.js:2)" in result.err

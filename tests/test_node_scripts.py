@@ -416,3 +416,19 @@ def test_an_export_that_is_not_a_class_is_the_rows_error(tmp_path: Path) -> None
     code, data, _ = run(tmp_path, "prompts: ['Hi']\nproviders: ['package:plain:version']\n")
     assert code == 1
     assert "the package's export version must be a provider class, got string" in data["results"]["results"][0]["error"]
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        ("import fs from 'node:fs';\nexport default class {\n  callApi() { return { output: fs ; } }\n}\n", "SyntaxError: Unexpected token ';' (provider.js:3)"),
+        ("const fs = require('node:fs');\nmodule.exports = class {\n  callApi() { return { output: fs ; } }\n};\n", "SyntaxError: Unexpected token ';' (provider.js:3)"),
+    ],
+    ids=["es-module", "commonjs"],
+)
+def test_a_syntax_error_in_a_js_file_is_found_whichever_module_kind(tmp_path: Path, source: str, error: str) -> None:
+    write(tmp_path / "provider.js", source)
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['Hi']\nproviders: [file://provider.js]\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2
+    assert f"provider 'file://provider.js': {error}" in result.err

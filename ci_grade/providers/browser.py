@@ -51,7 +51,7 @@ SYSTEM_CHROMIUM = ("chromium", "chromium-browser", "google-chrome", "google-chro
 INSTALL = "pip install 'ci-grade[browser]'"
 
 
-def config_problem(config: Mapping[str, Any]) -> str | None:
+def check_config(config: Mapping[str, Any]) -> str | None:
     """What keeps a `browser` provider's config from running (asked before any call), or None."""
     steps = config.get("steps")
     if not isinstance(steps, list):

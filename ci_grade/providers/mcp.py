@@ -54,7 +54,7 @@ def servers(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [server for server in listed if isinstance(server, dict)]
 
 
-def config_problem(config: Mapping[str, Any]) -> str | None:
+def check_config(config: Mapping[str, Any]) -> str | None:
     """What is wrong with an `mcp` provider's servers (asked before any call), or None."""
     listed = config.get("servers", [config.get("server")] if config.get("server") is not None else [])
     if not isinstance(listed, list) or not all(isinstance(server, dict) for server in listed):
@@ -66,6 +66,11 @@ def config_problem(config: Mapping[str, Any]) -> str | None:
         if not server.get("command") and path and not str(path).endswith((".js", ".py")):
             return f"server {index}: a local server (path) must be a .js or .py file, got {path!r}"
     return None
+
+
+def node_scripts(config: Mapping[str, Any]) -> list[str]:
+    """The local `.js` servers (run in Node.js)."""
+    return [str(server["path"]) for server in servers(config) if not server.get("command") and str(server.get("path") or "").endswith(".js")]
 
 
 def tool_call(text: str) -> tuple[str, dict[str, Any], Any] | str:

@@ -3,7 +3,9 @@
 Families are imported on first use so that `ci-grade --version` and echo-only runs stay fast.
 A family module may define `check_id(provider_id) -> str | None`: the reason it cannot serve an id
 its prefix takes (`google:live:...`, `azure:assistant:...`), asked before any model is called
-(`id_problem`) and without building a client.
+(`id_problem`) and without building a client; likewise `check_config(config) -> str | None` for a
+config it cannot run (`config_problem`), and `node_scripts(config)` for the JavaScript files its
+config runs in Node.js (checked with the config's others).
 """
 
 from __future__ import annotations
@@ -92,6 +94,21 @@ def id_problem(provider_id: str) -> str | None:
     family = _family(provider_id)
     check = getattr(importlib.import_module(family[0]), "check_id", None) if family is not None else None
     return check(provider_id) if check is not None else None
+
+
+def config_problem(spec: ProviderSpec) -> str | None:
+    """What keeps a provider's config from running (a family module's `check_config(config)`,
+    asked before any call), or None."""
+    family = _family(spec.id)
+    check = getattr(importlib.import_module(family[0]), "check_config", None) if family is not None else None
+    return check(spec.config) if check is not None else None
+
+
+def node_scripts(spec: ProviderSpec) -> list[str]:
+    """The JavaScript files a provider's config runs in Node.js (a family module's `node_scripts(config)`)."""
+    family = _family(spec.id)
+    scripts = getattr(importlib.import_module(family[0]), "node_scripts", None) if family is not None else None
+    return list(scripts(spec.config)) if scripts is not None else []
 
 
 def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None) -> Provider:

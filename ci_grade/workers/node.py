@@ -214,20 +214,37 @@ def resolve_package(name: str, base: Path) -> Path:
 
 def syntax_error(path: Path, shown: str) -> str | None:
     """Why Node.js refuses to parse the file at `path` (`SyntaxError: ... (x.js:3)`, the file
-    named as `shown`), from `node --check` (TypeScript: Node's type stripper); None when it parses (or there is no Node.js to ask)."""
+    named as `shown`), from `node --check` (TypeScript: Node's type stripper); None when it
+    parses (or there is no Node.js to ask). A `.js` file is read as CommonJS, and as an ES module
+    when it uses module syntax (`node --check x.js` lets an ES module's errors pass)."""
     node = find()
-    if node is None or (path.suffix.lower() in TYPESCRIPT_SUFFIXES and not node.strips_types):
+    suffix = path.suffix.lower()
+    if node is None or (suffix in TYPESCRIPT_SUFFIXES and not node.strips_types):
         return None
-    if path.suffix.lower() in TYPESCRIPT_SUFFIXES:  # `--check` does not strip types: Node's own stripper parses the file
-        command = [node.path, *node.flags(), "--disable-warning=ExperimentalWarning", "-e", _STRIP_TYPES, str(path)]
+    if suffix in TYPESCRIPT_SUFFIXES:  # `--check` does not strip types: Node's own stripper parses the file
+        checked = _run([node.path, *node.flags(), "--disable-warning=ExperimentalWarning", "-e", _STRIP_TYPES, str(path)])
+    elif suffix == ".js":
+        try:
+            source = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        checked = _run([node.path, "--input-type=commonjs", "--check"], source)
+        if checked is not None and checked.returncode != 0 and _MODULE_SYNTAX.search(checked.stderr):
+            checked = _run([node.path, "--input-type=module", "--check"], source)
     else:
-        command = [node.path, *node.flags(), "--check", str(path)]
-    try:
-        checked = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if checked.returncode == 0:
+        checked = _run([node.path, *node.flags(), "--check", str(path)])
+    if checked is None or checked.returncode == 0:
         return None
     line = re.match(r".*?:(\d+)\n", checked.stderr)
     errors = [text for text in checked.stderr.splitlines() if re.match(r"\w*Error\b", text)]
     return f"{errors[-1] if errors else 'SyntaxError'} ({shown}{f':{line.group(1)}' if line else ''})"
+
+
+_MODULE_SYNTAX = re.compile(r"import statement outside a module|Unexpected token 'export'|import\.meta|await is only valid")
+
+
+def _run(command: list[str], source: str | None = None) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(command, input=source, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
