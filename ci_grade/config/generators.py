@@ -41,7 +41,7 @@ def generate(ref: str, base: Path, config: Any, referenced_from: Location | None
         raise ConfigError.at(f"test generator {shown}: {problem}", referenced_from, where)
     name = function or (DEFAULT_FUNCTION if file.suffix == ".py" else "default")
     try:
-        value = dispatch.call_file_sync(file, function, [] if config is None else [config], python_default=DEFAULT_FUNCTION, base_dir=base)
+        value = dispatch.call_file_sync(file, function, [] if config is None else [config], python_default=DEFAULT_FUNCTION, base_dir=base, data=True)
     except (ScriptError, ScriptAborted) as exc:
         raise ConfigError.at(f"test generator {shown}:{name}() failed: {exc}", referenced_from, where) from None
     if not isinstance(value, list):

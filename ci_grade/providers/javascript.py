@@ -43,13 +43,20 @@ class JavaScriptProvider(Provider):
             options["env"] = self.spec.env
         return options
 
+    export: str | None = None
+    """The dotted path of the provider class among the file's exports (None: the default export)."""
+
+    async def entry(self) -> Path:
+        """The file to load (ScriptError when it cannot be found)."""
+        return self.path()
+
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
-        path = self.path()
-        if not path.is_file():
-            return ProviderResponse(error=f"provider file not found: {path}")
         call_context = {"vars": context.vars, "prompt": {"raw": context.prompt_raw, "label": context.prompt_label}}
         try:
-            result = await node.call_provider(path, self.options(), "callApi", [prompt, call_context, {}], timeout=call_timeout(self.spec.config))
+            path = await self.entry()
+            if not path.is_file():
+                return ProviderResponse(error=f"provider file not found: {path}")
+            result = await node.call_provider(path, self.options(), "callApi", [prompt, call_context, {}], timeout=call_timeout(self.spec.config), export=self.export)
         except ScriptError as exc:
             return ProviderResponse(error=str(exc))
         if not isinstance(result, dict):

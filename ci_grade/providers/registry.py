@@ -3,8 +3,9 @@
 Families are imported on first use so that `ci-grade --version` and echo-only runs stay fast.
 A family module may define `check_id(provider_id) -> str | None`: the reason it cannot serve an id
 its prefix takes (`google:live:...`, `azure:assistant:...`), asked before any model is called
-(`id_problem`) and without building a client; and `check_spec(spec) -> str | None`: what in a
-provider's settings it cannot run (`spec_problem`), asked then too.
+(`id_problem`) and without building a client; likewise `check_spec(spec) -> str | None`: what in a
+provider's settings it cannot run (`spec_problem`), and `node_scripts(config)` for the JavaScript
+files its config runs in Node.js (checked with the config's others).
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("llama", "ci_grade.providers.llama", "create"),
     ("llama:", "ci_grade.providers.llama", "create"),
     ("fal:", "ci_grade.providers.fal", "create"),
+    ("package:", "ci_grade.providers.package", "PackageProvider"),
+    ("mcp", "ci_grade.providers.mcp", "McpProvider"),
+    ("browser", "ci_grade.providers.browser", "BrowserProvider"),
 ]
 
 SUPPORTED_PREFIXES = sorted({prefix.rstrip(":/") for prefix, _, _ in _FAMILIES})
@@ -111,6 +115,13 @@ def spec_problem(spec: ProviderSpec) -> str | None:
     family = _family(spec.id)
     check = getattr(importlib.import_module(family[0]), "check_spec", None) if family is not None else None
     return check(spec) if check is not None else None
+
+
+def node_scripts(spec: ProviderSpec) -> list[str]:
+    """The JavaScript files a provider's config runs in Node.js (a family module's `node_scripts(config)`)."""
+    family = _family(spec.id)
+    scripts = getattr(importlib.import_module(family[0]), "node_scripts", None) if family is not None else None
+    return list(scripts(spec.config)) if scripts is not None else []
 
 
 def create_provider(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None = None, base_dir: Path | None = None) -> Provider:

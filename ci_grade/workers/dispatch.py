@@ -33,10 +33,11 @@ async def call_file(path: Path, function: str | None, args: Sequence[Any], *, py
     raise ScriptError(f"{path.name}: ci-grade runs code from .py, .js, .cjs, .mjs and .ts files only")
 
 
-def call_file_sync(path: Path, function: str | None, args: Sequence[Any], *, python_default: str, base_dir: Path | None = None, timeout: float | None = None) -> Any:
-    """`call_file` for callers outside an event loop (loading a config)."""
+def call_file_sync(path: Path, function: str | None, args: Sequence[Any], *, python_default: str, base_dir: Path | None = None, timeout: float | None = None, data: bool = False) -> Any:
+    """`call_file` for callers outside an event loop (loading a config); `data`: a JavaScript
+    export that is not a function is returned as it is."""
     if node.is_script(path):
-        return node.call_file_sync(path, function, args, timeout=timeout)
+        return node.call_file_sync(path, function, args, timeout=timeout, data=data)
     if path.suffix.lower() == ".py":
         return calls.call_file_sync(path, function or python_default, args, base_dir=base_dir, timeout=timeout)
     raise ScriptError(f"{path.name}: ci-grade runs code from .py, .js, .cjs, .mjs and .ts files only")

