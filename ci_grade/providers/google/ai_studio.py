@@ -10,14 +10,14 @@ GEMINI_API_KEY, PALM_API_KEY (promptfoo's order), sent as `x-goog-api-key`. The 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, Provider, ProviderResponse
+from ci_grade.providers.google.endpoint import base_url
 from ci_grade.providers.google.gemini import GeminiProvider
 
-DEFAULT_HOST = "generativelanguage.googleapis.com"
 UNSUPPORTED_KINDS = ("video",)  # `google:image:` is `imagen`
 
 
@@ -65,15 +65,6 @@ class GoogleAIProvider(GeminiProvider):
         if missing := self._missing_key():
             return EmbeddingResponse(error=missing)
         return await super()._embed(text)
-
-
-def base_url(config: dict[str, Any], env_value: Callable[..., str | None]) -> str:
-    """The Gemini API's endpoint for a config (see the module's docstring)."""
-    host = config.get("apiHost") or env_value("GOOGLE_API_HOST", "PALM_API_HOST")
-    if host:
-        host = str(host).rstrip("/")
-        return host if host.startswith(("http://", "https://")) else f"https://{host}"
-    return str(config.get("apiBaseUrl") or env_value("GOOGLE_API_BASE_URL") or f"https://{DEFAULT_HOST}").rstrip("/")
 
 
 def check_id(provider_id: str) -> str | None:

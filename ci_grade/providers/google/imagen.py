@@ -24,7 +24,7 @@ from typing import Any
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
 from ci_grade.providers.base import CallContext, ProviderResponse
-from ci_grade.providers.google import ai_studio
+from ci_grade.providers.google import endpoint
 from ci_grade.providers.google.auth import VertexAuth
 from ci_grade.providers.http_api import HttpApiProvider
 from ci_grade.providers.media import data_url
@@ -86,7 +86,7 @@ class ImagenProvider(HttpApiProvider):
     async def target(self) -> tuple[str, dict[str, str]]:
         """The endpoint and the credential header (a key, or a Vertex access token)."""
         if not self.vertex:
-            url = f"{ai_studio.base_url(self.spec.config, self.env_value)}/v1beta/models/{self._model}:predict"
+            url = f"{endpoint.base_url(self.spec.config, self.env_value)}/v1beta/models/{self._model}:predict"
             return url, {"x-goog-api-key": self.api_key() or ""}
         auth = self.auth
         url = f"{auth.base_url()}/v1/projects/{auth.project()}/locations/{auth.region()}/publishers/google/models/{self._model}:predict"

@@ -11,7 +11,7 @@ promptfoo's: `{"text", "toolCall": {"functionCalls": [...]}, "statefulApiState"?
 the text being the audio's transcript when the model spoke; spoken audio is kept as a WAV file
 (base64) in the response's `audio`. `timeoutMs` (default 30 s) bounds the wait for each message.
 
-The key and endpoint are read as for `google:` (see `ai_studio`): `config.apiKey`, GOOGLE_API_KEY,
+The key and endpoint are read as for `google:` (see `ai_studio` and `endpoint`): `config.apiKey`, GOOGLE_API_KEY,
 GEMINI_API_KEY; the SDK connects to the endpoint's host with `wss://`. The API version is
 `config.apiVersion`, else `v1beta` for native-audio and 3.1 Live models (which take text as
 realtime input and answer in audio with a transcript), else `v1alpha`.
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse
-from ci_grade.providers.google import ai_studio, live_tools, request
+from ci_grade.providers.google import endpoint, live_tools, request
 from ci_grade.providers.google.auth import VertexAuth
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import RETRYABLE_STATUS, RetryPolicy, retry_after_seconds, with_retries
@@ -97,7 +97,7 @@ class GoogleLiveProvider(Provider):
         return self._audio_only()
 
     def base_url(self) -> str:
-        return ai_studio.base_url(self.spec.config, self.env_value)
+        return endpoint.base_url(self.spec.config, self.env_value)
 
     def client_kwargs(self) -> dict[str, Any]:
         """How `genai.Client` authenticates: the API key."""
