@@ -144,7 +144,7 @@ def test_cost_comes_from_the_family_table(llm_server: LLMServer) -> None:
     [
         ("azure:assistant:asst_123", "azure:assistant is not supported"),
         ("azure:foundry-agent:agent-1", "azure:foundry-agent is not supported"),
-        ("huggingface:text-generation:gpt2", "huggingface:chat:<model>"),
+        ("huggingface:summarization:facebook/bart-large-cnn", "huggingface:chat:<model>"),
         ("xai:image:grok-2-image", "xai:image is not supported"),
         ("togetherai:completion:some-model", "togetherai:completion is not supported"),
         ("xai:", "name a model"),
