@@ -144,7 +144,7 @@ def test_cost_comes_from_the_family_table(llm_server: LLMServer) -> None:
     [
         ("azure:assistant:", "name the assistant"),
         ("azure:foundry-agent:agent-1", "Azure AI Foundry agents are not supported"),
-        ("huggingface:text-generation:gpt2", "huggingface:chat:<model>"),
+        ("huggingface:summarization:facebook/bart-large-cnn", "huggingface:chat:<model>"),
         ("xai:video:grok-imagine-video", "xai:video is not supported"),
         ("togetherai:completion:some-model", "togetherai:completion is not supported"),
         ("xai:", "name a model"),
