@@ -32,7 +32,7 @@ STEPS = """
         - action: click
           args: {{selector: '{{{{button}}}}'}}
         - action: waitForNewChildren
-          args: {{parentSelector: '#messages', delay: 10}}
+          args: {{parentSelector: '#messages', delay: 10, timeout: 30000}}
         - action: extract
           args: {{selector: '.reply:last-child'}}
           name: reply
@@ -55,7 +55,7 @@ prompts: ['Hello {{{{name}}}}']
 providers:
   - id: browser
     config:
-      timeoutMs: 2000
+      timeoutMs: 5000
 {STEPS.format(url=page.url)}
         - action: screenshot
           args: {{path: '{tmp_path}/{{{{name}}}}.png'}}

@@ -1,5 +1,5 @@
 """A stand-in web chat on loopback for the `browser` provider: `/` is a page with a text box
-(`#chat-input`), a send button (`#send-button`) and a message list (`#messages`) where, a second after
+(`#chat-input`), a send button (`#send-button`) and a message list (`#messages`) where, two seconds after
 a message is sent, a reply appears (`.reply`, "You said: ...", and the `user` cookie when set);
 `/login?user=NAME` sets that cookie (for a browser whose session already exists). Every request's
 path and `Cookie` header are recorded."""
@@ -30,7 +30,7 @@ function send() {
     const user = document.cookie.split('; ').find((c) => c.startsWith('user='));
     reply.textContent = `You said: ${text}` + (user ? ` (signed in as ${user.slice(5)})` : '');
     document.getElementById('messages').appendChild(reply);
-  }, 1000);
+  }, 2000);
 }
 document.getElementById('send-button').addEventListener('click', send);
 input.addEventListener('keydown', (event) => { if (event.key === 'Enter') send(); });
