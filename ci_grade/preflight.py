@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ci_grade import preflight_code as user_code
 from ci_grade.config import command_line, files
 from ci_grade.config.assertion_types import REFUSED_ASSERTION_TYPES
 from ci_grade.config.errors import describe, suggest, validation_error
@@ -31,7 +32,6 @@ from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import meteor, registry
 from ci_grade.grading.graders import GraderResolver, is_kind_map, is_settings_only, no_default
 from ci_grade.preflight_node import NodeNeeds
-from ci_grade.preflight_tools import check_tool_code
 from ci_grade.providers import package as package_provider
 from ci_grade.providers import unavailable
 from ci_grade.providers.base import Capability
@@ -57,8 +57,8 @@ def check(loaded: LoadedConfig) -> list[str]:
         if "{{" not in spec.id and (problem := spec_problem(spec)):
             config_loc = sources.location(raw, "config") if isinstance(raw, dict) and "config" in raw else loc
             raise ConfigError.at(f"provider {spec.id!r}: {problem}", config_loc, f"providers[{spec_index}].config")
-        _check_python_provider(spec.id, loaded, loc, f"providers[{spec_index}]")
-        check_tool_code(spec.config, raw.get("config") if isinstance(raw, dict) else None, loaded, f"providers[{spec_index}].config")
+        user_code.check_python_provider(spec.id, loaded, loc, f"providers[{spec_index}]")
+        user_code.check_tool_code(spec.config, raw.get("config") if isinstance(raw, dict) else None, loaded, f"providers[{spec_index}].config")
         script = file_provider_path(spec.id)
         if script is not None and node.is_script(script):
             needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")
@@ -81,7 +81,7 @@ def check(loaded: LoadedConfig) -> list[str]:
             needs.add(f"prompt function {prompt.label!r}", Path(files.split_function(prompt.function)[0]), sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
             continue
         if prompt.function:
-            _check_python_file(f"file://{prompt.function}", loaded, sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
+            user_code.check_python_file(f"file://{prompt.function}", loaded, sources.location(_item(raw_prompts, index)), f"prompts[{index}]")
             continue
         try:
             nunjucks.check(prompt.raw)
@@ -202,7 +202,7 @@ def _check_test(test: TestCase, raw: Any, loaded: LoadedConfig, path: str, warni
     for name, value in (test.vars or {}).items() if isinstance(test.vars, dict) else ():
         if isinstance(value, str) and value.startswith("file://") and files.split_function(value)[0].endswith(".py"):
             loc = sources.location(raw_test.get("vars"), name) or sources.location(raw_test, "vars")
-            _check_python_file(value, loaded, loc, f"{path}.vars.{name}")
+            user_code.check_python_file(value, loaded, loc, f"{path}.vars.{name}")
 
 
 def _check_assertions(assertions: list[Assertion], loaded: LoadedConfig, raw_list: Any, path: str, warnings: list[str]) -> None:
@@ -239,78 +239,27 @@ def _check_value(item: Assertion, spec: registry.AssertionType | None, loaded: L
         if not path.is_file():
             raise ConfigError.at(files.not_a_file(path), loc, where)
         if path.suffix == ".py" and item.base_type == "python":
-            _check_python_file(value, loaded, loc, where)
+            user_code.check_python_file(value, loaded, loc, where)
         if path.suffix in (".js", ".cjs", ".mjs") and item.base_type == "javascript":
             from ci_grade.scripting.js import file_syntax_error
 
             if problem := file_syntax_error(path, files.display_path(path)):
                 raise ConfigError.at(f"javascript assertion: {problem}", loc, where)
         if item.base_type == "ruby":
-            _check_ruby(path.read_text(encoding="utf-8", errors="replace"), files.display_path(path), loc, where)
+            user_code.check_ruby(path.read_text(encoding="utf-8", errors="replace"), files.display_path(path), loc, where)
         return
     if item.base_type == "ruby" and isinstance(value, str) and "{{" not in value and "{%" not in value:
-        _check_ruby(value, None, loc, where)
+        user_code.check_ruby(value, None, loc, where)
     elif item.base_type == "ruby":
-        _check_ruby(None, None, loc, where)
+        user_code.check_ruby(None, None, loc, where)
     if isinstance(value, str) and "{{" not in value and "{%" not in value:
-        _check_inline_code(item.base_type, value, loc, where)
+        user_code.check_inline(item.base_type, value, loc, where)
     if spec is None or spec.value is None or not spec.value.at_load or value is None or isinstance(value, str):
         return  # text is rendered first: its kind is only known at run time
     try:
         spec.value.check(value, item.type, item.base_type)
     except GraderError as exc:
         raise ConfigError.at(f"{exc}, got {describe(value)}", loc, where) from None
-
-
-def _check_inline_code(kind: str, code: str, loc: Location | None, where: str) -> None:
-    """Inline `python` or `javascript` code that does not compile: exit 2 before any call (as
-    promptfoo's wrapper builds it; code with a template tag is only known once rendered)."""
-    if kind == "python":
-        from ci_grade.scripting.python import inline_syntax_error
-
-        problem = inline_syntax_error(code)
-        if problem:
-            raise ConfigError.at(f"python assertion: {problem}", loc, where)
-    elif kind == "javascript":
-        from ci_grade.errors import ScriptError
-        from ci_grade.scripting import js
-
-        try:
-            js.runtime().define(("output", "context"), js.assertion_body(code))
-        except ScriptError as exc:
-            line = re.match(r"<anonymous>:(\d+): ", str(exc))  # the line in the wrapping function
-            problem = f"{str(exc)[line.end():]} (line {max(1, int(line.group(1)) - 1)} of the code)" if line else str(exc)
-            raise ConfigError.at(f"javascript assertion: {problem}", loc, where) from None
-
-
-def _check_ruby(source: str | None, shown: str | None, loc: Location | None, where: str) -> None:
-    """A `ruby` assertion needs Ruby (PROMPTFOO_RUBY or `ruby` on PATH), and its code must compile."""
-    from ci_grade.scripting import ruby
-
-    if ruby.interpreter() is None:
-        raise ConfigError.at("ruby assertions need Ruby: install it (ruby on PATH) or set PROMPTFOO_RUBY to its executable", loc, where)
-    problem = None if source is None else ruby.syntax_error(source, shown or "", inline=shown is None)
-    if problem:
-        raise ConfigError.at(f"ruby assertion: {problem}", loc, where)
-
-
-def _check_python_provider(provider_id: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
-    """A Python file provider (`file://x.py[:fn]`, `python:x.py`) that is missing or does not compile."""
-    reference = provider_id.removeprefix("python:") if provider_id.startswith("python:") else provider_id
-    if provider_id.startswith(("python:", "file://")) and "{{" not in reference and files.split_function(reference)[0].endswith(".py"):
-        _check_python_file(reference if reference.startswith("file://") else f"file://{reference}", loaded, loc, where)
-
-
-def _check_python_file(reference: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:
-    """`file://x.py[:fn]`: there, and compiling (the error names the file's line)."""
-    from ci_grade.scripting.python import file_syntax_error
-
-    path = files.resolve(files.split_function(reference)[0], loaded.base_dir)
-    if not path.is_file():
-        raise ConfigError.at(files.not_a_file(path), loc, where)
-    problem = file_syntax_error(path, files.display_path(path))
-    if problem:
-        raise ConfigError.at(problem, loc, where)
 
 
 def _regex_warning(pattern: Any, loc: Location | None, where: str) -> list[str]:
