@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
-from ci_grade.errors import ProviderError
+from ci_grade.errors import ProviderError, UnknownProviderError
 from ci_grade.providers.azure import AzureClientMixin
 from ci_grade.providers.base import CallContext, ProviderResponse, parse_chat_messages
 from ci_grade.providers.openai import OpenAIProvider
@@ -251,7 +251,15 @@ class AzureAssistantProvider(AzureClientMixin, OpenAIAssistantProvider):
         return "\n\n".join(blocks).strip()
 
 
-def create(spec: ProviderSpec, env: Mapping[str, str], assistant_id: str, max_concurrency: int | None) -> OpenAIAssistantProvider:
-    """The assistant provider for an `openai:assistant:` or `azure:assistant:` id."""
+def check_id(provider_id: str) -> str | None:
+    """An assistant id left out (`openai:assistant:`), or None."""
+    prefix, _, assistant_id = provider_id.partition(":assistant:")
+    return None if assistant_id else f"{provider_id}: name the assistant, e.g. {prefix}:assistant:asst_abc123"
+
+
+def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> OpenAIAssistantProvider:
+    """The assistant provider for an `openai:assistant:`, `azure:assistant:` or `azureopenai:assistant:` id."""
+    if problem := check_id(spec.id):
+        raise UnknownProviderError(problem)
     kind = AzureAssistantProvider if spec.id.startswith(("azure:", "azureopenai:")) else OpenAIAssistantProvider
-    return kind(spec, env, assistant_id, max_concurrency)
+    return kind(spec, env, spec.id.partition(":assistant:")[2], max_concurrency)

@@ -126,8 +126,7 @@ def check_id(provider_id: str) -> str | None:
     if kind not in ("chat", "embedding", "embeddings", "assistant"):
         return f"{provider_id}: {parts[0]}:{kind} is not supported by ci-grade; it runs {parts[0]}:chat:<deployment>, {parts[0]}:embedding:<deployment> and {parts[0]}:assistant:<assistant id>"
     if len(parts) < 3 or not parts[2]:
-        example = "asst_abc123" if kind == "assistant" else "my-gpt-4o"
-        return f"{provider_id}: name the {'assistant' if kind == 'assistant' else 'deployment'}, e.g. {parts[0]}:{kind}:{example}"
+        return f"{provider_id}: name the deployment, e.g. {parts[0]}:{kind}:my-gpt-4o"
     return None
 
 
@@ -136,10 +135,6 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
     if problem := check_id(spec.id):
         raise UnknownProviderError(problem)
     _, kind, deployment = spec.id.split(":", 2)
-    if kind == "assistant":
-        from ci_grade.providers import assistants
-
-        return assistants.create(spec, env, deployment, max_concurrency)
     if kind == "chat":
         return AzureChatProvider(spec, env, deployment, max_concurrency)
     return AzureEmbeddingProvider(spec, env, deployment, max_concurrency)

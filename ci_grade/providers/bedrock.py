@@ -30,8 +30,6 @@ from ci_grade.providers.bedrock_invoke import Family, family_for
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.results.usage import TokenUsage
 
-AGENT_RUNTIME = ("agents", "kb", "knowledge-base")
-"""Kinds served by the agent runtime (`bedrock_agents`): agents and knowledge bases."""
 UNSUPPORTED = {
     "mantle": "Bedrock's OpenAI-compatible (Mantle) endpoint",
     "responses": "Bedrock's OpenAI-compatible Responses API",
@@ -179,8 +177,6 @@ def check_id(provider_id: str) -> str | None:
     kind, _, model = rest.partition(":")
     if kind in UNSUPPORTED:
         return f"ci-grade does not support {UNSUPPORTED[kind]}; Bedrock chat models run as bedrock:converse:<model> or bedrock:<model>"
-    if kind in AGENT_RUNTIME:
-        return None
     name = model if kind in ("converse", "completion", "embeddings", "embedding") else rest
     if not name:
         return "name a model, e.g. bedrock:converse:anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -204,10 +200,6 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
         raise UnknownProviderError(f"{spec.id}: {problem}")
     rest = spec.id.removeprefix("bedrock:")
     kind, _, model = rest.partition(":")
-    if kind in AGENT_RUNTIME:
-        from ci_grade.providers import bedrock_agents
-
-        return bedrock_agents.create(spec, env, max_concurrency)
     if kind in ("embeddings", "embedding"):
         return BedrockEmbeddingProvider(spec, env, model, max_concurrency)
     if kind == "converse":

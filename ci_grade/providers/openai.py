@@ -401,13 +401,6 @@ class OpenAIModerationProvider(OpenAIProvider):
         return ModerationResponse(flags=flags)
 
 
-def check_id(provider_id: str) -> str | None:
-    """Why ci-grade cannot run this OpenAI id (an assistant id left out), or None."""
-    if provider_id.startswith("openai:assistant") and not provider_id.removeprefix("openai:assistant").strip(":"):
-        return "name the assistant, e.g. openai:assistant:asst_abc123"
-    return None
-
-
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
     """Build the OpenAI provider an `openai:...` id names."""
     parts = spec.id.split(":", 2)
@@ -421,9 +414,5 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
         return OpenAIEmbeddingProvider(spec, env, rest, max_concurrency)
     if kind == "moderation":
         return OpenAIModerationProvider(spec, env, rest, max_concurrency)
-    if kind == "assistant":
-        from ci_grade.providers import assistants
-
-        return assistants.create(spec, env, rest or "", max_concurrency)
     model = ":".join(parts[1:]) if len(parts) > 1 else None
     return OpenAIChatProvider(spec, env, model, max_concurrency)

@@ -29,6 +29,9 @@ from ci_grade.providers.compatible import PREFIXES as COMPATIBLE_PREFIXES
 # is a whole id (`echo`, `http`, `llama`).
 _FAMILIES: list[tuple[str, str, str]] = [
     ("echo", "ci_grade.providers.echo", "EchoProvider"),
+    ("openai:assistant:", "ci_grade.providers.assistants", "create"),
+    ("azure:assistant:", "ci_grade.providers.assistants", "create"),
+    ("azureopenai:assistant:", "ci_grade.providers.assistants", "create"),
     ("openai:", "ci_grade.providers.openai", "create"),
     ("azureopenai:", "ci_grade.providers.azure", "create"),
     ("azure:", "ci_grade.providers.azure", "create"),
@@ -55,6 +58,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("exec:", "ci_grade.providers.exec", "ExecProvider"),
     ("file://", "ci_grade.providers.python", "create"),
     ("python:", "ci_grade.providers.python", "create"),
+    *((f"bedrock:{kind}:", "ci_grade.providers.bedrock_agents", "create") for kind in ("agents", "kb", "knowledge-base")),
     ("bedrock:", "ci_grade.providers.bedrock", "create"),
     ("bedrock-agent:", "ci_grade.providers.bedrock_agents", "create"),
     ("sagemaker:", "ci_grade.providers.sagemaker", "create"),
