@@ -59,7 +59,7 @@ PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_pro
 NOT_RUNNABLE = (
     (re.compile(r"file not found"), "a file the example does not ship"),
     # promptfoo 0.123.1 fails these rows too: "Unknown assertion type: max-length".
-    (re.compile(r"unknown assertion type '(min-length|max-length|json-schema-valid)'"), "an assertion type promptfoo does not have"),
+    (re.compile(r"unknown assertion type '(min-length|max-length|json-schema-valid|not-empty)'"), "an assertion type promptfoo does not have"),
     (re.compile(r"no providers"), "no providers (promptfoo refuses it too)"),
     (re.compile(r"cannot reach the datasets server|cannot read the sheet"), "a download the closed port blocks"),
     (re.compile(r"ModuleNotFoundError"), "a Python package the example needs"),
