@@ -30,10 +30,8 @@ from ci_grade.errors import ConfigError, ScriptError
 from ci_grade.workers import dispatch
 
 DEFAULT_CONFIG_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
-_FUNCTION_CONFIG_KEYS = {
-    "transformResponse", "transformRequest", "sessionParser", "responseParser", "transform",
-    "functionToolCallbacks", "functionToolStatefulApi",  # code the provider runs per call, not data to load
-}
+# Code the provider runs per call, not data to load.
+_FUNCTION_CONFIG_KEYS = {"transformResponse", "transformRequest", "sessionParser", "responseParser", "transform", "functionToolCallbacks", "functionToolStatefulApi"}
 TEST_KEYS = ("assert", "vars", "options", "metadata", "provider", "providerOutput", "threshold")
 """A test has one of these (promptfoo's rule): a tests file holding one mapping without any is not a test."""
 MAX_FILE_NESTING = 20
