@@ -26,11 +26,51 @@ class RefReader(SourceReader):
     def __init__(self, sources: SourceMap):
         super().__init__(sources)
         self._copied = 0
+        self._sizes: dict[int, tuple[Any, tuple[int, int]]] = {}  # id -> (the node, its sizes)
+
+    def _sizes_of(self, node: Any, root: Any, busy: set[int]) -> tuple[int, int]:
+        """How many values `node` holds once its `$ref`s into the same document are expanded, and
+        how many of them those references copy (a reference elsewhere, or one that loops, copies
+        nothing here). Known sizes are kept with their node, so an id is never reused."""
+        known = self._sizes.get(id(node))
+        if known is not None:
+            return known[1]
+        if id(node) in busy:
+            return 0, 0
+        busy.add(id(node))
+        ref = node.get("$ref") if isinstance(node, dict) else None
+        target = json_pointer.resolve(root, ref) if isinstance(ref, str) and ref.startswith("#/") else json_pointer.MISSING
+        if target is not json_pointer.MISSING:
+            expanded = self._sizes_of(target, root, busy)[0]
+            sizes = (len(node) - 1 + expanded, expanded)
+        elif isinstance(node, (dict, list)):
+            children = [self._sizes_of(v, root, busy) for v in _children(node).values()]
+            sizes = (1 + sum(e for e, _ in children), sum(c for _, c in children))
+        else:
+            sizes = (1, 0)
+        busy.discard(id(node))
+        if isinstance(node, (dict, list)):
+            self._sizes[id(node)] = (node, sizes)
+        return sizes
+
+    def _refuse_blowup(self, root: Any) -> None:
+        """A document whose references would copy more than MAX_REF_VALUES values is refused before
+        anything is copied, at the reference the largest share of them comes from."""
+        if self._sizes_of(root, root, set())[1] <= MAX_REF_VALUES:
+            return
+        node = root
+        trail: tuple[Any, ...] = ()
+        while not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
+            key, node = max(_children(node).items(), key=lambda kv: self._sizes_of(kv[1], root, set())[1])
+            trail = (*trail, key)
+        raise self.error(f"$ref {node['$ref']!r}: references copy more than {MAX_REF_VALUES:,} values (references repeating references)", node, "$ref", format_path(trail))
 
     def dereference(self, node: Any, root: Any, path: Path, trail: tuple[Any, ...], chain: tuple[tuple[Path, str], ...] = ()) -> Any:
         """`node` (at `trail` in the file `path`, whose document is `root`) with its `$ref`s
         replaced by what they point at. `chain` holds the references being followed (file and
         fragment) that led here: one that leads back into itself is refused with the whole chain."""
+        if node is root and not trail:
+            self._refuse_blowup(root)
         if isinstance(node, dict):
             ref = node.get("$ref")
             local = isinstance(ref, str) and ref.startswith("#/")
@@ -71,3 +111,11 @@ class RefReader(SourceReader):
             for i, value in enumerate(node):
                 node[i] = self.dereference(value, root, path, (*trail, i), chain)
         return node
+
+
+def _children(node: Any) -> dict[Any, Any]:
+    """What `dereference` walks into: a mapping's values (not the JSON schemas of NOT_DEREFERENCED
+    keys) or a list's items, by key or index."""
+    if isinstance(node, dict):
+        return {k: v for k, v in node.items() if k not in NOT_DEREFERENCED}
+    return dict(enumerate(node)) if isinstance(node, list) else {}

@@ -177,6 +177,7 @@ def test_references_repeating_references_are_bounded(tmp_path: Path, model: LLMS
     write(tmp_path / "promptfooconfig.yaml", HEAD + "defs:\n  l0: [x, y]\n" + levels + "tests:\n  - vars: {q: hi}\n")
     result = run_cli_process("eval", "--no-progress", cwd=tmp_path, timeout=60)
     assert result.code == 2 and "references copy more than 1,000,000 values" in result.err, result.err
+    assert "defs.l8[0]: $ref '#/defs/l7'" in result.err  # refused before copying, at the largest share
     assert model.requests == []
 
 
