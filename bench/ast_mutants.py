@@ -58,21 +58,22 @@ def mutants(source: bytes, module: str, path: str) -> list[Mutant]:
     """Every mutant of the module's source, in source order; each one compiles."""
     tree = ast.parse(source)
     offsets = [0]
-    for line in source.splitlines(keepends=True):
-        offsets.append(offsets[-1] + len(line))
+    for text_line in source.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(text_line))
     found: list[Mutant] = []
     numbers: Counter[str] = Counter()
-    changes = sorted(_changes(tree), key=lambda change: (change[1].lineno, change[1].col_offset))  # type: ignore[attr-defined]
+    changes = sorted(_changes(tree), key=lambda change: _position(change[1])[:2])
     for (scope, statement), node, operator, text in changes:
-        start = offsets[node.lineno - 1] + node.col_offset
-        end = offsets[_end(node, "end_lineno") - 1] + _end(node, "end_col_offset")
+        line, column, end_line, end_column = _position(node)
+        start = offsets[line - 1] + column
+        end = offsets[end_line - 1] + end_column
         original = source[start:end].decode()
         text = f"(not ({original}))" if text is None else text
         if text == original:
             continue
         key = f"{scope}/{operator}"
         numbers[key] += 1
-        mutant = Mutant(f"{module}:{key}#{numbers[key]}", path, node.lineno, statement, start, end, text, original)
+        mutant = Mutant(f"{module}:{key}#{numbers[key]}", path, line, statement, start, end, text, original)
         try:
             compile(mutant.apply(source), path, "exec", dont_inherit=True)
         except SyntaxError:
@@ -81,10 +82,11 @@ def mutants(source: bytes, module: str, path: str) -> list[Mutant]:
     return found
 
 
-def _end(node: ast.AST, field: str) -> int:
-    value = getattr(node, field)
-    assert isinstance(value, int)
-    return value
+def _position(node: ast.AST) -> tuple[int, int, int, int]:
+    """Line, column (in bytes), end line and end column of an expression or statement."""
+    values = [getattr(node, name) for name in ("lineno", "col_offset", "end_lineno", "end_col_offset")]
+    assert all(isinstance(value, int) for value in values)
+    return values[0], values[1], values[2], values[3]
 
 
 def _changes(tree: ast.Module) -> Iterator[tuple[tuple[str, int], ast.AST, str, str | None]]:
