@@ -55,7 +55,7 @@ class Mutant:
 
 
 def mutants(source: bytes, module: str, path: str) -> list[Mutant]:
-    """Every mutant of the module's source, in source order; each one compiles."""
+    """Every mutant of the module's source, in source order (a few may not compile: `compiles`)."""
     tree = ast.parse(source)
     offsets = [0]
     for text_line in source.splitlines(keepends=True):
@@ -73,13 +73,17 @@ def mutants(source: bytes, module: str, path: str) -> list[Mutant]:
             continue
         key = f"{scope}/{operator}"
         numbers[key] += 1
-        mutant = Mutant(f"{module}:{key}#{numbers[key]}", path, line, statement, start, end, text, original)
-        try:
-            compile(mutant.apply(source), path, "exec", dont_inherit=True)
-        except SyntaxError:
-            continue
-        found.append(mutant)
+        found.append(Mutant(f"{module}:{key}#{numbers[key]}", path, line, statement, start, end, text, original))
     return found
+
+
+def compiles(mutant: Mutant, source: bytes) -> bool:
+    """The mutated module is valid Python (e.g. `return None` is not, in an async generator)."""
+    try:
+        compile(mutant.apply(source), mutant.path, "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    return True
 
 
 def _position(node: ast.AST) -> tuple[int, int, int, int]:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from queue import Queue
 
-from ast_mutants import Mutant, mutants
+from ast_mutants import Mutant, compiles, mutants
 from mutation import interval, read_equivalents
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,12 +83,25 @@ def read_groups(path: Path = AREAS) -> dict[str, Group]:
 
 
 def sample(groups: dict[str, Group], per_module: int, seed: int) -> list[Mutant]:
-    """`per_module` mutants of each module, drawn with a generator seeded by the seed and the module."""
+    """`per_module` mutants of each module: the first that compile of its mutants shuffled by a
+    generator seeded by the seed and the module."""
     drawn: list[Mutant] = []
     for path in sorted(groups):
-        every = mutants((REPO / path).read_bytes(), path[:-3].replace("/", "."), path)
-        drawn += random.Random(f"{seed}:{path}").sample(every, min(per_module, len(every)))
+        source = (REPO / path).read_bytes()
+        every = mutants(source, path[:-3].replace("/", "."), path)
+        random.Random(f"{seed}:{path}").shuffle(every)
+        drawn += _first_compiling(every, source, per_module)
     return drawn
+
+
+def _first_compiling(shuffled: list[Mutant], source: bytes, count: int) -> list[Mutant]:
+    taken: list[Mutant] = []
+    for mutant in shuffled:
+        if len(taken) == count:
+            break
+        if compiles(mutant, source):
+            taken.append(mutant)
+    return taken
 
 
 def _ignore(folder: str, names: list[str]) -> set[str]:
