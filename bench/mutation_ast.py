@@ -215,14 +215,15 @@ def save_results(results: dict[str, dict[str, object]]) -> None:
     RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
 
 
-def unchanged(group: Group, slots: Queue[Path], with_coverage: bool) -> tuple[float, Covered | None]:
-    """Run the group's tests on the unchanged code (they must pass): their time, and which test ran
-    which line."""
+def unchanged(group: Group, slots: Queue[Path], with_coverage: bool) -> tuple[float, Covered | None] | None:
+    """Run the group's tests on the unchanged code: their time, and which test ran which line;
+    None when they fail (its mutants are then not judged)."""
     slot = slots.get()
     try:
         code, seconds, tail = run_tests(slot, group.tests, None, coverage=with_coverage)
         if code != 0:
-            raise SystemExit(f"the tests of {', '.join(group.modules)} fail on the unchanged code:\n{tail}")
+            print(f"NOT JUDGED: the tests of {', '.join(group.modules)} fail on the unchanged code:\n{tail}", flush=True)
+            return None
         print(f"{group.area}: {', '.join(group.modules)}: tests pass in {seconds:.0f} s", flush=True)
         return seconds, covered(slot) if with_coverage else None
     finally:
@@ -237,10 +238,11 @@ def run(drawn: list[Mutant], groups: dict[str, Group], jobs: int, with_mypy: boo
         measured = dict(zip(needed, pool.map(lambda g: unchanged(g, slots, with_coverage), needed), strict=True))
         if with_mypy and rejected_by_mypy(REPO):
             raise SystemExit("mypy rejects the unchanged code")
-        futures = {m.name: pool.submit(judge, m, groups[m.path], slots, 3 * measured[groups[m.path]][0] + 30, with_mypy, measured[groups[m.path]][1]) for m in drawn}
+        judged = [(m, found) for m in drawn if (found := measured[groups[m.path]]) is not None]
+        futures = {m.name: pool.submit(judge, m, groups[m.path], slots, 3 * found[0] + 30, with_mypy, found[1]) for m, found in judged}
         for done, (name, future) in enumerate(futures.items(), 1):
             results[name] = future.result()
-            print(f"[{done}/{len(drawn)}] {results[name]['outcome']:8} {results[name]['seconds']:6} s  tests {results[name]['tests']:>3}  {name}", flush=True)
+            print(f"[{done}/{len(futures)}] {results[name]['outcome']:8} {results[name]['seconds']:6} s  tests {results[name]['tests']:>3}  {name}", flush=True)
             save_results(results)
 
 
