@@ -28,6 +28,7 @@ a mutant whose code has changed since is judged again.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import fnmatch
 import json
 import os
@@ -210,9 +211,15 @@ def load_results() -> dict[str, dict[str, object]]:
     return json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
 
 
-def save_results(results: dict[str, dict[str, object]]) -> None:
+def save_result(name: str, result: dict[str, object]) -> None:
+    """Add one mutant's result to the stored ones (under a lock: runs of other modules may share the file)."""
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
+    with open(RESULTS.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        results = load_results()
+        results[name] = result
+        RESULTS.with_suffix(".tmp").write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
+        RESULTS.with_suffix(".tmp").replace(RESULTS)
 
 
 def unchanged(group: Group, slots: Queue[Path], with_coverage: bool) -> tuple[float, Covered | None] | None:
@@ -232,7 +239,6 @@ def unchanged(group: Group, slots: Queue[Path], with_coverage: bool) -> tuple[fl
 
 def run(drawn: list[Mutant], groups: dict[str, Group], jobs: int, with_mypy: bool, with_coverage: bool) -> None:
     """Judge every mutant in `drawn` (first the unchanged code of each group: its tests must pass)."""
-    results = load_results()
     with copies(jobs) as slots, ThreadPoolExecutor(jobs) as pool:
         needed = list(dict.fromkeys(groups[m.path] for m in drawn))
         measured = dict(zip(needed, pool.map(lambda g: unchanged(g, slots, with_coverage), needed), strict=True))
@@ -241,9 +247,9 @@ def run(drawn: list[Mutant], groups: dict[str, Group], jobs: int, with_mypy: boo
         judged = [(m, found) for m in drawn if (found := measured[groups[m.path]]) is not None]
         futures = {m.name: pool.submit(judge, m, groups[m.path], slots, 3 * found[0] + 30, with_mypy, found[1]) for m, found in judged}
         for done, (name, future) in enumerate(futures.items(), 1):
-            results[name] = future.result()
-            print(f"[{done}/{len(futures)}] {results[name]['outcome']:8} {results[name]['seconds']:6} s  tests {results[name]['tests']:>3}  {name}", flush=True)
-            save_results(results)
+            result = future.result()
+            print(f"[{done}/{len(futures)}] {result['outcome']:8} {result['seconds']:6} s  tests {result['tests']:>3}  {name}", flush=True)
+            save_result(name, result)
 
 
 def judged(drawn: list[Mutant]) -> dict[str, dict[str, object]]:
