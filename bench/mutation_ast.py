@@ -22,7 +22,9 @@ or that runs at import time, is judged by all of them at once). A mutant is
   with the reason no test can tell it from the original.
 
 Results are kept in `mutants/ast-results.json`, per mutant, with the change they were judged on:
-a mutant whose code has changed since is judged again.
+a run judges only the mutants of its sample not judged yet on their present change (`--only`
+judges the named ones again, e.g. survivors after new tests). The sample with `--per-module N`
+holds the one with fewer, so a larger sample only judges the extra mutants.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import fnmatch
+import hashlib
 import json
 import os
 import random
@@ -53,6 +56,7 @@ from mutation import interval, read_equivalents
 REPO = Path(__file__).resolve().parent.parent
 AREAS = Path(__file__).resolve().parent / "mutation_areas.toml"
 RESULTS = REPO / "mutants" / "ast-results.json"
+COVERAGE = REPO / "mutants" / "ast-coverage"
 DETECTED = ("killed", "timeout", "mypy")
 _NOT_COPIED = {".git", ".venv", "mutants", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tools", ".corpus", ".ci-grade", "out"}
 
@@ -224,7 +228,12 @@ def save_result(name: str, result: dict[str, object]) -> None:
 
 def unchanged(group: Group, slots: Queue[Path], with_coverage: bool) -> tuple[float, Covered | None] | None:
     """Run the group's tests on the unchanged code: their time, and which test ran which line;
-    None when they fail (its mutants are then not judged)."""
+    None when they fail (its mutants are then not judged). Kept in `mutants/ast-coverage/`: a
+    stale map only changes which tests run first, since a mutant they miss meets all the group's tests."""
+    stored = COVERAGE / f"{hashlib.sha256(repr(group).encode()).hexdigest()[:16]}.json"
+    if with_coverage and stored.exists():
+        seconds, lines = json.loads(stored.read_text(encoding="utf-8"))
+        return seconds, {path: {int(n): set(tests) for n, tests in by_line.items()} for path, by_line in lines.items()}
     slot = slots.get()
     try:
         code, seconds, tail = run_tests(slot, group.tests, None, coverage=with_coverage)
@@ -232,7 +241,12 @@ def unchanged(group: Group, slots: Queue[Path], with_coverage: bool) -> tuple[fl
             print(f"NOT JUDGED: the tests of {', '.join(group.modules)} fail on the unchanged code:\n{tail}", flush=True)
             return None
         print(f"{group.area}: {', '.join(group.modules)}: tests pass in {seconds:.0f} s", flush=True)
-        return seconds, covered(slot) if with_coverage else None
+        if not with_coverage:
+            return seconds, None
+        lines = covered(slot)
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        stored.write_text(json.dumps([seconds, {path: {n: sorted(t) for n, t in by_line.items()} for path, by_line in lines.items()}]), encoding="utf-8")
+        return seconds, lines
     finally:
         slots.put(slot)
 
@@ -329,7 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     equivalents = read_equivalents()
     if not args.report:
         started = time.monotonic()
-        run(drawn, groups, args.jobs, args.mypy, not (args.all_tests or args.only))
+        done = judged(drawn)
+        rank = {m.name: n for n, m in enumerate(drawn)}
+        order = sorted(drawn, key=lambda m: (sum(1 for o in drawn[: rank[m.name]] if o.path == m.path), rank[m.name]))  # every module's first mutant, then every second one...
+        run([m for m in order if args.only or m.name not in done], groups, args.jobs, args.mypy, not (args.all_tests or args.only))
         print(f"wall time {time.monotonic() - started:.0f} s")
     rate = report(sample(groups, args.per_module, args.seed) if args.only else drawn, groups, equivalents, args.survivors)
     return 0 if rate is not None and rate * 100 >= args.fail_under else 1
