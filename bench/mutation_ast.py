@@ -68,13 +68,19 @@ class Group:
     area: str
     modules: tuple[str, ...]
     tests: tuple[str, ...]
+    deselect: tuple[str, ...] = ()
+
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        return (*self.tests, *(f"--deselect={test}" for test in self.deselect))
 
 
 def read_groups(path: Path = AREAS) -> dict[str, Group]:
     """Each mutated module (its path in the repository) and the group whose tests judge it."""
     groups: dict[str, Group] = {}
     for entry in tomllib.loads(path.read_text(encoding="utf-8"))["group"]:
-        group = Group(entry["area"], tuple(entry["modules"]), tuple(entry["tests"]))
+        group = Group(entry["area"], tuple(entry["modules"]), tuple(entry["tests"]), tuple(entry.get("deselect", ())))
         for test in group.tests:
             if not (REPO / test).exists():
                 raise SystemExit(f"{path.name}: {test} does not exist")
@@ -192,9 +198,9 @@ def judge(mutant: Mutant, group: Group, slots: Queue[Path], limit: float, with_m
     try:
         target.write_bytes(mutant.apply(original))
         selected = selection(mutant, group, coverage)
-        code, seconds, tail = run_tests(slot, selected or group.tests, limit)
+        code, seconds, tail = run_tests(slot, selected or group.arguments, limit)
         if code == 0 and selected is not None:
-            code, more, tail = run_tests(slot, group.tests, limit)
+            code, more, tail = run_tests(slot, group.arguments, limit)
             seconds += more
         if code is None:
             outcome = "timeout"
@@ -236,7 +242,7 @@ def unchanged(group: Group, slots: Queue[Path], with_coverage: bool) -> tuple[fl
         return seconds, {path: {int(n): set(tests) for n, tests in by_line.items()} for path, by_line in lines.items()}
     slot = slots.get()
     try:
-        code, seconds, tail = run_tests(slot, group.tests, None, coverage=with_coverage)
+        code, seconds, tail = run_tests(slot, group.arguments, None, coverage=with_coverage)
         if code != 0:
             print(f"NOT JUDGED: the tests of {', '.join(group.modules)} fail on the unchanged code:\n{tail}", flush=True)
             return None

@@ -175,6 +175,17 @@ def test_a_base_config_that_cannot_load_is_a_warning_and_its_worktree_is_removed
     assert worktrees(root) == [f"worktree {root.resolve()}"] and list(scratch.iterdir()) == []
 
 
+def test_a_base_config_outside_the_working_folder_is_named_by_its_path_in_the_repository_when_it_cannot_load(tmp_path: Path, scratch: Path) -> None:
+    root = tmp_path / "repo"
+    write(root / "docs" / "README.md", "notes\n")
+    two_commits(root, "prompts: [unclosed\n", ("prompts: [unclosed\n", ECHO_CONFIG.replace("q: goodbye", "q: farewell")))
+    config = (root / "evals" / "promptfooconfig.yaml").resolve()  # outside the working folder: shown whole
+    result = run_cli("eval", "-c", str(config), "--baseline", "run:main", "--no-progress", cwd=root / "docs")
+    assert result.code == 1, result.err
+    assert "could not be evaluated: evals/promptfooconfig.yaml:2: invalid YAML" in result.err, result.err
+    assert str(scratch) not in result.err
+
+
 def test_the_worktree_is_removed_when_the_base_run_fails(tmp_path: Path, scratch: Path) -> None:
     root = tmp_path / "repo"
     sha = two_commits(root, ECHO_CONFIG, ("q: goodbye", "q: farewell"))
