@@ -257,3 +257,24 @@ def test_a_signal_during_the_base_run_removes_its_worktree_and_writes_every_repo
     report = (root / "evals" / "report.md").read_text()
     assert "measured in this job" in report and "says goodbye" in report
     assert worktrees(root) == [f"worktree {root.resolve()}"] and list(scratch.iterdir()) == []
+
+
+def test_a_signal_during_the_heads_run_leaves_the_base_unevaluated_and_says_so(tmp_path: Path, scratch: Path, openai_env: LLMServer) -> None:
+    root = tmp_path / "repo"
+    two_commits(root, OPENAI_CONFIG, ("q: say goodbye", "q: say farewell"))
+    openai_env.on_chat("say farewell", hang=True)  # only the head asks this: its run is held there
+
+    def terminate_once_the_head_runs() -> None:
+        deadline = time.monotonic() + 60
+        while not any(b"say farewell" in r.body for r in openai_env.requests) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    killer = threading.Thread(target=terminate_once_the_head_runs)
+    killer.start()
+    result = run_cli("eval", "--baseline", "run:main", "--no-progress", cwd=root / "evals")
+    killer.join()
+    assert result.code == 143, result.out + result.err
+    assert "the merge base" in result.err and "of main was not evaluated, no baseline" in result.err
+    assert not any(b"say goodbye" in r.body for r in openai_env.requests)  # the base asked nothing
+    assert worktrees(root) == [f"worktree {root.resolve()}"] and list(scratch.iterdir()) == []
