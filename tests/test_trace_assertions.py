@@ -175,3 +175,23 @@ def test_args_match_ignore_defaults_and_exact(tmp_path: Path) -> None:
         (True, "Matched 2 trajectory step(s) for type=tool|command (expected 2-2). Matches: tool:book, tool:book"),
     ]
 
+
+
+def test_exactly_three_error_spans_are_all_listed_with_none_more(tmp_path: Path) -> None:
+    port = free_port()
+    spans = [(f"step {i}", None, i * 10, 5, {}, 2, f"failure {i}") for i in range(3)]
+    (tmp_path / "rag_provider.py").write_text(PROVIDER)
+    asserts = [{"type": "trace-error-spans", "value": 0}, {"type": "trace-error-spans", "value": {"max_count": 1, "pattern": "step ?"}}]
+    write_config(tmp_path, {"prompts": ["go"], "providers": [{"id": "file://rag_provider.py", "config": {"endpoint": f"http://127.0.0.1:{port}/v1/traces", "spans": spans}}], "tests": [{"assert": asserts}]}, port)
+    run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    got = [(c["pass"], c["reason"]) for c in json.loads((tmp_path / "out.json").read_text())["results"]["results"][0]["gradingResult"]["componentResults"]]
+    assert [(passed, _sorted_errors(reason)) for passed, reason in got] == [
+        (False, "Found 3 error spans, expected at most 0. Errors: step 0 (failure 0), step 1 (failure 1), step 2 (failure 2)"),
+        (False, "Found 3 error spans, expected at most 1. Errors: step 0 (failure 0), step 1 (failure 1), step 2 (failure 2)"),
+    ]
+
+
+def _sorted_errors(reason: str) -> str:
+    """A reason with its listed error spans sorted (they are listed in arrival order, as in promptfoo)."""
+    head, _, names = reason.partition("Errors: ")
+    return head + "Errors: " + ", ".join(sorted(names.split(", "))) if names else reason
