@@ -158,3 +158,34 @@ def test_a_kept_alive_exporter_reaches_the_next_runs_receiver() -> None:
             assert second.store.count(TRACE) == 1
         finally:
             second.stop()
+
+
+def test_configured_attributes_inside_lists_are_redacted_and_the_lists_kept() -> None:
+    tracing = _tracing(redactAttributes=["customer"])
+    try:
+        tracing.store.open(TRACE)
+        body = _json_body()
+        entry = {"kvlistValue": {"values": [{"key": "customer", "value": {"stringValue": "Ann"}}, {"key": "room", "value": {"intValue": "7"}}]}}
+        body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = [
+            {"key": "bookings", "value": {"arrayValue": {"values": [entry, {"stringValue": "plain"}]}}},
+        ]
+        assert _post(tracing, json.dumps(body).encode(), "application/json").status_code == 200
+        attributes = tracing.store.snapshot(TRACE).spans[0].attributes
+    finally:
+        tracing.stop()
+    assert attributes["bookings"] == [{"customer": "[REDACTED]", "room": 7}, "plain"]
+
+
+def test_a_gzip_body_inflating_to_exactly_the_limit_is_read_and_one_byte_more_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = json.dumps(_json_body()).encode()
+    monkeypatch.setattr("ci_grade.tracing.receiver.MAX_BODY_BYTES", len(text) + 10)
+    tracing = _tracing()
+    try:
+        tracing.store.open(TRACE)
+        at_limit = gzip.compress(text + b" " * 10)
+        over = gzip.compress(text + b" " * 11)
+        assert _post(tracing, over, "application/json", **{"Content-Encoding": "gzip"}).status_code == 400  # "inflated body larger than ..."
+        assert _post(tracing, at_limit, "application/json", **{"Content-Encoding": "gzip"}).status_code == 200
+        assert [s.name for s in tracing.store.snapshot(TRACE).spans] == ["step 0"]
+    finally:
+        tracing.stop()
