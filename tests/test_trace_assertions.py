@@ -11,6 +11,7 @@ import pytest
 
 from ci_grade.results.traces import Span, Trace
 from ci_grade.tracing.steps import glob_matches, judge_summary, steps
+from ci_grade.tracing.store import SpanStore
 from tests.conftest import run_cli
 from tests.tracing_helpers import free_port, write_config
 
@@ -195,3 +196,16 @@ def _sorted_errors(reason: str) -> str:
     """A reason with its listed error spans sorted (they are listed in arrival order, as in promptfoo)."""
     head, _, names = reason.partition("Errors: ")
     return head + "Errors: " + ", ".join(sorted(names.split(", "))) if names else reason
+
+
+def test_a_tools_own_arguments_come_before_a_generic_input() -> None:
+    trace = _trace(("book", 1, {"tool.name": "book", "tool.arguments": '{"city": "Oslo"}', "tool.input": "book a room in Oslo"}))
+    assert steps(trace)[0].args == {"city": "Oslo"}
+
+
+def test_a_row_keeps_five_thousand_spans_and_counts_the_rest_as_dropped() -> None:
+    store = SpanStore()
+    store.open("1" * 32)
+    store.add([("1" * 32, Span(span_id=f"{i:016x}", name=f"step {i}", start_time=i, end_time=i + 1)) for i in range(5001)])
+    trace = store.snapshot("1" * 32)
+    assert (len(trace.spans), trace.dropped_spans) == (5000, 1)
