@@ -20,6 +20,7 @@ from ci_grade.report.markdown import (
     render_markdown,
 )
 from ci_grade.report.markdown_escape import Escaper, Md
+from ci_grade.results.models import EvalRun
 from tests.results_factory import row, run_of
 
 
@@ -146,3 +147,18 @@ def test_a_sampled_tests_flip_shows_its_exact_p_value() -> None:
     assert case.p_value is not None and abs(case.p_value - 1 / 252) < 1e-9
     md = render_markdown(head, comparison)
     assert "passed 5/5" in md and "→ 0/5" in md and " · p=0.004" in md
+
+
+def test_the_cost_table_shows_each_change_against_the_baseline_as_a_percentage() -> None:
+    from ci_grade.report.costs import cost_table
+
+    def run(cost: float, latency: float) -> EvalRun:
+        rows = [row(f"t{i}", provider="bot") for i in range(2)]
+        for r in rows:
+            r.cost, r.latency_ms = cost, latency
+        return run_of(*rows)
+
+    base, head = run(0.002, 100.0), run(0.003, 150.0)
+    table = cost_table(compare(head, baseline_from_run(base), GatePolicy()), Escaper())
+    assert "| Cost per test | $0.002 | $0.003 | +50% |" in table and "| Cost per run | $0.004 | $0.006 | +50% |" in table
+    assert "| bot latency p50 / p95 | 100 ms / 100 ms | 150 ms / 150 ms | +50% / +50% |" in table
