@@ -189,3 +189,18 @@ def test_a_gzip_body_inflating_to_exactly_the_limit_is_read_and_one_byte_more_is
         assert [s.name for s in tracing.store.snapshot(TRACE).spans] == ["step 0"]
     finally:
         tracing.stop()
+
+
+def test_a_span_keeps_the_documented_128_attributes_and_4096_characters_per_text() -> None:
+    tracing = _tracing()
+    try:
+        tracing.store.open(TRACE)
+        body = _json_body()
+        attributes = [{"key": "big", "value": {"stringValue": "x" * 5000}}, *({"key": f"k{i}", "value": {"boolValue": True}} for i in range(200))]
+        body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = attributes
+        assert _post(tracing, json.dumps(body).encode(), "application/json").status_code == 200
+        (span,) = tracing.store.snapshot(TRACE).spans
+    finally:
+        tracing.stop()
+    own = [key for key in span.attributes if key == "big" or key[0] == "k"]  # besides the resource's and scope's
+    assert len(own) == 128 and span.attributes["big"] == "x" * 4096 + "…"  # docs/compatibility.md
