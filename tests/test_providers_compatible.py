@@ -194,3 +194,13 @@ def test_eval_runs_families_end_to_end_with_secrets_masked(tmp_path: Path, llm_s
     written = "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file())
     assert not any(value in written for value in secrets.values())
     assert json.loads((tmp_path / "out.json").read_text())["results"]["results"]
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f.body_keys and not f.params], ids=lambda f: f.prefixes[0])
+def test_every_family_body_field_goes_out_under_its_api_name(family: Family, llm_server: LLMServer) -> None:
+    config = {key: {"set": key} for key, _ in family.body_keys}
+    spec = {"id": f"{family.prefixes[0]}:some-model", "config": {"apiBaseUrl": llm_server.openai_base_url, "apiKey": "k-1", **config}}
+    response = call(spec, "hi", env={})
+    assert response.error is None, response.error
+    (request,) = llm_server.requests
+    assert {field: request.json.get(field) for _, field in family.body_keys} == {field: {"set": key} for key, field in family.body_keys}
