@@ -204,3 +204,15 @@ def test_a_span_keeps_the_documented_128_attributes_and_4096_characters_per_text
         tracing.stop()
     own = [key for key in span.attributes if key == "big" or key[0] == "k"]  # besides the resource's and scope's
     assert len(own) == 128 and span.attributes["big"] == "x" * 4096 + "…"  # docs/compatibility.md
+
+
+def test_a_body_over_10_mib_is_refused_and_the_receiver_goes_on() -> None:
+    tracing = _tracing()
+    try:
+        tracing.store.open(TRACE)
+        text = json.dumps(_json_body()).encode()
+        assert _post(tracing, text + b" " * (10 * 1024 * 1024 + 1 - len(text)), "application/json").status_code == 413
+        assert _post(tracing, text + b" " * (10 * 1024 * 1024 - len(text)), "application/json").status_code == 200
+        assert len(tracing.store.snapshot(TRACE).spans) == 1
+    finally:
+        tracing.stop()
