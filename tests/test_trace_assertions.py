@@ -199,8 +199,11 @@ def _sorted_errors(reason: str) -> str:
 
 
 def test_a_tools_own_arguments_come_before_a_generic_input() -> None:
-    trace = _trace(("book", 1, {"tool.name": "book", "tool.arguments": '{"city": "Oslo"}', "tool.input": "book a room in Oslo"}))
-    assert steps(trace)[0].args == {"city": "Oslo"}
+    trace = _trace(
+        ("book", 1, {"tool.name": "book", "tool.arguments": '{"city": "Oslo"}', "tool.input": "book a room in Oslo"}),
+        ("pay", 2, {"function.name": "pay", "function.input": '{"amount": 3}', "input": "pay for it"}),
+    )
+    assert [s.args for s in steps(trace)] == [{"city": "Oslo"}, {"amount": 3}]
 
 
 def test_a_row_keeps_five_thousand_spans_and_counts_the_rest_as_dropped() -> None:
@@ -209,3 +212,12 @@ def test_a_row_keeps_five_thousand_spans_and_counts_the_rest_as_dropped() -> Non
     store.add([("1" * 32, Span(span_id=f"{i:016x}", name=f"step {i}", start_time=i, end_time=i + 1)) for i in range(5001)])
     trace = store.snapshot("1" * 32)
     assert (len(trace.spans), trace.dropped_spans) == (5000, 1)
+
+
+@pytest.mark.parametrize("key", ["Authorization", "session.cookie", "oauth_token", "x-apikey", "client_secret", "db.password", "ssh.passphrase"])
+def test_secret_looking_span_attributes_are_masked_in_results_and_counts_are_kept(key: str) -> None:
+    from ci_grade.tracing.sanitize import for_results
+
+    trace = _trace(("call", 1, {key: "s3cr3t-value", "llm.usage.total_tokens": 12, "user": "ann", "nested": [{key: "again"}]}))
+    (span,) = for_results(trace).spans
+    assert span.attributes == {key: "<redacted>", "llm.usage.total_tokens": 12, "user": "ann", "nested": [{key: "<redacted>"}]}
