@@ -162,3 +162,14 @@ def test_the_cost_table_shows_each_change_against_the_baseline_as_a_percentage()
     table = cost_table(compare(head, baseline_from_run(base), GatePolicy()), Escaper())
     assert "| Cost per test | $0.002 | $0.003 | +50% |" in table and "| Cost per run | $0.004 | $0.006 | +50% |" in table
     assert "| bot latency p50 / p95 | 100 ms / 100 ms | 150 ms / 150 ms | +50% / +50% |" in table
+
+
+def test_a_diff_of_exactly_the_shown_lines_says_nothing_more() -> None:
+    from ci_grade.report.output_diff import MAX_LINES, output_diff
+
+    half = (MAX_LINES - 1) // 2  # a hunk header, `half` removed lines and `half + 1` added ones: MAX_LINES lines
+    before, after = "\n".join(f"old {i}" for i in range(half)), "\n".join(f"new {i}" for i in range(half + 1))
+    shown = output_diff(before, after, Escaper())
+    assert shown.count("\n    - old") == half and shown.count("\n    + new") == half + 1 and "more changed line" not in shown
+    longer = output_diff(before + "\nold x", after, Escaper())
+    assert "… 1 more changed line\n" in longer

@@ -292,3 +292,14 @@ def test_node_problem_names_what_is_missing(monkeypatch: pytest.MonkeyPatch, tmp
     assert node.problem() == f"Node.js 18.19.0 ({old}) is too old: ci-grade runs JavaScript files in Node.js 20 or later"
     monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "none")]))
     assert node.problem() == "no Node.js was found on PATH (ci-grade runs JavaScript files in Node.js 20 or later)"
+
+
+@pytest.mark.parametrize(("version", "strips", "flags"), [
+    ((22, 5, 1), False, ()),
+    ((22, 6, 0), True, ("--experimental-strip-types", "--disable-warning=ExperimentalWarning")),
+    ((23, 5, 9), True, ("--experimental-strip-types", "--disable-warning=ExperimentalWarning")),
+    ((23, 6, 0), True, ()),
+])
+def test_typescript_runs_from_node_22_6_with_the_flag_until_node_strips_types_by_default(version: tuple[int, int, int], strips: bool, flags: tuple[str, ...]) -> None:
+    found = node.Node("/usr/bin/node", version)
+    assert (found.strips_types, found.flags()) == (strips, flags)
