@@ -173,3 +173,13 @@ def test_a_diff_of_exactly_the_shown_lines_says_nothing_more() -> None:
     assert shown.count("\n    - old") == half and shown.count("\n    + new") == half + 1 and "more changed line" not in shown
     longer = output_diff(before + "\nold x", after, Escaper())
     assert "… 1 more changed line\n" in longer
+
+
+def test_a_report_of_several_configs_ends_with_the_sticky_comments_marker_only_when_asked() -> None:
+    from ci_grade.report.sections import Section, render_report
+
+    base, head = run_of(row("a"), row("b")), run_of(row("a"), row("b", 0.0))
+    sections = [Section(name, head, compare(head, baseline_from_run(base), GatePolicy())) for name in ("one.yaml", "two.yaml")]
+    marked = render_report(sections, title="evals", marker="<!-- ci-grade:evals -->")
+    assert marked.endswith("\n<!-- ci-grade:evals -->\n") and marked.count("<!-- ci-grade:evals -->") == 1
+    assert "ci-grade:evals" not in render_report(sections, title="evals")
