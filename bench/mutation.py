@@ -5,7 +5,7 @@
     python bench/mutation.py                 # every mutant: hours on 2 cores
     python bench/mutation.py --report        # the report of the last run, nothing re-run
     python bench/mutation.py --retest-survivors   # run the survivors again (after adding tests)
-    python bench/mutation.py --ast --per-module 6 --seed 1   # a seeded sample, each mutant judged
+    python bench/mutation.py --ast --per-module 3 --seed 1   # a seeded sample, each mutant judged
                                  # by its area's tests only (bench/mutation_ast.py)
 
 mutmut (configured in pyproject.toml, `[tool.mutmut]`: which modules, which tests) copies the

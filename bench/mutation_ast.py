@@ -1,9 +1,9 @@
 """Sampled mutation testing, each mutant judged by the tests of its own area only.
 
-    python bench/mutation.py --ast --per-module 6 --seed 1 --jobs 1   # the sample of bench/README.md
-    python bench/mutation.py --ast --per-module 6 --seed 1 --report --survivors
-    python bench/mutation.py --ast --per-module 6 --seed 1 --only NAME...   # some mutants again
-    python bench/mutation.py --ast --per-module 6 --seed 1 --list          # the sample, nothing run
+    python bench/mutation.py --ast --per-module 3 --seed 1 --jobs 2   # the sample of bench/README.md
+    python bench/mutation.py --ast --per-module 3 --seed 1 --report --survivors
+    python bench/mutation.py --ast --per-module 3 --seed 1 --only NAME...   # some mutants again
+    python bench/mutation.py --ast --per-module 3 --seed 1 --list          # the sample, nothing run
 
 `bench/mutation_areas.toml` names the modules and, per group of modules, the tests that judge
 their mutants. For each module, every mutant `bench/ast_mutants.py` can make is numbered, and
