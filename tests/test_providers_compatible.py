@@ -196,11 +196,24 @@ def test_eval_runs_families_end_to_end_with_secrets_masked(tmp_path: Path, llm_s
     assert json.loads((tmp_path / "out.json").read_text())["results"]["results"]
 
 
-@pytest.mark.parametrize("family", [f for f in FAMILIES if f.body_keys and not f.params], ids=lambda f: f.prefixes[0])
-def test_every_family_body_field_goes_out_under_its_api_name(family: Family, llm_server: LLMServer) -> None:
-    config = {key: {"set": key} for key, _ in family.body_keys}
-    spec = {"id": f"{family.prefixes[0]}:some-model", "config": {"apiBaseUrl": llm_server.openai_base_url, "apiKey": "k-1", **config}}
+# The request-body options each family passes through under the names its API reads (promptfoo's lists).
+BODY_OPTIONS = {
+    "xai": ("search_parameters",),
+    "mistral": ("safe_prompt", "random_seed", "prompt_mode", "prediction", "guardrails", "prompt_cache_key"),
+    "groq": ("reasoning_format", "include_reasoning", "compound_custom", "search_settings"),
+    "openrouter": ("transforms", "models", "route", "provider"),
+    "orcarouter": ("models", "route"),
+    "perplexity": ("search_domain_filter", "search_recency_filter", "return_related_questions", "return_images",
+                   "search_after_date_filter", "search_before_date_filter", "web_search_options"),
+    "truefoundry": ("mcp_servers", "iteration_limit"),
+}
+
+
+@pytest.mark.parametrize(("prefix", "options"), BODY_OPTIONS.items())
+def test_every_family_body_option_goes_out_under_its_api_name(prefix: str, options: tuple[str, ...], llm_server: LLMServer) -> None:
+    config = {name: {"set": name} for name in options}
+    spec = {"id": f"{prefix}:some-model", "config": {"apiBaseUrl": llm_server.openai_base_url, "apiKey": "k-1", **config}}
     response = call(spec, "hi", env={})
     assert response.error is None, response.error
     (request,) = llm_server.requests
-    assert {field: request.json.get(field) for _, field in family.body_keys} == {field: {"set": key} for key, field in family.body_keys}
+    assert {name: request.json.get(name) for name in options} == config
