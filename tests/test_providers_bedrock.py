@@ -264,3 +264,9 @@ def test_no_aws_credentials_is_an_error_row_that_says_how_to_give_them(aws: AwsS
     assert response.error is not None and f"API error: no AWS credentials for bedrock:converse:{HAIKU}: " in response.error
     assert "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in response.error
     assert aws.requests == []  # nothing unsigned was sent
+
+
+def test_converse_sends_the_performance_configuration(aws: AwsServer) -> None:
+    response = call({"id": f"bedrock:converse:{HAIKU}", "config": {"performanceConfig": {"latency": "optimized"}}}, "hello")
+    assert response.error is None, response.error
+    assert only_request(aws, "converse")["performanceConfig"] == {"latency": "optimized"}
