@@ -270,3 +270,10 @@ def test_converse_sends_the_performance_configuration(aws: AwsServer) -> None:
     response = call({"id": f"bedrock:converse:{HAIKU}", "config": {"performanceConfig": {"latency": "optimized"}}}, "hello")
     assert response.error is None, response.error
     assert only_request(aws, "converse")["performanceConfig"] == {"latency": "optimized"}
+
+
+def test_invoke_applies_a_guardrail_at_its_draft_version_unless_one_is_named(aws: AwsServer) -> None:
+    assert call({"id": f"bedrock:{HAIKU}", "config": {"guardrailIdentifier": "gr-1"}}, "hello").error is None
+    assert call({"id": f"bedrock:{HAIKU}", "config": {"guardrailIdentifier": "gr-1", "guardrailVersion": 3}}, "hello").error is None
+    sent = [{k.lower(): v for k, v in r.headers.items()} for r in aws.requests if r.path.endswith("/invoke")]
+    assert [(h.get("x-amzn-bedrock-guardrailidentifier"), h.get("x-amzn-bedrock-guardrailversion")) for h in sent] == [("gr-1", "DRAFT"), ("gr-1", "3")]

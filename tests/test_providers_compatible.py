@@ -217,3 +217,10 @@ def test_every_family_body_option_goes_out_under_its_api_name(prefix: str, optio
     assert response.error is None, response.error
     (request,) = llm_server.requests
     assert {name: request.json.get(name) for name in options} == config
+
+
+def test_a_base_url_variable_with_a_trailing_slash_reaches_the_same_path(llm_server: LLMServer) -> None:
+    env = {"MISTRAL_API_KEY": "m-1", "MISTRAL_API_BASE_URL": llm_server.openai_base_url + "/"}
+    assert call("mistral:mistral-large-latest", "hi", env=env).error is None
+    (request,) = llm_server.requests
+    assert request.path == "/v1/chat/completions"
