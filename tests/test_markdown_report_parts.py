@@ -183,3 +183,13 @@ def test_a_report_of_several_configs_ends_with_the_sticky_comments_marker_only_w
     marked = render_report(sections, title="evals", marker="<!-- ci-grade:evals -->")
     assert marked.endswith("\n<!-- ci-grade:evals -->\n") and marked.count("<!-- ci-grade:evals -->") == 1
     assert "ci-grade:evals" not in render_report(sections, title="evals")
+
+
+def test_a_merge_of_two_configs_names_each_in_the_junit_file_and_one_config_names_none() -> None:
+    from ci_grade.report.document import Document, Part
+    from ci_grade.report.formats import format_of
+
+    junit = format_of("r.junit.xml")
+    two = junit.write(Document([Part("one.yaml", run_of(row("a"))), Part("two.yaml", run_of(row("b")))]))
+    one = junit.write(Document([Part("one.yaml", run_of(row("a")))]))
+    assert "one.yaml" in two and "two.yaml" in two and "one.yaml" not in one
