@@ -193,3 +193,11 @@ def test_a_merge_of_two_configs_names_each_in_the_junit_file_and_one_config_name
     two = junit.write(Document([Part("one.yaml", run_of(row("a"))), Part("two.yaml", run_of(row("b")))]))
     one = junit.write(Document([Part("one.yaml", run_of(row("a")))]))
     assert "one.yaml" in two and "two.yaml" in two and "one.yaml" not in one
+
+
+def test_the_report_names_the_head_commit_by_its_first_seven_characters() -> None:
+    from ci_grade.report.markdown import render_markdown
+
+    base, head = run_of(row("a")), run_of(row("a"), commit="0123456789abcdef0123456789abcdef01234567")
+    md = render_markdown(head, compare(head, baseline_from_run(base), GatePolicy()), title="evals")
+    assert "commit 0123456" in md and "01234567" not in md
