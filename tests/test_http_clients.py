@@ -474,3 +474,14 @@ def test_a_failure_without_a_network_cause_is_reported_as_itself_and_a_cycle_of_
     wrapped = RuntimeError("connect timeout")
     wrapped.__cause__ = refused
     assert failure(wrapped, timeout=True) is refused  # what the connection really failed on
+
+
+def test_by_default_the_first_retry_waits_about_half_a_second_and_no_wait_passes_thirty(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ci_grade.providers.retry import RetryPolicy
+
+    for name in ("CI_GRADE_RETRY_BASE_SECONDS", "CI_GRADE_RETRY_MAX_SECONDS"):
+        monkeypatch.delenv(name, raising=False)
+    policy = RetryPolicy.from_env()
+    waits = [policy.delay(1, None) for _ in range(200)]
+    assert 0.25 <= min(waits) and max(waits) < 0.75  # 0.5 s, jittered by half either way
+    assert policy.delay(1, 120.0) == 30.0 and policy.delay(12, None) == 30.0
