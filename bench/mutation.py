@@ -5,6 +5,8 @@
     python bench/mutation.py                 # every mutant: hours on 2 cores
     python bench/mutation.py --report        # the report of the last run, nothing re-run
     python bench/mutation.py --retest-survivors   # run the survivors again (after adding tests)
+    python bench/mutation.py --ast --per-module 3 --seed 1   # a seeded sample, each mutant judged
+                                 # by its area's tests only (bench/mutation_ast.py)
 
 mutmut (configured in pyproject.toml, `[tool.mutmut]`: which modules, which tests) copies the
 package to `mutants/`, makes every mutant of every function there, and runs only the tests that
@@ -194,6 +196,11 @@ def run_mutmut(args: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--ast" in argv:
+        import mutation_ast
+
+        return mutation_ast.main([a for a in argv if a != "--ast"])
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--report", action="store_true", help="only report the last run")
     parser.add_argument("--retest-survivors", action="store_true", help="run the surviving mutants again")

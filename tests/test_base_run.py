@@ -175,6 +175,17 @@ def test_a_base_config_that_cannot_load_is_a_warning_and_its_worktree_is_removed
     assert worktrees(root) == [f"worktree {root.resolve()}"] and list(scratch.iterdir()) == []
 
 
+def test_a_base_config_outside_the_working_folder_is_named_by_its_path_in_the_repository_when_it_cannot_load(tmp_path: Path, scratch: Path) -> None:
+    root = tmp_path / "repo"
+    write(root / "docs" / "README.md", "notes\n")
+    two_commits(root, "prompts: [unclosed\n", ("prompts: [unclosed\n", ECHO_CONFIG.replace("q: goodbye", "q: farewell")))
+    config = (root / "evals" / "promptfooconfig.yaml").resolve()  # outside the working folder: shown whole
+    result = run_cli("eval", "-c", str(config), "--baseline", "run:main", "--no-progress", cwd=root / "docs")
+    assert result.code == 1, result.err
+    assert "could not be evaluated: evals/promptfooconfig.yaml:2: invalid YAML" in result.err, result.err
+    assert str(scratch) not in result.err
+
+
 def test_the_worktree_is_removed_when_the_base_run_fails(tmp_path: Path, scratch: Path) -> None:
     root = tmp_path / "repo"
     sha = two_commits(root, ECHO_CONFIG, ("q: goodbye", "q: farewell"))
@@ -245,4 +256,25 @@ def test_a_signal_during_the_base_run_removes_its_worktree_and_writes_every_repo
     assert seen == [2] and result.code == 143, result.out + result.err
     report = (root / "evals" / "report.md").read_text()
     assert "measured in this job" in report and "says goodbye" in report
+    assert worktrees(root) == [f"worktree {root.resolve()}"] and list(scratch.iterdir()) == []
+
+
+def test_a_signal_during_the_heads_run_leaves_the_base_unevaluated_and_says_so(tmp_path: Path, scratch: Path, openai_env: LLMServer) -> None:
+    root = tmp_path / "repo"
+    two_commits(root, OPENAI_CONFIG, ("q: say goodbye", "q: say farewell"))
+    openai_env.on_chat("say farewell", hang=True)  # only the head asks this: its run is held there
+
+    def terminate_once_the_head_runs() -> None:
+        deadline = time.monotonic() + 60
+        while not any(b"say farewell" in r.body for r in openai_env.requests) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    killer = threading.Thread(target=terminate_once_the_head_runs)
+    killer.start()
+    result = run_cli("eval", "--baseline", "run:main", "--no-progress", cwd=root / "evals")
+    killer.join()
+    assert result.code == 143, result.out + result.err
+    assert "the merge base" in result.err and "of main was not evaluated, no baseline" in result.err
+    assert not any(b"say goodbye" in r.body for r in openai_env.requests)  # the base asked nothing
     assert worktrees(root) == [f"worktree {root.resolve()}"] and list(scratch.iterdir()) == []

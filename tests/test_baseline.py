@@ -279,3 +279,12 @@ def test_an_invalid_baseline_names_the_key(tmp_path: Path) -> None:
         load_baseline("b.json", tmp_path)
     assert (info.value.file, info.value.path) == ("b.json", "tests.x.score")
     assert info.value.message.startswith("invalid baseline: ")
+
+
+def test_sub_millisecond_latencies_count_in_the_stored_percentiles() -> None:
+    # what a dry run later estimates a provider's time from: a fast local provider's calls count too
+    rows = [row(f"t{i}", provider="local") for i in range(3)]
+    for r, latency in zip(rows, (0.4, 0.6, 0.8), strict=True):
+        r.latency_ms = latency
+    totals = baseline_from_run(run_of(*rows)).totals.providers["local"]
+    assert totals.calls == 3 and totals.latency_p50_ms == pytest.approx(0.6)

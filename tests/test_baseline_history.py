@@ -72,7 +72,9 @@ def test_saving_carries_the_history_and_keeps_the_last_runs(tmp_path: Path) -> N
     assert last.metrics == {"tone": 0.5}
     save_baseline(baseline_from_run(_run(5, 0.5, c=0.0)), path, keep=3)  # the same run again: not twice
     assert len(load_baseline(str(path), tmp_path).history) == 3  # type: ignore[union-attr]
-    save_baseline(baseline_from_run(_run(6, 1.0)), path, keep=0)
+    save_baseline(baseline_from_run(_run(6, 1.0)), path, keep=1)
+    assert [p.created_at[:10] for p in load_baseline(str(path), tmp_path).history] == ["2026-01-06"]  # type: ignore[union-attr]
+    save_baseline(baseline_from_run(_run(7, 1.0)), path, keep=0)
     assert load_baseline(str(path), tmp_path).history == []  # type: ignore[union-attr]
 
 

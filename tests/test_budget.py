@@ -127,6 +127,7 @@ def test_a_dry_run_calls_nothing_and_its_estimate_is_within_a_fifth_of_the_spend
     assert len(openai_env.requests) == calls  # nothing was called
     assert "12 rows; 12 provider calls (12 in the response cache); 12 grader calls (one per model-graded assertion;" in dry.out
     assert re.search(r"openai:chat:gpt-4\.1-mini\s+target\s+12\s+12\b", dry.out)
+    assert re.search(r"\n\s*provider\s+role\s+calls\s+cached\s+prompt tokens\s+reply tokens\s+cost\s+reply tokens from\n", dry.out), dry.out
 
     baseline = load_baselines("baseline.json", tmp_path)
     assert baseline is not None

@@ -134,3 +134,12 @@ def test_a_derived_metric_that_divides_by_zero_is_shown_as_none_and_not_judged()
     base, head = _sampled_runs([0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [{"name": "inv", "value": "1 / acc"}])
     (metric,) = [m for m in compare(head, baseline_from_run(base), GatePolicy()).metrics if m.derived]
     assert (metric.base, metric.head, metric.method, metric.regressed) == (None, 1.0, None, False)
+
+
+def test_a_derived_metric_redefined_since_the_baseline_is_pointed_out_and_an_unchanged_one_is_not() -> None:
+    base_scores, head_scores = [1.0, 0.5, 1.0], [1.0, 1.0, 0.5]
+    base, _ = _sampled_runs(base_scores, head_scores, [{"name": "kept", "value": "acc / __count"}, {"name": "share", "value": "acc / __count"}])
+    _, head = _sampled_runs(base_scores, head_scores, [{"name": "kept", "value": "acc / __count"}, {"name": "share", "value": "acc"}])
+    warnings = compare(head, baseline_from_run(base), GatePolicy()).warnings
+    assert "derived metric 'share' is now 'acc' (the baseline's run had 'acc / __count'): both sides are computed with this run's" in warnings
+    assert not any("'kept'" in warning for warning in warnings)

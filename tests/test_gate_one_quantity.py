@@ -79,6 +79,9 @@ def test_measures_with_different_values_are_each_tested() -> None:
     mean, metric = c.measures
     assert mean.p_value is not None and metric.p_value is not None
     assert [mean.p_adjusted, metric.p_adjusted] == holm_adjusted([mean.p_value, metric.p_value])  # Holm over two
+    lines = terminal_summary(c).splitlines()
+    assert any(line.startswith("  pass rate 0.75 -> 0.60 ") for line in lines)
+    assert any(line.startswith("  metric accuracy 0.75 -> ") for line in lines)  # a named metric is called one
 
 
 def test_a_metric_weighed_alike_on_every_test_is_the_same_quantity() -> None:

@@ -163,3 +163,9 @@ def test_an_unknown_extension_names_the_html_report_among_the_choices(tmp_path: 
     args = {"eval": ["eval"], "compare": ["compare", "x.json"], "merge": ["merge", "x.json"]}[command]
     result = run_cli(*args, "-o", "report.htm", cwd=tmp_path)
     assert result.code == 2 and "cannot write report.htm: unsupported output type" in result.err and ".html" in result.err
+
+
+def test_the_measures_table_shows_what_the_gate_tested_with_its_interval() -> None:
+    page = markup_of(render_html(sample(12)))
+    cells = re.findall(r"<tr><td>metric &#39;accuracy&#39;</td>(.*?)</tr>", page)
+    assert cells == ['<td class="num">0.833</td><td class="num">0.500</td><td class="num">-0.333</td><td class="num">[-0.333, -0.333]</td><td class="num">0</td><td>regressed</td>']

@@ -460,3 +460,28 @@ def test_the_sdk_import_leaves_the_collector_as_it_was(enabled: bool) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     collections, left_enabled = done.stdout.split()
     assert int(collections) <= 2 and left_enabled == str(enabled)  # unpaused, the import runs ~150 collections
+
+
+def test_a_failure_without_a_network_cause_is_reported_as_itself_and_a_cycle_of_causes_ends() -> None:
+    from ci_grade.providers.http_clients import failure
+
+    plain = RuntimeError("the SDK gave up")
+    assert failure(plain, timeout=False) is plain and failure(plain, timeout=True) is None
+    first, second = RuntimeError("first"), RuntimeError("second")
+    first.__cause__, second.__cause__ = second, first  # a chain that loops back
+    assert failure(first, timeout=False) is first
+    refused = ConnectionRefusedError("refused")
+    wrapped = RuntimeError("connect timeout")
+    wrapped.__cause__ = refused
+    assert failure(wrapped, timeout=True) is refused  # what the connection really failed on
+
+
+def test_by_default_the_first_retry_waits_about_half_a_second_and_no_wait_passes_thirty(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ci_grade.providers.retry import RetryPolicy
+
+    for name in ("CI_GRADE_RETRY_BASE_SECONDS", "CI_GRADE_RETRY_MAX_SECONDS"):
+        monkeypatch.delenv(name, raising=False)
+    policy = RetryPolicy.from_env()
+    waits = [policy.delay(1, None) for _ in range(200)]
+    assert min(waits) >= 0.25 and max(waits) < 0.75  # 0.5 s, jittered by half either way
+    assert policy.delay(1, 120.0) == 30.0 and policy.delay(12, None) == 30.0

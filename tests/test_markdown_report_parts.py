@@ -20,6 +20,7 @@ from ci_grade.report.markdown import (
     render_markdown,
 )
 from ci_grade.report.markdown_escape import Escaper, Md
+from ci_grade.results.models import EvalRun
 from tests.results_factory import row, run_of
 
 
@@ -146,3 +147,57 @@ def test_a_sampled_tests_flip_shows_its_exact_p_value() -> None:
     assert case.p_value is not None and abs(case.p_value - 1 / 252) < 1e-9
     md = render_markdown(head, comparison)
     assert "passed 5/5" in md and "→ 0/5" in md and " · p=0.004" in md
+
+
+def test_the_cost_table_shows_each_change_against_the_baseline_as_a_percentage() -> None:
+    from ci_grade.report.costs import cost_table
+
+    def run(cost: float, latency: float) -> EvalRun:
+        rows = [row(f"t{i}", provider="bot") for i in range(2)]
+        for r in rows:
+            r.cost, r.latency_ms = cost, latency
+        return run_of(*rows)
+
+    base, head = run(0.002, 100.0), run(0.003, 150.0)
+    table = cost_table(compare(head, baseline_from_run(base), GatePolicy()), Escaper())
+    assert "| Cost per test | $0.002 | $0.003 | +50% |" in table and "| Cost per run | $0.004 | $0.006 | +50% |" in table
+    assert "| bot latency p50 / p95 | 100 ms / 100 ms | 150 ms / 150 ms | +50% / +50% |" in table
+
+
+def test_a_diff_of_exactly_the_shown_lines_says_nothing_more() -> None:
+    from ci_grade.report.output_diff import MAX_LINES, output_diff
+
+    half = (MAX_LINES - 1) // 2  # a hunk header, `half` removed lines and `half + 1` added ones: MAX_LINES lines
+    before, after = "\n".join(f"old {i}" for i in range(half)), "\n".join(f"new {i}" for i in range(half + 1))
+    shown = output_diff(before, after, Escaper())
+    assert shown.count("\n    - old") == half and shown.count("\n    + new") == half + 1 and "more changed line" not in shown
+    longer = output_diff(before + "\nold x", after, Escaper())
+    assert "… 1 more changed line\n" in longer
+
+
+def test_a_report_of_several_configs_ends_with_the_sticky_comments_marker_only_when_asked() -> None:
+    from ci_grade.report.sections import Section, render_report
+
+    base, head = run_of(row("a"), row("b")), run_of(row("a"), row("b", 0.0))
+    sections = [Section(name, head, compare(head, baseline_from_run(base), GatePolicy())) for name in ("one.yaml", "two.yaml")]
+    marked = render_report(sections, title="evals", marker="<!-- ci-grade:evals -->")
+    assert marked.endswith("\n<!-- ci-grade:evals -->\n") and marked.count("<!-- ci-grade:evals -->") == 1
+    assert "ci-grade:evals" not in render_report(sections, title="evals")
+
+
+def test_a_merge_of_two_configs_names_each_in_the_junit_file_and_one_config_names_none() -> None:
+    from ci_grade.report.document import Document, Part
+    from ci_grade.report.formats import format_of
+
+    junit = format_of("r.junit.xml")
+    two = junit.write(Document([Part("one.yaml", run_of(row("a"))), Part("two.yaml", run_of(row("b")))]))
+    one = junit.write(Document([Part("one.yaml", run_of(row("a")))]))
+    assert "one.yaml" in two and "two.yaml" in two and "one.yaml" not in one
+
+
+def test_the_report_names_the_head_commit_by_its_first_seven_characters() -> None:
+    from ci_grade.report.markdown import render_markdown
+
+    base, head = run_of(row("a")), run_of(row("a"), commit="0123456789abcdef0123456789abcdef01234567")
+    md = render_markdown(head, compare(head, baseline_from_run(base), GatePolicy()), title="evals")
+    assert "commit 0123456" in md and "01234567" not in md

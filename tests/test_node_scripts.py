@@ -432,3 +432,14 @@ def test_a_syntax_error_in_a_js_file_is_found_whichever_module_kind(tmp_path: Pa
     result = run_cli("eval", "--no-progress", cwd=tmp_path)
     assert result.code == 2
     assert f"provider 'file://provider.js': {error}" in result.err
+
+
+@pytest.mark.parametrize(("version", "strips", "flags"), [
+    ((22, 5, 1), False, ()),
+    ((22, 6, 0), True, ("--experimental-strip-types", "--disable-warning=ExperimentalWarning")),
+    ((23, 5, 9), True, ("--experimental-strip-types", "--disable-warning=ExperimentalWarning")),
+    ((23, 6, 0), True, ()),
+])
+def test_typescript_runs_from_node_22_6_with_the_flag_until_node_strips_types_by_default(version: tuple[int, int, int], strips: bool, flags: tuple[str, ...]) -> None:
+    found = node.Node("/usr/bin/node", version)
+    assert (found.strips_types, found.flags()) == (strips, flags)

@@ -246,3 +246,34 @@ def test_the_redactor_learns_aws_secrets_from_the_environment_and_config() -> No
     redactor.collect({"providers": [{"id": "bedrock:converse:x", "config": {"accessKeyId": "AKIACONFIG0123", "secretAccessKey": "config-secret-0123", "sessionToken": "config-token-0123"}}]})
     text = " ".join([*env.values(), "AKIACONFIG0123", "config-secret-0123", "config-token-0123"])
     assert redactor.text(text) == " ".join(["***"] * 6)
+
+
+def test_converse_passes_its_own_document_blocks_through(aws: AwsServer) -> None:
+    document = {"document": {"format": "txt", "name": "notes", "source": {"bytes": "Paris is the capital."}}}
+    prompt = json.dumps([{"role": "user", "content": [document, {"type": "text", "text": "Capital of France?"}]}])
+    response = call(f"bedrock:converse:{HAIKU}", prompt)
+    assert response.error is None, response.error
+    (message,) = only_request(aws, "converse")["messages"]
+    assert message["content"][0]["document"]["name"] == "notes" and message["content"][1] == {"text": "Capital of France?"}
+
+
+def test_no_aws_credentials_is_an_error_row_that_says_how_to_give_them(aws: AwsServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    response = call(f"bedrock:converse:{HAIKU}", "hello")
+    assert response.error is not None and f"API error: no AWS credentials for bedrock:converse:{HAIKU}: " in response.error
+    assert "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in response.error
+    assert aws.requests == []  # nothing unsigned was sent
+
+
+def test_converse_sends_the_performance_configuration(aws: AwsServer) -> None:
+    response = call({"id": f"bedrock:converse:{HAIKU}", "config": {"performanceConfig": {"latency": "optimized"}}}, "hello")
+    assert response.error is None, response.error
+    assert only_request(aws, "converse")["performanceConfig"] == {"latency": "optimized"}
+
+
+def test_invoke_applies_a_guardrail_at_its_draft_version_unless_one_is_named(aws: AwsServer) -> None:
+    assert call({"id": f"bedrock:{HAIKU}", "config": {"guardrailIdentifier": "gr-1"}}, "hello").error is None
+    assert call({"id": f"bedrock:{HAIKU}", "config": {"guardrailIdentifier": "gr-1", "guardrailVersion": 3}}, "hello").error is None
+    sent = [{k.lower(): v for k, v in r.headers.items()} for r in aws.requests if r.path.endswith("/invoke")]
+    assert [(h.get("x-amzn-bedrock-guardrailidentifier"), h.get("x-amzn-bedrock-guardrailversion")) for h in sent] == [("gr-1", "DRAFT"), ("gr-1", "3")]

@@ -194,3 +194,33 @@ def test_eval_runs_families_end_to_end_with_secrets_masked(tmp_path: Path, llm_s
     written = "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file())
     assert not any(value in written for value in secrets.values())
     assert json.loads((tmp_path / "out.json").read_text())["results"]["results"]
+
+
+# The request-body options each family passes through under the names its API reads (promptfoo's lists).
+BODY_OPTIONS = {
+    "xai": ("search_parameters",),
+    "mistral": ("safe_prompt", "random_seed", "prompt_mode", "prediction", "guardrails", "prompt_cache_key"),
+    "groq": ("reasoning_format", "include_reasoning", "compound_custom", "search_settings"),
+    "openrouter": ("transforms", "models", "route", "provider"),
+    "orcarouter": ("models", "route"),
+    "perplexity": ("search_domain_filter", "search_recency_filter", "return_related_questions", "return_images",
+                   "search_after_date_filter", "search_before_date_filter", "web_search_options"),
+    "truefoundry": ("mcp_servers", "iteration_limit"),
+}
+
+
+@pytest.mark.parametrize(("prefix", "options"), BODY_OPTIONS.items())
+def test_every_family_body_option_goes_out_under_its_api_name(prefix: str, options: tuple[str, ...], llm_server: LLMServer) -> None:
+    config = {name: {"set": name} for name in options}
+    spec = {"id": f"{prefix}:some-model", "config": {"apiBaseUrl": llm_server.openai_base_url, "apiKey": "k-1", **config}}
+    response = call(spec, "hi", env={})
+    assert response.error is None, response.error
+    (request,) = llm_server.requests
+    assert {name: request.json.get(name) for name in options} == config
+
+
+def test_a_base_url_variable_with_a_trailing_slash_reaches_the_same_path(llm_server: LLMServer) -> None:
+    env = {"MISTRAL_API_KEY": "m-1", "MISTRAL_API_BASE_URL": llm_server.openai_base_url + "/"}
+    assert call("mistral:mistral-large-latest", "hi", env=env).error is None
+    (request,) = llm_server.requests
+    assert request.path == "/v1/chat/completions"

@@ -343,3 +343,15 @@ def test_unsupported_google_kinds_are_refused(server: CountingServer) -> None:
         make("google:video:veo-3.0-generate-001")
     with pytest.raises(UnknownProviderError, match="Gemini, Claude, embedding and model-as-a-service models"):
         make("vertex:chat-bison")
+
+
+@pytest.mark.parametrize(("config", "env", "url"), [
+    ({"region": "global"}, {}, "https://aiplatform.googleapis.com"),
+    ({}, {"GOOGLE_CLOUD_LOCATION": "europe-west4"}, "https://europe-west4-aiplatform.googleapis.com"),
+    ({}, {}, "https://us-central1-aiplatform.googleapis.com"),
+    ({"region": "global", "apiHost": "vertex.example.com/"}, {}, "https://vertex.example.com"),
+])
+def test_vertex_calls_the_global_endpoint_or_the_regions(config: dict[str, str], env: dict[str, str], url: str) -> None:
+    from ci_grade.providers.google.auth import VertexAuth
+
+    assert VertexAuth(config, env, None).base_url() == url  # Google's endpoints (the stand-in is reached through apiHost)

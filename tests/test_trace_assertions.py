@@ -11,6 +11,7 @@ import pytest
 
 from ci_grade.results.traces import Span, Trace
 from ci_grade.tracing.steps import glob_matches, judge_summary, steps
+from ci_grade.tracing.store import SpanStore
 from tests.conftest import run_cli
 from tests.tracing_helpers import free_port, write_config
 
@@ -175,3 +176,48 @@ def test_args_match_ignore_defaults_and_exact(tmp_path: Path) -> None:
         (True, "Matched 2 trajectory step(s) for type=tool|command (expected 2-2). Matches: tool:book, tool:book"),
     ]
 
+
+
+def test_exactly_three_error_spans_are_all_listed_with_none_more(tmp_path: Path) -> None:
+    port = free_port()
+    spans = [(f"step {i}", None, i * 10, 5, {}, 2, f"failure {i}") for i in range(3)]
+    (tmp_path / "rag_provider.py").write_text(PROVIDER)
+    asserts = [{"type": "trace-error-spans", "value": 0}, {"type": "trace-error-spans", "value": {"max_count": 1, "pattern": "step ?"}}]
+    write_config(tmp_path, {"prompts": ["go"], "providers": [{"id": "file://rag_provider.py", "config": {"endpoint": f"http://127.0.0.1:{port}/v1/traces", "spans": spans}}], "tests": [{"assert": asserts}]}, port)
+    run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    got = [(c["pass"], c["reason"]) for c in json.loads((tmp_path / "out.json").read_text())["results"]["results"][0]["gradingResult"]["componentResults"]]
+    assert [(passed, _sorted_errors(reason)) for passed, reason in got] == [
+        (False, "Found 3 error spans, expected at most 0. Errors: step 0 (failure 0), step 1 (failure 1), step 2 (failure 2)"),
+        (False, "Found 3 error spans, expected at most 1. Errors: step 0 (failure 0), step 1 (failure 1), step 2 (failure 2)"),
+    ]
+
+
+def _sorted_errors(reason: str) -> str:
+    """A reason with its listed error spans sorted (they are listed in arrival order, as in promptfoo)."""
+    head, _, names = reason.partition("Errors: ")
+    return head + "Errors: " + ", ".join(sorted(names.split(", "))) if names else reason
+
+
+def test_a_tools_own_arguments_come_before_a_generic_input() -> None:
+    trace = _trace(
+        ("book", 1, {"tool.name": "book", "tool.arguments": '{"city": "Oslo"}', "tool.input": "book a room in Oslo"}),
+        ("pay", 2, {"function.name": "pay", "function.input": '{"amount": 3}', "input": "pay for it"}),
+    )
+    assert [s.args for s in steps(trace)] == [{"city": "Oslo"}, {"amount": 3}]
+
+
+def test_a_row_keeps_five_thousand_spans_and_counts_the_rest_as_dropped() -> None:
+    store = SpanStore()
+    store.open("1" * 32)
+    store.add([("1" * 32, Span(span_id=f"{i:016x}", name=f"step {i}", start_time=i, end_time=i + 1)) for i in range(5001)])
+    trace = store.snapshot("1" * 32)
+    assert (len(trace.spans), trace.dropped_spans) == (5000, 1)
+
+
+@pytest.mark.parametrize("key", ["Authorization", "session.cookie", "oauth_token", "x-apikey", "client_secret", "db.password", "ssh.passphrase"])
+def test_secret_looking_span_attributes_are_masked_in_results_and_counts_are_kept(key: str) -> None:
+    from ci_grade.tracing.sanitize import for_results
+
+    trace = _trace(("call", 1, {key: "s3cr3t-value", "llm.usage.total_tokens": 12, "user": "ann", "nested": [{key: "again"}]}))
+    (span,) = for_results(trace).spans
+    assert span.attributes == {key: "<redacted>", "llm.usage.total_tokens": 12, "user": "ann", "nested": [{key: "<redacted>"}]}

@@ -158,3 +158,61 @@ def test_a_kept_alive_exporter_reaches_the_next_runs_receiver() -> None:
             assert second.store.count(TRACE) == 1
         finally:
             second.stop()
+
+
+def test_configured_attributes_inside_lists_are_redacted_and_the_lists_kept() -> None:
+    tracing = _tracing(redactAttributes=["customer"])
+    try:
+        tracing.store.open(TRACE)
+        body = _json_body()
+        entry = {"kvlistValue": {"values": [{"key": "customer", "value": {"stringValue": "Ann"}}, {"key": "room", "value": {"intValue": "7"}}]}}
+        body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = [
+            {"key": "bookings", "value": {"arrayValue": {"values": [entry, {"stringValue": "plain"}]}}},
+        ]
+        assert _post(tracing, json.dumps(body).encode(), "application/json").status_code == 200
+        attributes = tracing.store.snapshot(TRACE).spans[0].attributes
+    finally:
+        tracing.stop()
+    assert attributes["bookings"] == [{"customer": "[REDACTED]", "room": 7}, "plain"]
+
+
+def test_a_gzip_body_inflating_to_exactly_the_limit_is_read_and_one_byte_more_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = json.dumps(_json_body()).encode()
+    monkeypatch.setattr("ci_grade.tracing.receiver.MAX_BODY_BYTES", len(text) + 10)
+    tracing = _tracing()
+    try:
+        tracing.store.open(TRACE)
+        at_limit = gzip.compress(text + b" " * 10)
+        over = gzip.compress(text + b" " * 11)
+        assert _post(tracing, over, "application/json", **{"Content-Encoding": "gzip"}).status_code == 400  # "inflated body larger than ..."
+        assert _post(tracing, at_limit, "application/json", **{"Content-Encoding": "gzip"}).status_code == 200
+        assert [s.name for s in tracing.store.snapshot(TRACE).spans] == ["step 0"]
+    finally:
+        tracing.stop()
+
+
+def test_a_span_keeps_the_documented_128_attributes_and_4096_characters_per_text() -> None:
+    tracing = _tracing()
+    try:
+        tracing.store.open(TRACE)
+        body = _json_body()
+        attributes = [{"key": "big", "value": {"stringValue": "x" * 5000}}, *({"key": f"k{i}", "value": {"boolValue": True}} for i in range(200))]
+        body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = attributes
+        assert _post(tracing, json.dumps(body).encode(), "application/json").status_code == 200
+        (span,) = tracing.store.snapshot(TRACE).spans
+    finally:
+        tracing.stop()
+    own = [key for key in span.attributes if key == "big" or key[0] == "k"]  # besides the resource's and scope's
+    assert len(own) == 128 and span.attributes["big"] == "x" * 4096 + "…"  # docs/compatibility.md
+
+
+def test_a_body_over_10_mib_is_refused_and_the_receiver_goes_on() -> None:
+    tracing = _tracing()
+    try:
+        tracing.store.open(TRACE)
+        text = json.dumps(_json_body()).encode()
+        assert _post(tracing, text + b" " * (10 * 1024 * 1024 + 1 - len(text)), "application/json").status_code == 413
+        assert _post(tracing, text + b" " * (10 * 1024 * 1024 - len(text)), "application/json").status_code == 200
+        assert len(tracing.store.snapshot(TRACE).spans) == 1
+    finally:
+        tracing.stop()
