@@ -7,7 +7,7 @@ from ci_grade.report.console import format_cost, format_duration
 from ci_grade.report.markdown_escape import Escaper
 from ci_grade.run.spending import Calls, SpendingPlan
 
-_BASES = {"baseline": "the baseline's replies", "cache": "cached replies", "max_tokens": "max_tokens (an upper bound)", "assumed": "assumed"}
+_BASES = {"baseline": "the baseline's replies", "max_tokens": "max_tokens (an upper bound)", "assumed": "assumed"}
 
 
 def _cost(calls: Calls | SpendingPlan) -> str:
