@@ -601,3 +601,14 @@ def test_the_base_branch_saves_a_baseline_with_its_history_and_pull_requests_sho
     body = gh.comments[7][0]["body"]
     assert pr.code == 1 and "#### Trend: the base branch's last 2 runs, then this one" in body
     assert '  x-axis ["aaaaaaa", "bbbbbbb", "this run"]' in body and "  bar [100.0, 100.0, 66.7]" in body and "```mermaid\nxychart-beta\n" in body
+
+
+def test_a_configs_own_markdown_output_is_the_gate_report_when_there_is_a_baseline(workspace: Path, gh: GitHubServer) -> None:
+    config = workspace / "evals" / "promptfooconfig.yaml"
+    config.write_text(config.read_text().replace("providers: [echo]", "providers: [echo]\noutputPath: [own.md]"))
+    regress(workspace)
+    assert run_action(workspace, gh).code == 1
+    own = (workspace / "evals" / "own.md").read_text(encoding="utf-8")
+    assert "**Regressed**" in own and "says goodbye" in own and not own.startswith("# ci-grade results")
+    assert run_action(workspace, gh, baseline="").code == 1  # no baseline: the rows as a table
+    assert (workspace / "evals" / "own.md").read_text(encoding="utf-8").startswith("# ci-grade results")

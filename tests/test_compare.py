@@ -169,6 +169,11 @@ def test_renamed_test_matched_by_fingerprint() -> None:
     assert renamed[0].regressed and renamed[0].new_failure  # judged against the test it was: a new name hides nothing
     assert c.changed("added") == [] and c.changed("removed") == []
     assert c.verdict == "regressed" and [t.name for t in c.regressions] == ["new name"]
+    from ci_grade.report.gate_summary import terminal_summary
+
+    lines = terminal_summary(c).splitlines()
+    listed = lines.index("  renamed (1):")  # the terminal lists it under its own heading, with its old name
+    assert lines[listed + 1] == "    - [bot | prompt] new name: was old name"
 
 
 def test_promptfoos_name_for_an_openai_chat_provider_matches() -> None:

@@ -123,3 +123,18 @@ def test_a_zero_one_suite_run_once_a_side_gets_mcnemars_mid_p() -> None:
 def test_a_pass_rate_interval_stays_within_100_points() -> None:
     m = MetricDelta(name="pass rate", base=1.0, head=0.5, method="paired t", ci_low=-1.3, ci_high=0.2)
     assert _ci_pct(m) == "[−100.0, +20.0] pts"
+
+
+def test_a_metric_with_the_pass_rates_values_is_named_as_the_pass_rate_when_the_mean_score_differs() -> None:
+    """Passing tests score 0.8 and failing ones 0.2, so the mean score is its own quantity; the metric
+    `accuracy` (1 or 0 per test) repeats the pass rate and says so."""
+
+    def run(passing: set[int]) -> EvalRun:
+        return run_of(*(row(f"case {i}", 0.8 if i in passing else 0.2, sampled=True, metrics={"accuracy": 1.0 if i in passing else 0.0}) for i in range(TESTS)))
+
+    base, head = run(set(range(36))), run(set(range(24)))
+    c = compare(head, baseline_from_runs([base]), GatePolicy())
+    (metric,) = c.metrics
+    assert not c.same_measure and c.mean_score.same_as is None and c.pass_rate.same_as is None
+    assert metric.same_as == "pass rate"
+    assert c.pass_rate in c.measures and metric not in c.measures

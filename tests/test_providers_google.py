@@ -355,3 +355,14 @@ def test_vertex_calls_the_global_endpoint_or_the_regions(config: dict[str, str],
     from ci_grade.providers.google.auth import VertexAuth
 
     assert VertexAuth(config, env, None).base_url() == url  # Google's endpoints (the stand-in is reached through apiHost)
+
+
+def test_vertex_maas_unreadable_credentials_with_a_configured_project_are_one_clear_error(server: CountingServer, account: ServiceAccount, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project comes from the environment, so nothing has loaded the key file before the call:
+    it is read first, and its error is the row's, not a retried connection failure."""
+    google_server.install_vertex_maas(server, account, f"meta/{LLAMA}")
+    monkeypatch.setenv("VERTEX_PROJECT_ID", account.project)
+    account.path.write_text("{not json")
+    error = call(f"vertex:{LLAMA}", "hi").error
+    assert error is not None and error.startswith("Google credentials could not be loaded") and "after retries" not in error
+    assert server.requests_to(f"/v1/projects/{account.project}/locations/us-central1/endpoints/openapi/chat/completions") == []

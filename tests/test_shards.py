@@ -153,8 +153,9 @@ def test_eval_shard_writes_a_part_and_exits_0_whatever_its_tests_did(tmp_path: P
     load(tmp_path, CONFIG + "  - {description: fails, vars: {topic: z}, assert: [{type: contains, value: nope}]}\n")
     codes, rows, infos = [], [], []
     for k in (1, 2):
-        result = run_cli("eval", "--no-progress", "--shard", f"{k}/2", "-o", f"s{k}.json", cwd=tmp_path)
+        result = run_cli("eval", "--no-progress", "--shard", f"{k}/2", "-o", f"s{k}.json", "-o", f"s{k}.md", cwd=tmp_path)
         codes.append(result.code)
+        assert (tmp_path / f"s{k}.md").read_text(encoding="utf-8").startswith("# ci-grade results")  # a shard's rows, no verdict
         data = json.loads((tmp_path / f"s{k}.json").read_text())
         rows += data["results"]["results"]
         infos.append(data["ciGrade"]["info"])

@@ -111,7 +111,8 @@ def evaluate_and_compare(commands: WorkflowCommands, inputs: ActionInputs, polic
 
         def document(comparison: Comparison | None) -> Document:
             part = Part(run.info.config_name, run, comparison, outcome.config_for_output)
-            return Document([part], title=inputs.comment_title, max_output_chars=inputs.max_output_chars)
+            # a config's own `.md` output is the gate's report when there is a baseline, as with `eval`
+            return Document([part], title=inputs.comment_title, gate_report=comparison is not None and bool(inputs.baseline), max_output_chars=inputs.max_output_chars)
 
         try:
             comparison = judge(outcome, options, baseline, policy, 0 if stop.requested else inputs.confirm, around=lambda: _confirm_group(commands))

@@ -83,8 +83,7 @@ class VertexMaasProvider(OpenAIChatProvider):
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
         try:
-            self.auth.credentials()  # an unreadable key file: one clear error, not retried
-            self.client()
+            self.client()  # an unreadable key file: one clear error (the token reads it), not retried
         except ProviderError as exc:
             return ProviderResponse(error=str(exc))
         return await super()._call(prompt, context)
