@@ -366,3 +366,26 @@ def test_vertex_maas_unreadable_credentials_with_a_configured_project_are_one_cl
     error = call(f"vertex:{LLAMA}", "hi").error
     assert error is not None and error.startswith("Google credentials could not be loaded") and "after retries" not in error
     assert server.requests_to(f"/v1/projects/{account.project}/locations/us-central1/endpoints/openapi/chat/completions") == []
+
+
+def test_application_default_credentials_are_searched_once_per_provider(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a key file, google-auth's search probes the metadata server (seconds each time):
+    a search that found nothing is not repeated for every row."""
+    import google.auth
+    from google.auth import exceptions
+
+    searches: list[int] = []
+
+    def nothing_found(*args: object, **kwargs: object) -> object:
+        searches.append(1)
+        raise exceptions.DefaultCredentialsError("Your default credentials were not found.")
+
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setattr(google.auth, "default", nothing_found)
+
+    async def three(provider):  # type: ignore[no-untyped-def]
+        return [await provider.call(q) for q in ("one", "two", "three")]
+
+    errors = [r.error for r in use({"id": f"vertex:{FLASH}", "config": {"projectId": "p"}}, three)]
+    assert errors == ["Google credentials could not be loaded: Your default credentials were not found."] * 3
+    assert len(searches) == 1 and server.requests == []

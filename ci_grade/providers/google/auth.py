@@ -30,6 +30,9 @@ class VertexAuth:
         self.env = env
         self.base_dir = base_dir
         self._credentials: Any = None
+        self._failure: str | None = None
+        """Why the credentials could not be loaded: said again for every later call, without
+        another search (Application Default Credentials probe the metadata server, seconds each)."""
         self._project: str | None = None
         self._lock = asyncio.Lock()
 
@@ -50,7 +53,10 @@ class VertexAuth:
         return str(self.config.get("apiVersion") or _first(self.env, "VERTEX_API_VERSION") or "v1")
 
     def credentials(self) -> Any:
-        """The google-auth credentials (loaded from a file or JSON; no network call)."""
+        """The google-auth credentials (loaded from a file or JSON, else Application Default
+        Credentials); a failure is remembered."""
+        if self._failure is not None:
+            raise ProviderError(self._failure)
         if self._credentials is None:
             try:
                 import google.auth
@@ -67,7 +73,8 @@ class VertexAuth:
                 else:
                     self._credentials, self._project = google.auth.default(scopes=SCOPES)
             except (exceptions.GoogleAuthError, OSError, ValueError) as exc:
-                raise ProviderError(f"Google credentials could not be loaded: {exc}") from None
+                self._failure = f"Google credentials could not be loaded: {exc}"
+                raise ProviderError(self._failure) from None
         return self._credentials
 
     def project(self) -> str:
