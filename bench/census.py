@@ -61,6 +61,8 @@ NOT_RUNNABLE = (
     # promptfoo 0.123.1 fails these rows too: "Unknown assertion type: max-length".
     (re.compile(r"unknown assertion type '(min-length|max-length|json-schema-valid|not-empty)'"), "an assertion type promptfoo does not have"),
     (re.compile(r"no providers"), "no providers (promptfoo refuses it too)"),
+    # promptfoo 0.123.1 refuses it at load: 'Invalid model type "anthropic"'.
+    (re.compile(r"invalid model type"), "a SageMaker model type promptfoo refuses too"),
     (re.compile(r"cannot reach the datasets server|cannot read the sheet"), "a download the closed port blocks"),
     (re.compile(r"ModuleNotFoundError"), "a Python package the example needs"),
 )
