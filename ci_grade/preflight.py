@@ -64,7 +64,12 @@ def check(loaded: LoadedConfig) -> list[str]:
             needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")
         elif (package := package_provider.parse(spec.id)) is not None:
             needs.add_package(f"provider {spec.id!r}", package[0], loaded.base_dir, loc, f"providers[{spec_index}]")
-        elif script is not None and not script.endswith(".py"):
+        elif script is not None and script.endswith(".rb") and "{{" not in script:
+            ruby_file = files.resolve(script, loaded.base_dir)
+            if not ruby_file.is_file():
+                raise ConfigError.at(files.not_a_file(ruby_file), loc, f"providers[{spec_index}]")
+            user_code.check_ruby(ruby_file.read_text(encoding="utf-8", errors="replace"), files.display_path(ruby_file), loc, f"providers[{spec_index}]", "Ruby file provider")
+        elif script is not None and not script.endswith((".py", ".rb")):
             why = unavailable.reason(script)
             warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
         for path in node_scripts(spec):  # an `mcp` provider's `.js` servers

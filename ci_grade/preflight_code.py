@@ -34,15 +34,16 @@ def check_inline(kind: str, code: str, loc: Location | None, where: str) -> None
             raise ConfigError.at(f"javascript assertion: {problem}", loc, where) from None
 
 
-def check_ruby(source: str | None, shown: str | None, loc: Location | None, where: str) -> None:
-    """A `ruby` assertion needs Ruby (PROMPTFOO_RUBY or `ruby` on PATH), and its code must compile."""
+def check_ruby(source: str | None, shown: str | None, loc: Location | None, where: str, what: str = "ruby assertion") -> None:
+    """Ruby code (a `ruby` assertion, or a Ruby file provider as `what`) needs Ruby
+    (PROMPTFOO_RUBY or `ruby` on PATH), and must compile."""
     from ci_grade.scripting import ruby
 
     if ruby.interpreter() is None:
-        raise ConfigError.at("ruby assertions need Ruby: install it (ruby on PATH) or set PROMPTFOO_RUBY to its executable", loc, where)
+        raise ConfigError.at(f"{what}s need Ruby: install it (ruby on PATH) or set PROMPTFOO_RUBY to its executable", loc, where)
     problem = None if source is None else ruby.syntax_error(source, shown or "", inline=shown is None)
     if problem:
-        raise ConfigError.at(f"ruby assertion: {problem}", loc, where)
+        raise ConfigError.at(f"{what}: {problem}", loc, where)
 
 
 def check_python_provider(provider_id: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:

@@ -125,14 +125,63 @@ def test_missing_file_and_import_failure(folder: Path) -> None:
     assert broken.error == "importing broken.py failed: RuntimeError: no credentials configured (broken.py:2 in <module>)"
 
 
-def test_ruby_and_go_file_providers_fail_every_call_with_the_reason() -> None:
+def test_go_file_providers_fail_every_call_with_the_reason() -> None:
     # Each call is an error naming the provider (this used to be UnknownProviderError when the provider was made).
-    response = call("file://bot.rb", "x")
+    response = call("file://main.go", "x")
     assert response.error == (
-        "file://bot.rb: Ruby file providers cannot run in ci-grade (Python, JavaScript and TypeScript file providers can); "
-        "serve it over http: or port it to Python or JavaScript"
+        "file://main.go: Go file providers cannot run in ci-grade (Python, JavaScript, TypeScript and Ruby file providers can); "
+        "serve it over http: or port it to one of those"
     )
-    assert "Go file providers" in (call("file://main.go", "x").error or "")
+
+
+RUBY_PROVIDER = """
+require 'json'
+
+def call_api(prompt, options, context)
+  raise ArgumentError, 'no topic' if context['vars']['topic'] == 'nothing'
+  { 'output' => "#{options['config']['prefix']}#{prompt.upcase}", 'tokenUsage' => { 'total' => 7, 'prompt' => 3, 'completion' => 4 },
+    'metadata' => { 'label' => options['label'] } }
+end
+
+def shout(prompt, options, context)
+  { output: "#{prompt}!", cost: 0.25 }
+end
+"""
+
+
+@pytest.mark.skipif(shutil.which("ruby") is None, reason="Ruby is not installed (.ci/run installs it)")
+def test_ruby_file_providers_run_as_promptfoo_runs_them(tmp_path: Path) -> None:
+    write(tmp_path / "provider.rb", RUBY_PROVIDER)
+    write(
+        tmp_path / "promptfooconfig.yaml",
+        """
+        prompts: ['tell me about {{topic}}']
+        providers:
+          - {id: file://provider.rb, label: ruby bot, config: {prefix: '> '}}
+          - file://provider.rb:shout
+        tests:
+          - vars: {topic: tea}
+            assert: [{type: contains, value: TEA}]
+          - vars: {topic: nothing}
+        """,
+    )
+    result = run_cli("eval", "-o", "out.json", "--no-progress", cwd=tmp_path)
+    rows = {(r["provider"]["label"] or r["provider"]["id"], r["vars"]["topic"]): r for r in json.loads((tmp_path / "out.json").read_text())["results"]["results"]}
+    assert result.code == 1
+    tea = rows[("ruby bot", "tea")]
+    assert tea["success"] and tea["response"]["output"] == "> TELL ME ABOUT TEA" and tea["response"]["tokenUsage"]["total"] == 7
+    assert tea["response"]["metadata"] == {"label": "ruby bot"}
+    assert "ArgumentError: no topic" in rows[("ruby bot", "nothing")]["error"]
+    shouted = rows[("file://provider.rb:shout", "tea")]
+    assert shouted["response"]["output"] == "tell me about tea!" and shouted["cost"] == 0.25
+
+
+@pytest.mark.skipif(shutil.which("ruby") is None, reason="Ruby is not installed (.ci/run installs it)")
+def test_a_ruby_provider_that_does_not_compile_exits_2_before_any_call(tmp_path: Path) -> None:
+    write(tmp_path / "provider.rb", "def call_api(prompt, options, context)\n  if prompt\nend\n")
+    write(tmp_path / "promptfooconfig.yaml", "prompts: [hi]\nproviders: [file://provider.rb]\ntests:\n  - vars: {}\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "Ruby file provider: SyntaxError" in result.err and "provider.rb:3" in result.err
 
 
 def test_eval_resolves_against_the_config_folder_and_errors_stay_per_row(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Python functions as providers: `file://provider.py[:function]` and `python:provider.py[:function]`.
+"""Python functions as providers: `file://provider.py[:function]` and `python:provider.py[:function]`;
+Ruby methods the same way (`file://provider.rb[:method]`, in a `ruby` process, as promptfoo runs them).
 
 The file (relative to the config's folder) runs in a worker process (`ci_grade.workers`), which
 imports it once; the function (default `call_api`) is called as `fn(prompt, options, context)`
@@ -47,10 +48,14 @@ class PythonProvider(Provider):
         options = {"id": self.id, "label": self.spec.label, "config": self.spec.config}
         call_context = {"vars": context.vars, "prompt": {"raw": context.prompt_raw, "label": context.prompt_label}, **context.trace_fields()}
         try:
-            result = await calls.call_file(path, self.function, [prompt, options, call_context], base_dir=self.base_dir, timeout=call_timeout(self.spec.config))
+            result = await self.invoke(path, [prompt, options, call_context])
         except ScriptError as exc:
             return ProviderResponse(error=str(exc))
         return self.to_response(result)
+
+    async def invoke(self, path: Path, args: list[Any]) -> Any:
+        """The function's result for `args` (ScriptError when it raises or its process fails)."""
+        return await calls.call_file(path, self.function, args, base_dir=self.base_dir, timeout=call_timeout(self.spec.config))
 
     def to_response(self, result: Any) -> ProviderResponse:
         source = f"{self.function}() in {self.path_text}"
@@ -59,16 +64,28 @@ class PythonProvider(Provider):
         return response_from_dict(result, source)
 
 
+class RubyProvider(PythonProvider):
+    """Calls a method from a user's Ruby file for each prompt, with a Python provider's arguments
+    and reply (a Hash)."""
+
+    async def invoke(self, path: Path, args: list[Any]) -> Any:
+        from ci_grade.scripting import ruby
+
+        return await ruby.call(path, self.function, args, timeout=call_timeout(self.spec.config))
+
+
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
-    """`file://x.py[:fn]` or `python:x.py[:fn]`; `file://x.js` (or .mjs, .cjs, .ts, or such a path
-    without `file://`, as promptfoo reads it) runs in Node.js; another kind of file provider fails
-    every call."""
+    """`file://x.py[:fn]` or `python:x.py[:fn]`; `file://x.rb[:fn]` runs in Ruby; `file://x.js` (or
+    .mjs, .cjs, .ts, or such a path without `file://`, as promptfoo reads it) runs in Node.js;
+    another kind of file provider fails every call."""
     reference = spec.id.removeprefix("python:") if spec.id.startswith("python:") else spec.id
     path, function = files.split_function(reference)
     if not spec.id.startswith("python:") and node.is_script(path):
         from ci_grade.providers.javascript import JavaScriptProvider
 
         return JavaScriptProvider(spec, env, path, max_concurrency)
+    if path.endswith(".rb"):
+        return RubyProvider(spec, env, path, function or DEFAULT_FUNCTION, max_concurrency)
     if not path.endswith(".py"):
         return UnavailableProvider(spec, env, unavailable.reason(path), max_concurrency)
     return PythonProvider(spec, env, path, function or DEFAULT_FUNCTION, max_concurrency)
