@@ -265,6 +265,10 @@ def test_a_sampled_flip_without_evidence_is_listed_not_gating() -> None:
     assert c.flaky_flips == [a] and c.regressions == []
     assert (c.verdict, c.gate_failed) == ("passed", False)
     assert "1 sampled test newly failing, not significant" in c.reason
+    from ci_grade.report.gate_summary import terminal_summary
+
+    lines = terminal_summary(c).splitlines()  # the terminal lists it, as the comment does
+    assert lines[lines.index("  newly failing, not significant (sampled) (1):") + 1].startswith("    - [bot | prompt] a: score 1.00 -> 0.00")
 
 
 def test_a_noisy_flip_over_repeats_is_not_significant() -> None:

@@ -74,3 +74,18 @@ def test_counts_are_in_words() -> None:
     md = render_markdown(run, compare(run, None, GatePolicy()))
     assert "1 error" in md.splitlines()[0] and "1 errors" not in md and "1 runs" not in md
     assert "<details><summary>2 more failing tests</summary>" in md
+
+
+def test_the_trend_names_each_run_by_its_commit_else_its_day() -> None:
+    from ci_grade.gate.history import RunPoint
+    from ci_grade.report.markdown_escape import Escaper
+    from ci_grade.report.trend import trend_markdown
+
+    history = [
+        RunPoint(created_at="2026-11-27T10:00:00Z", commit="0123456789abcdef", tests=2, passed=2, mean_score=1.0),
+        RunPoint(created_at="2026-11-28T09:30:00Z", tests=2, passed=1, mean_score=0.5),
+        RunPoint(tests=2, passed=1, mean_score=0.5),
+    ]
+    chart = str(trend_markdown(history, RunPoint(tests=2, passed=2, mean_score=1.0), Escaper()))
+    assert '  x-axis ["0123456", "11-28", "run", "this run"]' in chart
+    assert "  bar [100.0, 50.0, 50.0, 100.0]" in chart

@@ -389,3 +389,14 @@ def test_application_default_credentials_are_searched_once_per_provider(server: 
     errors = [r.error for r in use({"id": f"vertex:{FLASH}", "config": {"projectId": "p"}}, three)]
     assert errors == ["Google credentials could not be loaded: Your default credentials were not found."] * 3
     assert len(searches) == 1 and server.requests == []
+
+
+def test_google_api_host_names_the_endpoint_and_its_trailing_slash_is_dropped(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GOOGLE_API_HOST wins over GOOGLE_API_BASE_URL (promptfoo's order); a value with a scheme is used as given."""
+    reply = {"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}
+    google_server.install_gemini(server, KEY, FLASH, lambda req: reply)
+    monkeypatch.setenv("GOOGLE_API_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("GOOGLE_API_HOST", server.url + "/")
+    response = call(f"google:{FLASH}", "hello")
+    assert response.error is None and response.output == "hi"
+    assert [r.path for r in server.requests] == [f"/v1beta/models/{FLASH}:generateContent"]
