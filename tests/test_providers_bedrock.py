@@ -112,6 +112,9 @@ def test_embeddings_for_titan_and_cohere(aws: AwsServer, model: str, field: str)
     result = use(f"bedrock:embeddings:{model}", lambda p: p.embed("three quarters"))
     assert result.error is None and result.embedding is not None and len(result.embedding) == 64
     assert field in only_request(aws, "invoke")
+    aws.fail_next(400, "ValidationException", "Malformed input request")
+    failed = use(f"bedrock:embeddings:{model}", lambda p: p.embed("three quarters"))
+    assert failed.embedding is None and (failed.error or "").startswith("API call error:") and "Malformed input request" in (failed.error or "")
 
 
 def test_api_key_from_the_environment_is_sent_as_a_bearer_token(aws: AwsServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -161,11 +161,12 @@ def test_vertex_claude_rawpredict(server: CountingServer, account: ServiceAccoun
     model = "claude-sonnet-4-5@20250929"
     google_server.install_vertex_claude(server, account, model)
     prompt = json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
-    response = call({"id": f"vertex:{model}", "config": {"region": "us-east5"}}, prompt)
+    response = call({"id": f"vertex:{model}", "config": {"region": "us-east5", "headers": {"x-team": "evals"}}}, prompt)
     assert response.error is None and response.output == "echo: hi"
     assert response.cost == pytest.approx(100 * 3e-6 + 20 * 15e-6)
     (request,) = server.requests_to(f"/v1/projects/{account.project}/locations/us-east5/publishers/anthropic/models/{model}:rawPredict")
     assert request.json["system"] == "Be brief." and request.json["max_tokens"] == 512
+    assert google_server.header(request, "x-team") == "evals"  # config.headers are sent, as promptfoo sends them
 
 
 LLAMA = "llama-3.3-70b-instruct-maas"
@@ -400,3 +401,13 @@ def test_google_api_host_names_the_endpoint_and_its_trailing_slash_is_dropped(se
     response = call(f"google:{FLASH}", "hello")
     assert response.error is None and response.output == "hi"
     assert [r.path for r in server.requests] == [f"/v1beta/models/{FLASH}:generateContent"]
+
+
+def test_vertex_kinds_a_model_serves(account: ServiceAccount) -> None:
+    """A Gemini model on Vertex grades text and embeds; an embedding model only embeds; neither moderates."""
+
+    async def kinds(provider):  # type: ignore[no-untyped-def]
+        return [provider.supports(kind) for kind in ("text", "embedding", "moderation")]
+
+    assert use(f"vertex:{FLASH}", kinds) == [True, True, False]
+    assert use("vertex:embedding:text-embedding-004", kinds) == [False, True, False]
