@@ -107,3 +107,10 @@ def test_region_from_aws_region_and_an_unknown_endpoint(aws: AwsServer, monkeypa
 def test_a_model_type_it_does_not_know_is_refused_when_the_provider_is_made(provider_id: str) -> None:
     with pytest.raises(UnknownProviderError, match=r"model type|modelType"):
         make(provider_id, {})
+
+
+def test_a_model_error_in_the_reply_body_is_the_rows_error(aws: AwsServer) -> None:
+    """A container answers 200 with `{"code": 424, ...}` when its model failed: promptfoo's error, not an output."""
+    endpoint(aws, "custom-ep", {"code": 424, "message": "model container failed"})
+    response = call("sagemaker:custom:custom-ep", "hello")
+    assert response.output is None and (response.error or "").startswith("API Error: 424 model container failed")
