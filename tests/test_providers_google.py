@@ -175,13 +175,13 @@ LLAMA = "llama-3.3-70b-instruct-maas"
 def test_vertex_llama_through_the_openai_compatible_endpoint(server: CountingServer, account: ServiceAccount) -> None:
     google_server.install_vertex_maas(server, account, f"meta/{LLAMA}", region="us-east5")
     prompt = json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
-    spec = {"id": f"vertex:{LLAMA}", "config": {"region": "us-east5", "temperature": 0.2, "maxOutputTokens": 64}}
+    spec = {"id": f"vertex:{LLAMA}", "config": {"region": "us-east5", "temperature": 0.2, "maxOutputTokens": 64, "topP": 0.9}}
     response = call(spec, prompt)
     assert response.error is None and response.output == "echo: hi"
     assert (response.token_usage.prompt, response.token_usage.completion) == (12, 5)
     (request,) = server.requests_to(f"/v1/projects/{account.project}/locations/us-east5/endpoints/openapi/chat/completions")
     assert request.json["messages"][0] == {"role": "system", "content": "Be brief."}
-    assert (request.json["temperature"], request.json["max_tokens"]) == (0.2, 64)
+    assert (request.json["temperature"], request.json["max_tokens"], request.json["top_p"]) == (0.2, 64, 0.9)
     assert google_server.header(request, "authorization") == f"Bearer {account.tokens[0]}"
 
 
