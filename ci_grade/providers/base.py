@@ -391,3 +391,16 @@ def _looks_like_json_array(text: str) -> bool:
 
 def _is_messages(data: Any) -> bool:
     return isinstance(data, list) and bool(data) and all(isinstance(m, dict) and "role" in m for m in data)
+
+
+class ModelProvider(Provider):
+    """A provider of the one model its id names (`family:<model>`); mixed in before a family's base
+    (`class X(ModelProvider, HttpApiProvider)`)."""
+
+    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
+        super().__init__(spec, env, max_concurrency)
+        self._model = model
+
+    @property
+    def model(self) -> str:
+        return self._model

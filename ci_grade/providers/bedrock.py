@@ -24,7 +24,13 @@ from typing import Any, ClassVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, UnknownProviderError
 from ci_grade.providers.aws_client import AwsProvider
-from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, ProviderResponse
+from ci_grade.providers.base import (
+    CallContext,
+    Capability,
+    EmbeddingResponse,
+    ModelProvider,
+    ProviderResponse,
+)
 from ci_grade.providers.bedrock_converse import FINISH_REASONS, MALFORMED, converse_output, converse_request
 from ci_grade.providers.bedrock_invoke import Family, family_for
 from ci_grade.providers.pricing import estimate_cost
@@ -39,19 +45,11 @@ UNSUPPORTED = {
 }
 
 
-class BedrockProvider(AwsProvider):
+class BedrockProvider(ModelProvider, AwsProvider):
     """What every `bedrock:` provider shares: the client, region, endpoint and pricing."""
 
     service = "bedrock-runtime"
     bearer_auth = True
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def region(self) -> str:
         return str(self.spec.config.get("region") or self.env_value("AWS_BEDROCK_REGION") or "us-east-1")

@@ -25,7 +25,7 @@ from typing import Any
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
-from ci_grade.providers.base import CallContext, ProviderResponse
+from ci_grade.providers.base import CallContext, ModelProvider, ProviderResponse
 from ci_grade.providers.http_api import HttpApiProvider, json_body
 from ci_grade.providers.media import markdown_image
 
@@ -33,16 +33,8 @@ DEFAULT_QUEUE = "https://queue.fal.run"
 NOT_INPUT = frozenset({"apiKey", "client", "timeout", "maxConcurrency", "delay", "cost", "transform", "headers"})
 
 
-class FalImageProvider(HttpApiProvider):
+class FalImageProvider(ModelProvider, HttpApiProvider):
     key_names = ("FAL_KEY",)
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def describe(self) -> str:
         return f"fal:image:{self._model}"

@@ -35,6 +35,7 @@ from ci_grade.providers.base import (
     Capability,
     ClassificationResponse,
     EmbeddingResponse,
+    ModelProvider,
     Provider,
     ProviderResponse,
     SimilarityResponse,
@@ -51,19 +52,11 @@ GENERATION_KEYS = ("top_k", "top_p", "temperature", "repetition_penalty", "max_n
                    "num_return_sequences", "do_sample", "use_cache", "wait_for_model")
 
 
-class HuggingFaceProvider(HttpApiProvider):
+class HuggingFaceProvider(ModelProvider, HttpApiProvider):
     """One Inference API task on one model: endpoint, token and the "model is loading" wait."""
 
     key_names = ("HF_TOKEN", "HF_API_TOKEN")
     task: ClassVar[str] = ""
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def describe(self) -> str:
         return f"huggingface:{self.task}:{self._model}"

@@ -28,7 +28,7 @@ from typing import Any
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
-from ci_grade.providers.base import CallContext, ProviderResponse
+from ci_grade.providers.base import CallContext, ModelProvider, ProviderResponse
 from ci_grade.providers.http_api import HttpApiProvider
 from ci_grade.providers.media import data_url
 
@@ -53,21 +53,13 @@ IMAGE_OPTIONS = (
 AUDIO_OPTIONS = ("speed", "language", "speaker", "sdp_ratio", "noise_scale", "noise_scale_w")
 
 
-class HyperbolicMediaProvider(HttpApiProvider, abc.ABC):
+class HyperbolicMediaProvider(ModelProvider, HttpApiProvider, abc.ABC):
     """Shared: key, endpoint and one POST whose JSON reply must hold `field`."""
 
     key_names = ("HYPERBOLIC_API_KEY",)
     kind = ""
     endpoint = ""
     field = ""
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def describe(self) -> str:
         return f"hyperbolic:{self.kind}:{self._model}"

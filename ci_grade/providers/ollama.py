@@ -19,6 +19,7 @@ from ci_grade.providers.base import (
     CallContext,
     Capability,
     EmbeddingResponse,
+    ModelProvider,
     ProviderResponse,
     parse_chat_messages,
 )
@@ -39,7 +40,7 @@ OPTION_NAMES = frozenset(
 REQUEST_FIELDS = ("format", "keep_alive", "think", "tools", "system", "template", "raw")
 
 
-class OllamaProvider(HttpApiProvider):
+class OllamaProvider(ModelProvider, HttpApiProvider):
     """Shared endpoint, authentication and option handling."""
 
     key_names = ("OLLAMA_API_KEY",)
@@ -49,14 +50,6 @@ class OllamaProvider(HttpApiProvider):
         if kind != "embedding":
             return None
         return ProviderSpec(id="ollama:embedding:nomic-embed-text", config={k: v for k, v in self.spec.config.items() if k in ("apiBaseUrl", "baseUrl", "timeout")})
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "model": self._model, "base_url": self.endpoint("")}

@@ -28,6 +28,7 @@ from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import (
     CallContext,
     Capability,
+    ModelProvider,
     ModerationFlag,
     ModerationResponse,
     ProviderResponse,
@@ -60,18 +61,10 @@ LLAMAGUARD_CATEGORIES = {
 }
 
 
-class ReplicateProvider(HttpApiProvider):
+class ReplicateProvider(ModelProvider, HttpApiProvider):
     """One prediction per call, polled until it ends."""
 
     key_names = ("REPLICATE_API_TOKEN", "REPLICATE_API_KEY")
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def base_url(self) -> str:
         return str(self.spec.config.get("apiBaseUrl") or self.env_value("REPLICATE_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")

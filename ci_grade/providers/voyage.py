@@ -16,7 +16,7 @@ from typing import Any
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
-from ci_grade.providers.base import Capability, EmbeddingResponse
+from ci_grade.providers.base import Capability, EmbeddingResponse, ModelProvider
 from ci_grade.providers.http_api import HttpApiProvider
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.results.usage import TokenUsage
@@ -24,19 +24,11 @@ from ci_grade.results.usage import TokenUsage
 DEFAULT_BASE_URL = "https://api.voyageai.com/v1"
 
 
-class VoyageEmbeddingProvider(HttpApiProvider):
+class VoyageEmbeddingProvider(ModelProvider, HttpApiProvider):
     """`voyage:<model>`: embeddings only."""
 
     capabilities = frozenset({"embedding"})
     key_names = ("VOYAGE_API_KEY",)
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def supports(self, kind: Capability) -> bool:
         return kind == "embedding"
