@@ -35,15 +35,17 @@ def _listing(lines: list[str], heading: str, cases: list[CaseDelta], detail: boo
         lines.append(f"    ... and {plural(len(cases) - _MAX_LISTED, 'more test')} (see the Markdown report)")
 
 
-def _judgement(m: MetricDelta, confidence: float) -> str:
-    """The measure's evidence in words: exact, or the test, p, interval and MDE."""
+def _judgement(m: MetricDelta, confidence: float, share: bool = False) -> str:
+    """The measure's evidence in words: exact, or the test, p, interval and MDE; a `share`'s
+    interval (the pass rate) is kept within ±1, as the report shows it."""
     if m.method is None:
         return "not judged (too few tests to test)"
     if m.method == "exact":
         evidence = "reproducible, exact"
     else:
         p = m.p_adjusted if m.p_adjusted is not None else m.p_value
-        interval = f", {confidence:.0%} CI [{m.ci_low:+.2f}, {m.ci_high:+.2f}]" if m.ci_low is not None and m.ci_high is not None else ""
+        low, high = (max(-1.0, m.ci_low), min(1.0, m.ci_high)) if share and m.ci_low is not None and m.ci_high is not None else (m.ci_low, m.ci_high)
+        interval = f", {confidence:.0%} CI [{low:+.2f}, {high:+.2f}]" if low is not None and high is not None else ""
         evidence = f"{m.method}, p={p if p is not None else 1.0:.2g}{interval}"
     if m.regressed:
         return f"regressed ({evidence})"
@@ -66,7 +68,7 @@ def terminal_summary(comparison: Comparison) -> str:
         for measure in c.measures:
             if measure.delta is not None and (measure is c.mean_score or measure.derived or measure.regressed or measure.inconclusive or measure.significant):
                 label = "pass rate" if measure is c.mean_score and c.same_measure else measure.name if measure in (c.mean_score, c.pass_rate) else _label(measure)
-                lines.append(f"  {label} {measure.base:.2f} -> {measure.head:.2f} ({measure.delta:+.2f}) over {measure.tests} tests in both runs: {_judgement(measure, c.policy.confidence)}")
+                lines.append(f"  {label} {measure.base:.2f} -> {measure.head:.2f} ({measure.delta:+.2f}) over {measure.tests} tests in both runs: {_judgement(measure, c.policy.confidence, label == 'pass rate')}")
         _listing(lines, "regressions and new failures", c.regressions)
         _listing(lines, "newly failing, not significant (sampled)", c.flaky_flips)
         _listing(lines, "inconclusive drops", [t for t in c.inconclusive if not t.new_failure])
