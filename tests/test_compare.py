@@ -269,6 +269,7 @@ def test_a_sampled_flip_without_evidence_is_listed_not_gating() -> None:
 
     lines = terminal_summary(c).splitlines()  # the terminal lists it, as the comment does
     assert "90% CI [-1.00, +1.00])" in lines[1]  # a share moves by 100 points at most (the t interval of 2 tests is wider)
+    assert ": no significant change (McNemar mid-p, p=" in lines[1]
     assert lines[lines.index("  newly failing, not significant (sampled) (1):") + 1].startswith("    - [bot | prompt] a: score 1.00 -> 0.00")
 
 
@@ -413,3 +414,10 @@ def test_tests_without_a_fingerprint_are_never_taken_for_renames() -> None:
     c = compare(head, baseline, GatePolicy())
     assert c.changed("renamed") == []
     assert [t.name for t in c.changed("added")] == ["new name"] and [t.name for t in c.changed("removed")] == ["old name"]
+
+
+def test_without_a_baseline_the_terminal_says_the_gate_judged_thresholds_only() -> None:
+    from ci_grade.report.gate_summary import terminal_summary
+
+    c = compare(run_of(row("a", 1.0), row("b", 0.0)), None, GatePolicy())
+    assert "  no baseline: the gate judged thresholds only" in terminal_summary(c).splitlines()

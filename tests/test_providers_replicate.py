@@ -39,9 +39,11 @@ def test_prediction_is_created_as_promptfoo_creates_it_and_polled_until_done(ser
     assert len(server.requests_to("/v1/predictions/pred1")) == 2
 
 
-def test_a_version_goes_to_v1_predictions_and_a_failed_prediction_is_an_error(server: CountingServer) -> None:
+def test_a_version_goes_to_v1_predictions_and_a_failed_prediction_is_an_error(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> None:
     replicate_server.install(server, KEY, LLAMA, lambda inp: replicate_server.problem(422, "prompt is too long") if "long" in inp["prompt"] else "ok", version="abc123")
-    assert call(f"replicate:{LLAMA}:abc123", "hi").output == "ok"
+    monkeypatch.setenv("REPLICATE_BASE_URL", "http://127.0.0.1:9")  # config.apiBaseUrl wins over it
+    assert call({"id": f"replicate:{LLAMA}:abc123", "config": {"apiBaseUrl": server.url}}, "hi").output == "ok"
+    monkeypatch.setenv("REPLICATE_BASE_URL", server.url)
     (create,) = server.requests_to("/v1/predictions")
     assert create.json["version"] == "abc123"
     response = call(f"replicate:{LLAMA}:abc123", "too long")
