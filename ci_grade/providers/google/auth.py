@@ -11,12 +11,16 @@ Region: `config.region`, VERTEX_REGION, GOOGLE_CLOUD_LOCATION, else `us-central1
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci_grade.errors import ProviderError
+
+if TYPE_CHECKING:
+    from ci_grade.config.models import ProviderSpec
 
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 MISSING_AUTH = "the google-auth package is not installed: pip install 'ci-grade[google]'"
@@ -147,3 +151,16 @@ def _from_info(info: dict[str, Any]) -> Any:
 
 def _first(env: Mapping[str, str], *names: str) -> str | None:
     return next((env[name] for name in names if env.get(name)), None)
+
+
+class VertexAuthed:
+    """Mixed into a Vertex AI provider (`class X(VertexAuthed, SomeProvider)`): its `auth`, made on
+    first use, after the registry has set `base_dir` (a relative key file is the config's)."""
+
+    spec: ProviderSpec
+    env: Mapping[str, str]
+    base_dir: Path | None
+
+    @functools.cached_property
+    def auth(self) -> VertexAuth:
+        return VertexAuth(self.spec.config, self.env, self.base_dir)

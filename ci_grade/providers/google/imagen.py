@@ -25,7 +25,7 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
 from ci_grade.providers.base import CallContext, ProviderResponse
 from ci_grade.providers.google import endpoint
-from ci_grade.providers.google.auth import VertexAuth
+from ci_grade.providers.google.auth import VertexAuthed
 from ci_grade.providers.http_api import HttpApiProvider
 from ci_grade.providers.media import data_url
 
@@ -43,20 +43,13 @@ NO_BACKEND = (
 )
 
 
-class ImagenProvider(HttpApiProvider):
+class ImagenProvider(VertexAuthed, HttpApiProvider):
     key_names = ("GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY")
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
         super().__init__(spec, env, max_concurrency)
         self._model = model
         self.vertex = bool(spec.config.get("projectId") or env.get("GOOGLE_CLOUD_PROJECT") or env.get("GOOGLE_PROJECT_ID"))
-        self._auth: VertexAuth | None = None
-
-    @property
-    def auth(self) -> VertexAuth:
-        if self._auth is None:
-            self._auth = VertexAuth(self.spec.config, self.env, self.base_dir)
-        return self._auth
 
     @property
     def model(self) -> str:

@@ -33,7 +33,7 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse
 from ci_grade.providers.google import endpoint, live_tools, request
-from ci_grade.providers.google.auth import VertexAuth
+from ci_grade.providers.google.auth import VertexAuthed
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import RETRYABLE_STATUS, RetryPolicy, retry_after_seconds, with_retries
 from ci_grade.results.usage import TokenUsage
@@ -311,7 +311,7 @@ class GoogleLiveProvider(Provider):
         return tokens, cost
 
 
-class VertexLiveProvider(GoogleLiveProvider):
+class VertexLiveProvider(VertexAuthed, GoogleLiveProvider):
     """`vertex:live:<model>`: the Live API on Vertex AI, with Application Default Credentials.
 
     Project, region, endpoint and credentials are read as for `vertex:` (see `auth`); the API
@@ -320,16 +320,6 @@ class VertexLiveProvider(GoogleLiveProvider):
     """
 
     always_transcribed = True
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, model, max_concurrency)
-        self._auth: VertexAuth | None = None
-
-    @property
-    def auth(self) -> VertexAuth:
-        if self._auth is None:
-            self._auth = VertexAuth(self.spec.config, self.env, self.base_dir)
-        return self._auth
 
     def describe(self) -> str:
         return f"vertex:live:{self._model}"

@@ -18,7 +18,7 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
 from ci_grade.providers.anthropic import AnthropicMessagesProvider, _is_forced, _missing_content
 from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, Provider, ProviderResponse
-from ci_grade.providers.google.auth import VertexAuth
+from ci_grade.providers.google.auth import VertexAuthed
 from ci_grade.providers.google.gemini import GeminiProvider
 from ci_grade.providers.google.vertex_maas import VertexMaasProvider, publisher_model
 from ci_grade.results.usage import TokenUsage
@@ -27,19 +27,12 @@ CLAUDE_VERSION = "vertex-2023-10-16"
 CLAUDE_MAX_TOKENS = 512  # promptfoo's default for Claude on Vertex
 
 
-class VertexGeminiProvider(GeminiProvider):
+class VertexGeminiProvider(VertexAuthed, GeminiProvider):
     """Gemini (and embedding models) on Vertex AI through `google-genai`."""
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None, embedding: bool = False):
         super().__init__(spec, env, model, max_concurrency)
         self.embedding_model = embedding
-        self._auth: VertexAuth | None = None
-
-    @property
-    def auth(self) -> VertexAuth:
-        if self._auth is None:
-            self._auth = VertexAuth(self.spec.config, self.env, self.base_dir)
-        return self._auth
 
     def describe(self) -> str:
         return f"vertex:embedding:{self._model}" if self.embedding_model else f"vertex:{self._model}"
@@ -71,18 +64,8 @@ class VertexGeminiProvider(GeminiProvider):
         return await super()._embed(text)
 
 
-class VertexClaudeProvider(AnthropicMessagesProvider):
+class VertexClaudeProvider(VertexAuthed, AnthropicMessagesProvider):
     """Claude on Vertex AI: the Messages API at `publishers/anthropic/models/<model>:rawPredict`."""
-
-    def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, model, max_concurrency)
-        self._auth: VertexAuth | None = None
-
-    @property
-    def auth(self) -> VertexAuth:
-        if self._auth is None:
-            self._auth = VertexAuth(self.spec.config, self.env, self.base_dir)
-        return self._auth
 
     def describe(self) -> str:
         return f"vertex:{self._model}"

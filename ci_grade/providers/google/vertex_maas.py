@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
 from ci_grade.providers.base import CallContext, ProviderResponse
-from ci_grade.providers.google.auth import VertexAuth
+from ci_grade.providers.google.auth import VertexAuthed
 from ci_grade.providers.http_clients import sdk, sdk_http_client
 from ci_grade.providers.openai import OpenAIChatProvider
 
@@ -33,7 +33,7 @@ def publisher_model(name: str) -> str | None:
     return f"{publisher}/{name}" if publisher else None
 
 
-class VertexMaasProvider(OpenAIChatProvider):
+class VertexMaasProvider(VertexAuthed, OpenAIChatProvider):
     """`vertex:<llama or other MaaS model>`: Chat Completions on Vertex with Application Default Credentials."""
 
     key_names: ClassVar[tuple[str, ...]] = ()
@@ -41,13 +41,6 @@ class VertexMaasProvider(OpenAIChatProvider):
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
         super().__init__(spec, env, publisher_model(model) or model, max_concurrency)
-        self._auth: VertexAuth | None = None
-
-    @property
-    def auth(self) -> VertexAuth:
-        if self._auth is None:  # after `base_dir` is set: a relative key file is the config's
-            self._auth = VertexAuth(self.spec.config, self.env, self.base_dir)
-        return self._auth
 
     def describe(self) -> str:
         return f"vertex:{self._model}"
