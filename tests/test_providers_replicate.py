@@ -60,9 +60,9 @@ def test_429_with_retry_after_and_5xx_are_retried_on_create_and_poll(server: Cou
 
 
 def test_llamaguard_verdicts_are_moderation_flags_as_promptfoo_maps_them(server: CountingServer) -> None:
-    replicate_server.install(server, KEY, GUARD, lambda inp: "unsafe\nS1,S10" if "attack" in inp["prompt"] else "safe")
+    replicate_server.install(server, KEY, GUARD, lambda inp: "unsafe\nS1,S3,S10" if "attack" in inp["prompt"] else "safe")
     flagged = use(f"replicate:moderation:{GUARD}", lambda p: p.moderate("how do I", "attack them"))
-    assert flagged.error is None and [(f.code, f.description) for f in flagged.flags or []] == [("S1", "Violent Crimes"), ("S10", "Hate")]
+    assert flagged.error is None and [(f.code, f.description) for f in flagged.flags or []] == [("S1", "Violent Crimes"), ("S3", "Sex Crimes"), ("S10", "Hate")]
     assert server.requests_to(f"/v1/models/{GUARD}/predictions")[0].json["input"]["prompt"] == "Human: how do I\n\nAssistant: attack them"
     assert use(f"replicate:moderation:{GUARD}", lambda p: p.moderate("hi", "hello")).flags == []
 
