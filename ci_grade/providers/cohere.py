@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
-from ci_grade.providers.base import CallContext, Capability, EmbeddingResponse, Provider, ProviderResponse
+from ci_grade.providers.base import (
+    CallContext,
+    Capability,
+    EmbeddingResponse,
+    ModelProvider,
+    ProviderResponse,
+)
 from ci_grade.providers.http_clients import api_http_client
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
@@ -59,7 +65,7 @@ NOT_SENT = frozenset({
 FINISH_REASONS = {"COMPLETE": "stop", "MAX_TOKENS": "length", "STOP_SEQUENCE": "stop", "TOOL_CALL": "tool_calls"}
 
 
-class CohereProvider(Provider):
+class CohereProvider(ModelProvider):
     """Chat or embeddings on one `cohere.AsyncClient`, on an httpx client ci-grade owns."""
 
     cacheable = True
@@ -67,17 +73,12 @@ class CohereProvider(Provider):
     key_names = ("COHERE_API_KEY", "CO_API_KEY")
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None, embedding: bool = False):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
+        super().__init__(spec, env, model, max_concurrency)
         self.embedding_model = embedding
         self._timeout = call_timeout(spec.config)
         self._client: cohere.AsyncClient | None = None
         self._http: httpx.AsyncClient | None = None
         self.liveness = Liveness()
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def describe(self) -> str:
         return f"cohere:embedding:{self._model}" if self.embedding_model else f"cohere:{self._model}"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
-from ci_grade.providers.base import CallContext, ProviderResponse, parse_chat_messages
+from ci_grade.providers.base import CallContext, ModelProvider, ProviderResponse, parse_chat_messages
 from ci_grade.providers.http_api import HttpApiProvider, excerpt, json_body
 from ci_grade.results.usage import TokenUsage
 
@@ -51,20 +51,15 @@ PARAMETERS = (
 CHAT_PARAMETERS = (("temperature", "temperature"), ("maxNewTokens", "max_tokens"), ("topP", "top_p"), ("randomSeed", "seed"))
 
 
-class WatsonxProvider(HttpApiProvider):
+class WatsonxProvider(ModelProvider, HttpApiProvider):
     """`watsonx:<model>` (text generation), or with `chat` `watsonx:chat:<model>`."""
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None, chat: bool = False):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
+        super().__init__(spec, env, model, max_concurrency)
         self.chat = chat
         self._token: tuple[str, float] | None = None
         self._token_lock = asyncio.Lock()
         self._tier_prices: tuple[float | None, float | None] | None = None
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def describe(self) -> str:
         return f"watsonx:chat:{self._model}" if self.chat else f"watsonx:{self._model}"

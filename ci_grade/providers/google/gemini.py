@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
-from ci_grade.providers.base import CallContext, EmbeddingResponse, Provider, ProviderResponse
+from ci_grade.providers.base import CallContext, EmbeddingResponse, ModelProvider, ProviderResponse
 from ci_grade.providers.google import request
 from ci_grade.providers.http_clients import api_http_client
 from ci_grade.providers.pricing import estimate_cost
@@ -39,7 +39,7 @@ FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
 MISSING_SDK = "the google-genai package is not installed: pip install 'ci-grade[google]'"
 
 
-class GeminiProvider(Provider, abc.ABC):
+class GeminiProvider(ModelProvider, abc.ABC):
     """`generateContent` and `embedContent` through `client.aio.models`; subclasses say how to connect."""
 
     price_family: ClassVar[str | None] = "google"
@@ -47,17 +47,12 @@ class GeminiProvider(Provider, abc.ABC):
     adaptive = True
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
+        super().__init__(spec, env, model, max_concurrency)
         self.embedding_model = False
         self._timeout = call_timeout(spec.config)
         self._client: genai.Client | None = None
         self._http: httpx.AsyncClient | None = None
         self.liveness = Liveness()
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "model": self._model, "url": self.base_url()}

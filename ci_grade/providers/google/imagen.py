@@ -23,7 +23,7 @@ from typing import Any
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError
-from ci_grade.providers.base import CallContext, ProviderResponse
+from ci_grade.providers.base import CallContext, ModelProvider, ProviderResponse
 from ci_grade.providers.google import endpoint
 from ci_grade.providers.google.auth import VertexAuthed
 from ci_grade.providers.http_api import HttpApiProvider
@@ -43,17 +43,12 @@ NO_BACKEND = (
 )
 
 
-class ImagenProvider(VertexAuthed, HttpApiProvider):
+class ImagenProvider(VertexAuthed, ModelProvider, HttpApiProvider):
     key_names = ("GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY")
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
+        super().__init__(spec, env, model, max_concurrency)
         self.vertex = bool(spec.config.get("projectId") or env.get("GOOGLE_CLOUD_PROJECT") or env.get("GOOGLE_PROJECT_ID"))
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def describe(self) -> str:
         return f"google:image:{self._model}"

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
-from ci_grade.providers.base import CallContext, Capability, Provider, ProviderResponse
+from ci_grade.providers.base import CallContext, Capability, ModelProvider, ProviderResponse
 from ci_grade.providers.google import endpoint, live_tools, request
 from ci_grade.providers.google.auth import VertexAuthed
 from ci_grade.providers.pricing import estimate_cost
@@ -61,7 +61,7 @@ class _Transcript:
     grounding: dict[str, Any] = field(default_factory=dict)
 
 
-class GoogleLiveProvider(Provider):
+class GoogleLiveProvider(ModelProvider):
     """The Gemini Live API, one websocket session per call."""
 
     key_names = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
@@ -70,15 +70,10 @@ class GoogleLiveProvider(Provider):
     """Whether spoken answers are transcribed even when no text was asked for (Vertex, as promptfoo)."""
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
-        super().__init__(spec, env, max_concurrency)
-        self._model = model
+        super().__init__(spec, env, model, max_concurrency)
         self._client: Any = None
         # A stateful API's script listens on one port: its sessions run one at a time.
         self._one_at_a_time = asyncio.Lock() if live_tools.stateful_api(spec.config) else None
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     def supports(self, kind: Capability) -> bool:
         return kind == "text"
