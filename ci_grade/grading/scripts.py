@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,22 +96,10 @@ async def python_assert(ctx: AssertionContext) -> Grade:
     finish (it exited, crashed, timed out or ran out of memory) is an ERROR naming why."""
     code = ctx.value
     args = [ctx.output, script_context(ctx)]
-    try:
-        if code.startswith("file://"):
-            path, function = _script_file(code, ctx)
-            value = await calls.call_file(path, function or "get_assert", args, base_dir=ctx.run.base_dir)
-        else:
-            value = await calls.call_inline(code, ("output", "context"), args, base_dir=ctx.run.base_dir)
-    except ScriptAborted as exc:
-        raise GraderError(str(exc)) from None
-    except ScriptError as exc:
-        running = "Error running Python script" if code.startswith("file://") else "Python code execution failed"
-        return Grade(False, 0.0, f"{running}: {exc}")
-    _check_finite(value)
-    try:
-        return _python_result(value, ctx)
-    except ScriptError as exc:
-        return Grade(False, 0.0, f"Python code execution failed: {exc}")
+    if code.startswith("file://"):
+        path, function = _script_file(code, ctx)
+        return await _script_grade(calls.call_file(path, function or "get_assert", args, base_dir=ctx.run.base_dir), ctx, "Python", file=True)
+    return await _script_grade(calls.call_inline(code, ("output", "context"), args, base_dir=ctx.run.base_dir), ctx, "Python", file=False)
 
 
 @assertion("ruby", handles_inverse=True, value=ValueSpec("{type} needs code (an expression, a method body or file://x.rb[:fn])", STRING))
@@ -121,22 +110,27 @@ async def ruby_assert(ctx: AssertionContext) -> Grade:
 
     code = ctx.value
     args = [ctx.output, script_context(ctx)]
+    if code.startswith("file://"):
+        path, function = _script_file(code, ctx)
+        return await _script_grade(ruby.call(path, function or "get_assert", args), ctx, "Ruby", file=True)
+    return await _script_grade(ruby.call_inline(code, args), ctx, "Ruby", file=False)
+
+
+async def _script_grade(call: Coroutine[Any, Any, Any], ctx: AssertionContext, language: str, *, file: bool) -> Grade:
+    """A Python or Ruby assertion's result read by promptfoo's Python rules: code that raises fails
+    with promptfoo's wording; code that did not finish is an ERROR."""
     try:
-        if code.startswith("file://"):
-            path, function = _script_file(code, ctx)
-            value = await ruby.call(path, function or "get_assert", args)
-        else:
-            value = await ruby.call_inline(code, args)
+        value = await call
     except ScriptAborted as exc:
         raise GraderError(str(exc)) from None
     except ScriptError as exc:
-        running = "Error running Ruby script" if code.startswith("file://") else "Ruby code execution failed"
+        running = f"Error running {language} script" if file else f"{language} code execution failed"
         return Grade(False, 0.0, f"{running}: {exc}")
     _check_finite(value)
     try:
-        return _python_result(value, ctx, "Ruby")
+        return _python_result(value, ctx, language)
     except ScriptError as exc:
-        return Grade(False, 0.0, f"Ruby code execution failed: {exc}")
+        return Grade(False, 0.0, f"{language} code execution failed: {exc}")
 
 
 @dataclass(frozen=True)
