@@ -27,12 +27,10 @@ from ci_grade.providers.base import (
     ModelProvider,
     ProviderResponse,
 )
-from ci_grade.providers.http_clients import api_http_client
+from ci_grade.providers.http_api import HttpApiProvider
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
-    Liveness,
     RetryPolicy,
-    call_timeout,
     retry_after_seconds,
     with_retries,
 )
@@ -40,7 +38,6 @@ from ci_grade.results.usage import TokenUsage
 
 if TYPE_CHECKING:
     import cohere
-    import httpx
 
 T = TypeVar("T")
 DEFAULT_BASE_URL = "https://api.cohere.com"
@@ -65,20 +62,15 @@ NOT_SENT = frozenset({
 FINISH_REASONS = {"COMPLETE": "stop", "MAX_TOKENS": "length", "STOP_SEQUENCE": "stop", "TOOL_CALL": "tool_calls"}
 
 
-class CohereProvider(ModelProvider):
+class CohereProvider(ModelProvider, HttpApiProvider):
     """Chat or embeddings on one `cohere.AsyncClient`, on an httpx client ci-grade owns."""
 
-    cacheable = True
-    adaptive = True
     key_names = ("COHERE_API_KEY", "CO_API_KEY")
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None, embedding: bool = False):
         super().__init__(spec, env, model, max_concurrency)
         self.embedding_model = embedding
-        self._timeout = call_timeout(spec.config)
         self._client: cohere.AsyncClient | None = None
-        self._http: httpx.AsyncClient | None = None
-        self.liveness = Liveness()
 
     def describe(self) -> str:
         return f"cohere:embedding:{self._model}" if self.embedding_model else f"cohere:{self._model}"
@@ -99,15 +91,15 @@ class CohereProvider(ModelProvider):
                 import cohere
             except ImportError:
                 raise ProviderError(MISSING_SDK) from None
-            self._http = api_http_client(self._timeout, int(self.limiter.ceiling))
-            self._http.headers.update({str(k): str(v) for k, v in (self.spec.config.get("headers") or {}).items()})
+            http = self.http()
+            http.headers.update({str(k): str(v) for k, v in (self.spec.config.get("headers") or {}).items()})
             self._client = cohere.AsyncClient(
                 api_key=self.api_key(),
                 base_url=self.base_url(),
                 client_name=self.env_value("COHERE_CLIENT_NAME") or "ci-grade",
                 timeout=self._timeout,
                 max_retries=0,  # ci-grade retries (see the module's docstring)
-                httpx_client=self._http,
+                httpx_client=http,
                 log_warning_experimental_features=False,
             )
         return self._client
@@ -207,9 +199,7 @@ class CohereProvider(ModelProvider):
             raise ProviderError(f"{exc} (gave up after {policy.attempts} attempts)") from None
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await super().aclose()
         self._client = None
 
 

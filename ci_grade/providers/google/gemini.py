@@ -18,20 +18,17 @@ from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import CallContext, EmbeddingResponse, ModelProvider, ProviderResponse
 from ci_grade.providers.google import request
-from ci_grade.providers.http_clients import api_http_client
+from ci_grade.providers.http_api import HttpApiProvider
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import (
     RETRYABLE_STATUS,
-    Liveness,
     RetryPolicy,
-    call_timeout,
     retry_after_seconds,
     with_retries,
 )
 from ci_grade.results.usage import TokenUsage
 
 if TYPE_CHECKING:
-    import httpx
     from google import genai
 
 BLOCKED = ("SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII")
@@ -39,20 +36,15 @@ FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
 MISSING_SDK = "the google-genai package is not installed: pip install 'ci-grade[google]'"
 
 
-class GeminiProvider(ModelProvider, abc.ABC):
+class GeminiProvider(ModelProvider, HttpApiProvider, abc.ABC):
     """`generateContent` and `embedContent` through `client.aio.models`; subclasses say how to connect."""
 
     price_family: ClassVar[str | None] = "google"
-    cacheable = True
-    adaptive = True
 
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], model: str, max_concurrency: int | None = None):
         super().__init__(spec, env, model, max_concurrency)
         self.embedding_model = False
-        self._timeout = call_timeout(spec.config)
         self._client: genai.Client | None = None
-        self._http: httpx.AsyncClient | None = None
-        self.liveness = Liveness()
 
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(), "model": self._model, "url": self.base_url()}
@@ -75,7 +67,6 @@ class GeminiProvider(ModelProvider, abc.ABC):
                 from google.genai import types
             except ImportError:
                 raise ProviderError(MISSING_SDK) from None
-            self._http = api_http_client(self._timeout, int(self.limiter.ceiling))
             headers = {str(k): str(v) for k, v in (self.spec.config.get("headers") or {}).items()}
             options = types.HttpOptions(
                 base_url=self.base_url(),
@@ -83,7 +74,7 @@ class GeminiProvider(ModelProvider, abc.ABC):
                 headers=headers or None,
                 timeout=int(self._timeout * 1000),
                 retry_options=types.HttpRetryOptions(attempts=1),  # ci-grade retries (see the module's docstring)
-                httpx_async_client=self._http,
+                httpx_async_client=self.http(),
             )
             self._client = genai.Client(http_options=options, **self.client_kwargs())
         return self._client
@@ -216,7 +207,5 @@ class GeminiProvider(ModelProvider, abc.ABC):
         return EmbeddingResponse(embedding=list(vectors[0].values), token_usage=TokenUsage.of(tokens, 0), cost=cost)
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await super().aclose()
         self._client = None
