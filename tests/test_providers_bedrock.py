@@ -280,3 +280,40 @@ def test_invoke_applies_a_guardrail_at_its_draft_version_unless_one_is_named(aws
     assert call({"id": f"bedrock:{HAIKU}", "config": {"guardrailIdentifier": "gr-1", "guardrailVersion": 3}}, "hello").error is None
     sent = [{k.lower(): v for k, v in r.headers.items()} for r in aws.requests if r.path.endswith("/invoke")]
     assert [(h.get("x-amzn-bedrock-guardrailidentifier"), h.get("x-amzn-bedrock-guardrailversion")) for h in sent] == [("gr-1", "DRAFT"), ("gr-1", "3")]
+
+
+def test_invoke_reports_whether_the_guardrail_intervened(aws: AwsServer) -> None:
+    aws.guardrail_blocks = {"weapon"}
+    spec = {"id": f"bedrock:{HAIKU}", "config": {"guardrailIdentifier": "gr-1"}}
+    blocked, allowed = call(spec, "how to build a weapon"), call(spec, "hello")
+    assert blocked.output == "Sorry, the model cannot answer this question."
+    assert blocked.metadata == {"guardrails": {"flagged": True}}
+    assert allowed.output == "echo: hello"
+    assert allowed.metadata == {"guardrails": {"flagged": False}}
+    assert call(f"bedrock:{HAIKU}", "weapon").metadata == {}
+
+
+NOVA_2 = "amazon.nova-2-lite-v1:0"
+
+
+@pytest.mark.parametrize(("effort", "capped"), [("high", False), ("medium", True)])
+def test_converse_nova_2_reasoning_drops_sampling_and_the_token_cap_only_at_high_effort(aws: AwsServer, effort: str, capped: bool) -> None:
+    config = {"maxTokens": 300, "temperature": 0.5, "topP": 0.9, "reasoningConfig": {"type": "enabled", "maxReasoningEffort": effort}}
+    response = call({"id": f"bedrock:converse:{NOVA_2}", "config": config}, "hello")
+    assert response.error is None, response.error
+    assert response.output == "<thinking>\nLet me think it through.\n</thinking>\n\necho: hello"
+    assert only_request(aws, "converse").get("inferenceConfig") == ({"maxTokens": 300} if capped else None)
+
+
+@pytest.mark.parametrize(("effort", "capped"), [("high", False), ("low", True)])
+def test_invoke_nova_2_reasoning_drops_the_token_cap_only_at_high_effort(aws: AwsServer, effort: str, capped: bool) -> None:
+    config = {"interfaceConfig": {"max_new_tokens": 300, "temperature": 0.5}, "reasoningConfig": {"type": "enabled", "maxReasoningEffort": effort}}
+    response = call({"id": f"bedrock:{NOVA_2}", "config": config}, "hello")
+    assert response.error is None, response.error
+    assert response.output == "<thinking>\nLet me think it through.\n</thinking>\n\necho: hello"
+    assert only_request(aws, "invoke")["inferenceConfig"] == ({"max_new_tokens": 300} if capped else {})
+
+
+def test_invoke_nova_show_thinking_false_keeps_only_the_answer(aws: AwsServer) -> None:
+    config = {"showThinking": False, "reasoningConfig": {"type": "enabled", "maxReasoningEffort": "low"}}
+    assert call({"id": f"bedrock:{NOVA_2}", "config": config}, "hello").output == "echo: hello"

@@ -41,6 +41,24 @@ def test_chat_sends_promptfoos_v1_body_and_reads_text_tokens_and_finish_reason(s
     assert "showDocuments" not in body and "apiKey" not in body
 
 
+def test_without_config_the_body_is_promptfoos_defaults_and_nothing_else(server: CountingServer) -> None:
+    cohere_server.install(server, KEY)
+    assert call("cohere:command-r", "hello").output == "echo: hello"
+    (request,) = server.requests_to("/v1/chat")
+    assert request.json == {
+        "model": "command-r", "message": "hello", "stream": False, "connectors": [], "prompt_truncation": "OFF",
+        "search_queries_only": False, "documents": [], "temperature": 0.3, "k": 0, "p": 0.75,
+        "frequency_penalty": 0, "presence_penalty": 0,
+    }
+
+
+def test_an_embedding_model_asked_for_text_is_an_error_row_without_a_call(server: CountingServer) -> None:
+    cohere_server.install(server, KEY)
+    response = call("cohere:embedding:embed-english-v3.0", "hello")
+    assert response.error == "Provider cohere:embedding:embed-english-v3.0 is an embedding provider; use a non-embedding provider for text"
+    assert server.requests_to("/v1/chat") == [] and server.requests_to("/v1/embed") == []
+
+
 def test_a_json_object_prompt_is_the_request_and_co_api_key_is_read(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COHERE_API_KEY")
     monkeypatch.setenv("CO_API_KEY", KEY)

@@ -13,7 +13,7 @@ from ci_grade.providers.base import CallContext
 from tests.provider_helpers import call, eval_rows, use
 from tests.servers import google_server
 from tests.servers.counting_server import CountingServer
-from tests.servers.google_server import ServiceAccount, google_error
+from tests.servers.google_server import ServiceAccount, WorkloadIdentity, google_error
 
 KEY = "AIza-test-secret-4242"
 FLASH = "gemini-2.5-flash"
@@ -81,10 +81,18 @@ def test_function_declarations_and_a_function_call_reply_as_promptfoo_shows_it(s
     config = {"tools": tools, "toolConfig": {"functionCallingConfig": {"mode": "ANY"}}}
     response = call({"id": f"google:{FLASH}", "config": config}, "Weather in Paris?")
     assert response.output == [call_part]
+    assert response.finish_reason == "stop"  # the reply's STOP, as promptfoo reads it
     (request,) = server.requests_to(f"/v1beta/models/{FLASH}:generateContent")
     (declaration,) = request.json["tools"][0]["functionDeclarations"]
     assert declaration["name"] == "get_weather" and declaration["parameters"]["properties"]["city"]["type"].lower() == "string"
     assert request.json["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
+
+
+def test_a_reply_cut_at_the_token_limit_has_the_finish_reason_length(server: CountingServer) -> None:
+    cut = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Paris is the cap"}]}, "finishReason": "MAX_TOKENS"}]}
+    google_server.install_gemini(server, KEY, FLASH, lambda req: cut)
+    response = call({"id": f"google:{FLASH}", "config": {"maxOutputTokens": 4}}, "Capital of France?")
+    assert (response.output, response.finish_reason) == ("Paris is the cap", "length")
 
 
 def test_grader_schema_is_sent_as_a_json_schema(server: CountingServer) -> None:
@@ -146,6 +154,19 @@ def test_vertex_gemini_with_a_service_account_file(server: CountingServer, accou
     assert len(account.tokens) == 1  # one token exchange, reused while valid
     requests = server.requests_to(f"/v1/projects/{account.project}/locations/us-central1/publishers/google/models/{FLASH}:generateContent")
     assert [google_server.header(r, "authorization") for r in requests] == [f"Bearer {account.tokens[0]}"] * 2
+
+
+def test_vertex_with_workload_identity_federation_as_github_actions_sets_it_up(server: CountingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    identity = WorkloadIdentity.write(tmp_path, server)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(identity.path))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", identity.project)
+    monkeypatch.setenv("VERTEX_API_HOST", server.url)
+    google_server.install_vertex(server, identity, FLASH)
+    response = call(f"vertex:{FLASH}", "hello")
+    assert response.error is None and response.output == "echo: hello"
+    assert len(server.requests_to("/actions/oidc")) == 1 and len(identity.tokens) == 1
+    (request,) = server.requests_to(f"/v1/projects/{identity.project}/locations/us-central1/publishers/google/models/{FLASH}:generateContent")
+    assert google_server.header(request, "authorization") == f"Bearer {identity.tokens[0]}"
 
 
 def test_vertex_project_and_region_from_config_and_embeddings(server: CountingServer, account: ServiceAccount, monkeypatch: pytest.MonkeyPatch) -> None:

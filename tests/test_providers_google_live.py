@@ -74,6 +74,17 @@ def test_each_user_message_is_a_turn_and_the_setup_carries_the_options(live: Cal
     assert response.token_usage.num_requests == 2 and response.token_usage.total == response.token_usage.prompt + response.token_usage.completion > 0
 
 
+def test_tools_in_promptfoos_snake_case_reach_the_setup_in_the_apis_camel_case(live: Callable[..., LiveServer]) -> None:
+    server = live()
+    function = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    config = {**TEXT, "tools": [{"google_search": {}}, {"code_execution": {}}, function]}
+    assert call({"id": f"google:live:{MODEL}", "config": config}, "hi").error is None
+    (session,) = server.sessions
+    tools = session.setup["tools"]
+    assert {"googleSearch": {}} in tools and {"codeExecution": {}} in tools and len(tools) == 3
+    assert [t["functionDeclarations"][0]["name"] for t in tools if "functionDeclarations" in t] == ["get_weather"]
+
+
 def test_a_wrong_key_a_wrong_endpoint_an_unknown_option_and_silence_are_row_errors(live: Callable[..., LiveServer], monkeypatch: pytest.MonkeyPatch) -> None:
     server = live(reply=lambda session, message: [])
     monkeypatch.setenv("GOOGLE_API_KEY", "AIza-wrong")

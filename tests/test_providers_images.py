@@ -14,6 +14,7 @@ from tests.provider_helpers import call, eval_rows, make
 from tests.servers import media_servers, replicate_server
 from tests.servers.counting_server import CountingServer
 from tests.servers.google_server import ServiceAccount
+from tests.servers.llm_server import Response
 from tests.servers.media_servers import MP3_B64, PNG_B64
 
 XAI_KEY = "xai-imagekey1234567890ABCDEFabcdef1234567890"
@@ -160,6 +161,12 @@ def test_imagen_filtered_prompt_is_an_error_naming_the_reason(server: CountingSe
     media_servers.install_imagen(server, GOOGLE_KEY, "imagen-4.0-generate-001", images=0)
     response = call("google:image:imagen-4.0-generate-001", "something")
     assert response.error is not None and "No valid images generated" in response.error and "violate our policies" in response.error and response.is_refusal
+
+
+def test_imagen_error_in_a_successful_reply_is_the_rows_error(server: CountingServer) -> None:
+    server.route("POST", "/v1beta/models/imagen-4.0-generate-001:predict", lambda r: Response(200, json={"error": {"code": 429, "message": "Quota exceeded for imagen"}}))
+    response = call("google:image:imagen-4.0-generate-001", "a cat")
+    assert response.error == "Quota exceeded for imagen" and response.output is None
 
 
 def test_imagen_on_vertex_when_a_project_is_named(server: CountingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -177,7 +177,7 @@ async def call_file(path: Path, function: str | None, args: Sequence[Any], *, ti
     return await pool().acall({"file": _absolute(path), "function": function, "args": list(args)}, _timeout(timeout))
 
 
-def call_file_sync(path: Path, function: str | None, args: Sequence[Any], *, timeout: float | None = None, data: bool = False) -> Any:
+def call_file_sync(path: Path, function: str | None, args: Sequence[Any], *, data: bool, timeout: float | None = None) -> Any:
     """`call_file` for callers outside an event loop (loading a config); with `data`, an export
     that is not a function is returned as it is (a tests file that exports its tests)."""
     _typescript_check(path)

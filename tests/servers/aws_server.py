@@ -8,7 +8,12 @@ issued), or, for Bedrock, `Bearer <API key>`. Otherwise the reply is AWS's 403 e
 - `POST /model/{modelId}/converse`: the Converse API (messages, system, inferenceConfig checked).
 - `POST /model/{modelId}/invoke`: InvokeModel, with the body each model family takes checked
   (Claude Messages, Nova, Titan text and embeddings, Llama, Mistral, Cohere, AI21, DeepSeek and
-  the OpenAI-shaped families) and the reply in that family's format.
+  the OpenAI-shaped families) and the reply in that family's format. With a guardrail header,
+  the reply carries `amazon-bedrock-guardrailAction`: INTERVENED (and the guardrail's canned
+  text) when the prompt holds a word in `guardrail_blocks`, else NONE.
+- Nova 2 reasoning (`reasoningConfig` of type `enabled`, in the body or in Converse's
+  `additionalModelRequestFields`) refuses sampling parameters, and a token cap at `high` effort,
+  and answers with a `reasoningContent` block before the text.
 - Bedrock Agent Runtime (InvokeAgent's event stream, RetrieveAndGenerate, Retrieve): see `agent_runtime`.
 - `POST /endpoints/{name}/invocations`: SageMaker InvokeEndpoint (`endpoints` maps a name to a
   function of the JSON body that returns the JSON reply).
@@ -84,6 +89,8 @@ class AwsServer(LLMServer):
         self.web_identity: tuple[str, str] | None = None
         """(role ARN, token) that STS accepts; it then issues the key `ASIAWEBIDENTITY`."""
         self.auth_seen: list[str] = []
+        self.guardrail_blocks: set[str] = set()
+        """Words a guardrail intervenes on (lower case)."""
         self._errors: list[Response] = []
         self._error_lock = threading.Lock()
 
@@ -180,6 +187,7 @@ class AwsServer(LLMServer):
                 raise ValueError("messages: each message needs a role (user or assistant) and a content list")
         if not set(body.get("inferenceConfig") or {}) <= {"maxTokens", "temperature", "topP", "stopSequences"}:
             raise ValueError("inferenceConfig: unknown field")
+        reasoning = _nova_reasoning(model, (body.get("additionalModelRequestFields") or {}).get("reasoningConfig"), body.get("inferenceConfig") or {}, ("maxTokens", "temperature", "topP"))
         text = self.reply(model, body)
         tokens_in, tokens_out = max(1, len(json.dumps(messages)) // 4), max(1, len(text) // 4)
         if body.get("toolConfig", {}).get("toolChoice", {}).get("tool"):
@@ -187,7 +195,7 @@ class AwsServer(LLMServer):
             content: list[dict[str, Any]] = [{"toolUse": {"toolUseId": "tooluse_1", "name": name, "input": json.loads(text)}}]
             stop = "tool_use"
         else:
-            content, stop = [{"text": text}], "end_turn"
+            content, stop = [*reasoning, {"text": text}], "end_turn"
         return {
             "output": {"message": {"role": "assistant", "content": content}},
             "stopReason": stop,
@@ -202,7 +210,15 @@ class AwsServer(LLMServer):
         bare = re.sub(r"^(us|eu|apac|global|us-gov|jp|au)\.", "", model)
         if bare.startswith("amazon.titan-embed") or bare.startswith("cohere.embed"):
             return self._embed(bare, body)
-        text = self.reply(model, body)
+        guarded = "x-amzn-bedrock-guardrailidentifier" in headers
+        intervened = guarded and any(word in json.dumps(body).lower() for word in self.guardrail_blocks)
+        text = "Sorry, the model cannot answer this question." if intervened else self.reply(model, body)
+        reply = self._invoke_reply(bare, body, text)
+        if guarded:
+            reply["amazon-bedrock-guardrailAction"] = "INTERVENED" if intervened else "NONE"
+        return reply
+
+    def _invoke_reply(self, bare: str, body: dict[str, Any], text: str) -> dict[str, Any]:
         count_in, count_out = max(1, len(json.dumps(body)) // 4), max(1, len(text) // 4)
         openai_usage = {"prompt_tokens": count_in, "completion_tokens": count_out, "total_tokens": count_in + count_out}
         if bare.startswith("anthropic."):
@@ -215,8 +231,9 @@ class AwsServer(LLMServer):
             _require(body, {"messages": list})
             if any(not isinstance(m.get("content"), list) for m in body["messages"]):
                 raise ValueError("messages.content: expected a list of content blocks")
+            reasoning = _nova_reasoning(bare, body.get("reasoningConfig"), body.get("inferenceConfig") or {}, ("max_new_tokens", "temperature", "top_p"))
             usage = {"inputTokens": count_in, "outputTokens": count_out, "totalTokens": count_in + count_out}
-            return {"output": {"message": {"role": "assistant", "content": [{"text": text}]}}, "stopReason": "end_turn", "usage": usage}
+            return {"output": {"message": {"role": "assistant", "content": [*reasoning, {"text": text}]}}, "stopReason": "end_turn", "usage": usage}
         if bare.startswith("amazon.titan-text"):
             _require(body, {"inputText": str, "textGenerationConfig": dict})
             return {"inputTextTokenCount": count_in, "results": [{"tokenCount": count_out, "outputText": text, "completionReason": "FINISH"}]}
@@ -242,6 +259,19 @@ class AwsServer(LLMServer):
             return {"id": "emb-1", "response_type": "embeddings_floats", "texts": body["texts"], "embeddings": [bag_of_words_embedding(t) for t in body["texts"]]}
         _require(body, {"inputText": str})
         return {"embedding": bag_of_words_embedding(body["inputText"]), "inputTextTokenCount": max(1, len(body["inputText"]) // 4)}
+
+
+def _nova_reasoning(model: str, reasoning: Any, inference: dict[str, Any], limits: tuple[str, str, str]) -> list[dict[str, Any]]:
+    """Nova 2's reasoning rules (`limits`: the token cap's, temperature's and top-p's field names);
+    the reasoning block to answer with first."""
+    if "nova-2" not in model or not isinstance(reasoning, dict) or reasoning.get("type") != "enabled":
+        return []
+    cap, *sampling = limits
+    if any(name in inference for name in sampling):
+        raise ValueError("temperature and topP are not supported when reasoning is enabled")
+    if reasoning.get("maxReasoningEffort") == "high" and cap in inference:
+        raise ValueError(f"{cap} is not supported when maxReasoningEffort is high")
+    return [{"reasoningContent": {"reasoningText": {"text": "Let me think it through."}}}]
 
 
 def _require(body: dict[str, Any], fields: dict[str, type]) -> None:

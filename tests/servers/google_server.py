@@ -106,15 +106,32 @@ def install_gemini(server: LLMServer, key: str, model: str, reply: Reply | None 
 
 
 @dataclass
-class ServiceAccount:
-    """A service-account key file as `google-github-actions/auth` writes it, with its token endpoint."""
+class TokenIssuer:
+    """Credentials file whose access tokens the stand-in issues; Vertex routes accept only those."""
 
     path: Path
-    email: str
     project: str
+    tokens: list[str] = field(default_factory=list, kw_only=True)
+
+    def issue(self, lifetime: int) -> Response:
+        token = f"ya29.stand-in-{secrets.token_hex(8)}"
+        self.tokens.append(token)
+        return Response(200, json={"access_token": token, "expires_in": lifetime, "token_type": "Bearer"})
+
+    def authorized(self, recorded: Recorded) -> Response | None:
+        auth = header(recorded, "authorization") or ""
+        if not auth.startswith("Bearer ") or auth.removeprefix("Bearer ") not in self.tokens:
+            return google_error(401, "Request had invalid authentication credentials. Expected OAuth 2 access token.")
+        return None
+
+
+@dataclass
+class ServiceAccount(TokenIssuer):
+    """A service-account key file as `google-github-actions/auth` writes it, with its token endpoint."""
+
+    email: str
     private_key_pem: str
     public_key: Any
-    tokens: list[str] = field(default_factory=list)
     lifetime: int = 3599
     """Seconds each issued token lives (below google-auth's refresh margin: each use refreshes it)."""
 
@@ -132,7 +149,7 @@ class ServiceAccount:
             "client_email": email, "client_id": "1", "token_uri": f"{server.url}/token",
             "auth_uri": "https://accounts.google.com/o/oauth2/auth", "universe_domain": "googleapis.com",
         }))
-        account = cls(path, email, project, pem, key.public_key())
+        account = cls(path, project, email, pem, key.public_key())
         server.route("POST", "/token", account.exchange(server))
         return account
 
@@ -144,9 +161,7 @@ class ServiceAccount:
             claims = self._verified(form.get("assertion", ""))
             if claims is None or claims.get("iss") != self.email or claims.get("aud") not in (f"{server.url}/token", GOOGLE_TOKEN_URI) or SCOPE not in str(claims.get("scope")):
                 return Response(400, json={"error": "invalid_grant", "error_description": "Invalid JWT Signature."})
-            token = f"ya29.stand-in-{secrets.token_hex(8)}"
-            self.tokens.append(token)
-            return Response(200, json={"access_token": token, "expires_in": self.lifetime, "token_type": "Bearer"})
+            return self.issue(self.lifetime)
 
         return handle
 
@@ -163,18 +178,56 @@ class ServiceAccount:
             return None
         return claims if json.loads(_unb64(header)).get("alg") == "RS256" and claims.get("exp", 0) > time.time() else None
 
-    def authorized(self, recorded: Recorded) -> Response | None:
-        auth = header(recorded, "authorization") or ""
-        if not auth.startswith("Bearer ") or auth.removeprefix("Bearer ") not in self.tokens:
-            return google_error(401, "Request had invalid authentication credentials. Expected OAuth 2 access token.")
-        return None
+
+@dataclass
+class WorkloadIdentity(TokenIssuer):
+    """A workload identity federation config as `google-github-actions/auth` writes it (direct
+    access, no service account): GitHub's OIDC token, fetched from the runner's token URL with
+    its request token, traded at Security Token Service (`POST /v1/token`) for an access token."""
+
+    audience: str
+    request_token: str
+    oidc_token: str
+
+    @classmethod
+    def write(cls, folder: Path, server: LLMServer, project: str = "ci-project") -> WorkloadIdentity:
+        audience = "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/github/providers/ci"
+        identity = cls(folder / "gha-creds-wif.json", project, audience, f"gh-request-{secrets.token_hex(8)}", f"eyJ.gh-oidc.{secrets.token_hex(8)}")
+        identity.path.write_text(json.dumps({
+            "type": "external_account", "audience": audience, "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "token_url": f"{server.url}/v1/token",
+            "credential_source": {
+                "url": f"{server.url}/actions/oidc?audience=https://iam.googleapis.com/{audience.removeprefix('//iam.googleapis.com/')}",
+                "headers": {"Authorization": f"Bearer {identity.request_token}"},
+                "format": {"type": "json", "subject_token_field_name": "value"},
+            },
+        }))
+        server.route("GET", "/actions/oidc", identity.oidc)
+        server.route("POST", "/v1/token", identity.exchange)
+        return identity
+
+    def oidc(self, recorded: Recorded) -> Response:
+        if header(recorded, "authorization") != f"Bearer {self.request_token}":
+            return Response(401, json={"message": "bad request token"})
+        return Response(200, json={"count": 1, "value": self.oidc_token})
+
+    def exchange(self, recorded: Recorded) -> Response:
+        form = dict(urllib.parse.parse_qsl(recorded.body.decode()))
+        expected = {
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "audience": self.audience,
+            "requested_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "subject_token": self.oidc_token,
+        }
+        if any(form.get(k) != v for k, v in expected.items()) or SCOPE not in form.get("scope", ""):
+            return Response(400, json={"error": "invalid_grant", "error_description": "The token exchange request is invalid."})
+        return self.issue(3599)
 
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def install_vertex(server: LLMServer, account: ServiceAccount, model: str, reply: Reply | None = None, region: str = "us-central1") -> LLMServer:
+def install_vertex(server: LLMServer, account: TokenIssuer, model: str, reply: Reply | None = None, region: str = "us-central1") -> LLMServer:
     """Vertex AI's Gemini `generateContent` and embedding `predict` for `model`, behind the account's tokens."""
     base = f"/v1/projects/{account.project}/locations/{region}/publishers/google/models/{model}"
 

@@ -167,7 +167,7 @@ class GoogleLiveProvider(ModelProvider):
             policy = RetryPolicy.from_env()
             async with self._one_at_a_time or contextlib.nullcontext():
                 try:
-                    return await with_retries(lambda: self._session([turn["parts"] for turn in contents], settings), policy, what="Live session")
+                    return await with_retries(lambda: self._session([turn["parts"] for turn in contents], settings), policy)
                 except TransientError as exc:
                     return ProviderResponse(error=f"{exc} (gave up after {policy.attempts} attempts)")
         except ProviderError as exc:

@@ -18,8 +18,6 @@ from ci_grade.errors import ProviderError
 from ci_grade.providers.base import parse_chat_messages
 
 OPTION_KEYS = ("temperature", "topP", "topK", "stopSequences", "maxOutputTokens")
-# Tool keys promptfoo accepts in snake_case and sends in camelCase.
-TOOL_KEYS = {"google_search": "googleSearch", "code_execution": "codeExecution", "google_search_retrieval": "googleSearchRetrieval"}
 
 
 def contents_and_system(prompt: str, config: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -59,7 +57,8 @@ def _parts(content: Any) -> list[dict[str, Any]]:
 
 
 def tools(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """`config.tools` in Gemini's shape: OpenAI-style function tools become `functionDeclarations`."""
+    """`config.tools` in Gemini's shape: OpenAI-style function tools become `functionDeclarations`
+    (the SDK takes the others' keys in snake_case or camelCase)."""
     raw = config.get("tools") or []
     declarations: list[dict[str, Any]] = []
     converted: list[dict[str, Any]] = []
@@ -71,7 +70,7 @@ def tools(config: dict[str, Any]) -> list[dict[str, Any]]:
             declaration = {k: function[k] for k in ("name", "description", "parameters") if function.get(k) is not None}
             declarations.append(declaration)
             continue
-        converted.append({TOOL_KEYS.get(str(k), str(k)): v for k, v in tool.items()})
+        converted.append(tool)
     return ([{"functionDeclarations": declarations}] if declarations else []) + converted
 
 
