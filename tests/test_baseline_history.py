@@ -10,6 +10,7 @@ from ci_grade.gate.baseline import OUTPUT_CHARS, baseline_from_run, baseline_fro
 from ci_grade.gate.compare import compare
 from ci_grade.gate.models import GatePolicy
 from ci_grade.gate.store import load_baseline, save_baseline
+from ci_grade.results.models import EvalRun
 from ci_grade.results.promptfoo import to_promptfoo
 from tests.conftest import run_cli
 from tests.results_factory import row, run_of
@@ -76,6 +77,19 @@ def test_saving_carries_the_history_and_keeps_the_last_runs(tmp_path: Path) -> N
     assert [p.created_at[:10] for p in load_baseline(str(path), tmp_path).history] == ["2026-01-06"]  # type: ignore[union-attr]
     save_baseline(baseline_from_run(_run(7, 1.0)), path, keep=0)
     assert load_baseline(str(path), tmp_path).history == []  # type: ignore[union-attr]
+
+
+def test_history_points_saved_before_costs_were_kept_read_as_nothing_spent(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.json"
+    save_baseline(baseline_from_run(_run(1, 1.0)), path)
+    data = json.loads(path.read_text())
+    del data["history"][0]["cost"]
+    path.write_text(json.dumps(data))
+    spent = _run(2, 1.0)
+    spent.results[0].cost = 0.25
+    spent.stats = EvalRun.summarize(spent.results)
+    save_baseline(baseline_from_run(spent), path)
+    assert [p["cost"] for p in json.loads(path.read_text())["history"]] == [0.0, 0.25]
 
 
 def test_several_runs_saved_together_are_each_a_point() -> None:

@@ -28,6 +28,7 @@ class ChatProvider {
   }
   async callApi(prompt, context) {
     if (context.vars.how === 'exit') process.exit(0);
+    if (context.vars.how === 'kill') process.kill(process.pid, 'SIGKILL');
     const response = await fetch(`${process.env.OPENAI_BASE_URL}/chat/completions`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${process.env.OPENAI_API_KEY}`, 'Content-Type': 'application/json' },
@@ -237,6 +238,27 @@ def test_a_provider_that_exits_costs_its_row_an_error_and_the_run_ends_by_the_ga
     assert by["Bo"]["failureReason"] == 2
     assert by["Bo"]["error"] == "called process.exit(0) in callApi()"
     assert by["Ada"]["success"] is True and by["Cy"]["success"] is True  # a fresh worker serves the next row
+
+
+def test_a_worker_killed_mid_call_is_its_rows_error_at_once_not_a_timeout(tmp_path: Path, server: LLMServer) -> None:
+    write(tmp_path / "providers" / "chat.cjs", CJS_PROVIDER)
+    write(tmp_path / "providers" / "lib" / "naming.cjs", "exports.label = () => 'chat';\n")
+    write(
+        tmp_path / "promptfooconfig.yaml",
+        """
+        prompts: ['Hi {{name}}']
+        providers: [{id: file://providers/chat.cjs, config: {model: m}}]
+        tests:
+          - vars: {name: Bo, how: kill}
+          - vars: {name: Cy}
+        """,
+    )
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.openai_base_url, "CI_GRADE_CALL_TIMEOUT_SECONDS": "20"}
+    result = run_cli_process("eval", "-o", "out.json", "--no-progress", "-j", "1", cwd=tmp_path, env=env)
+    assert result.code == 1, result.err
+    by = {row["vars"]["name"]: row for row in json.loads((tmp_path / "out.json").read_text())["results"]["results"]}
+    assert by["Bo"]["error"].startswith("the Node.js worker was killed by SIGKILL"), by["Bo"]["error"]
+    assert by["Cy"]["success"] is True
 
 
 def test_without_node_on_path_the_config_is_refused_before_any_call(tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,6 +41,13 @@ def test_text_generation_with_an_iam_token_tokens_and_tier_priced_cost(server: C
     assert state.exchanges == 1
 
 
+@pytest.mark.parametrize(("tiers", "per_million"), [(("class_12", "class_12"), (0.212, 0.212)), (("mistral_large_input", "mistral_large"), (3.37, 10.07))])
+def test_the_models_own_tiers_price_it_as_promptfoo_does(server: CountingServer, tiers: tuple[str, str], per_million: tuple[float, float]) -> None:
+    watsonx_server.install(server, KEY, PROJECT, lambda text: "Paris is the capital", tiers=tiers)
+    response = call({"id": f"watsonx:{GRANITE}", "config": {"serviceUrl": server.url}}, "Capital of France?")
+    assert response.cost == pytest.approx(3 * per_million[0] / 1e6 + 4 * per_million[1] / 1e6)
+
+
 def test_chat_with_a_bearer_token_and_config_cost(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WATSONX_AI_APIKEY")
     monkeypatch.setenv("WATSONX_AI_BEARER_TOKEN", "given-bearer-token-42")

@@ -51,9 +51,13 @@ class _Section:
     items: list[Md]
     noun: str = "test"
     """What one item is, for counts ("15 more failing tests")."""
-    keep: int = 0
     folded: bool = False
     """Every item in the collapsed part (e.g. known failures)."""
+    keep: int = field(init=False)
+    """How many items the report shows: all, unless trimmed to fit."""
+
+    def __post_init__(self) -> None:
+        self.keep = len(self.items)
 
     @property
     def count(self) -> int:
@@ -344,8 +348,6 @@ def render_markdown(
         text = template.render(sections=sections, **context)
         return _BLANK_RUNS.sub("\n\n", text).strip("\n") + "\n" + tail
 
-    for section in sections:
-        section.keep = section.count
     text = render()
     if budget.size(text) <= budget.limit:
         return text
