@@ -8,7 +8,9 @@ import json
 import re
 from pathlib import Path
 
+import cmarkgfm
 import pytest
+from cmarkgfm.cmark import Options
 
 from ci_grade.commands.shared import observed
 from ci_grade.errors import BudgetExhausted, UsageError
@@ -16,6 +18,8 @@ from ci_grade.evaluate import EvalOptions, evaluate
 from ci_grade.gate.store import load_baselines
 from ci_grade.github.inputs import read_inputs
 from ci_grade.providers.budget import Budget, row_scope
+from ci_grade.report import spending
+from ci_grade.run.spending import Calls, SpendingPlan
 from tests.conftest import run_cli, write
 from tests.servers.github_server import GitHubServer
 from tests.servers.llm_server import LLMServer
@@ -170,3 +174,13 @@ def test_action_inputs_for_cost_are_checked() -> None:
     for name, value in (("MAX-COST", "0"), ("MAX-COST", "lots"), ("MAX-COST-INCREASE", "-5%"), ("DRY-RUN", "maybe")):
         with pytest.raises(UsageError, match=name.lower()):
             read_inputs({f"INPUT_{name}": value})
+
+
+def test_the_dry_run_plans_warnings_render_under_its_table_not_as_rows_of_it() -> None:
+    plan = SpendingPlan(rows=2, concurrency=4)
+    plan.providers[("target", "echo")] = Calls(provider="echo", role="target", price=(0.0, 0.0), calls=2)
+    plan.ungraded = ["llm-rubric: the grader's key is not set"]
+    page = cmarkgfm.markdown_to_html_with_extensions(spending.markdown(plan), options=Options.CMARK_OPT_UNSAFE, extensions=["table"])
+    (body,) = re.findall(r"<tbody>(.*?)</tbody>", page, re.S)
+    assert body.count("<tr>") == 1 and "echo" in body and "grader" not in body
+    assert re.search(r"</table>\s*<blockquote>\s*<p><strong>Warning:</strong> llm-rubric: the grader's key is not set</p>", page)

@@ -90,15 +90,3 @@ def test_the_trend_names_each_run_by_its_commit_else_its_day() -> None:
     assert '  x-axis ["0123456", "11-28", "run", "this run"]' in chart
     assert "  bar [100.0, 50.0, 50.0, 100.0]" in chart
 
-
-def test_the_dry_run_plans_warnings_render_under_its_table_not_as_rows_of_it() -> None:
-    from ci_grade.report import spending
-    from ci_grade.run.spending import Calls, SpendingPlan
-
-    plan = SpendingPlan(rows=2, concurrency=4)
-    plan.providers[("target", "echo")] = Calls(provider="echo", role="target", price=(0.0, 0.0), calls=2)
-    plan.ungraded = ["llm-rubric: the grader's key is not set"]
-    page = cmarkgfm.markdown_to_html_with_extensions(spending.markdown(plan), options=Options.CMARK_OPT_UNSAFE, extensions=["table"])
-    (body,) = re.findall(r"<tbody>(.*?)</tbody>", page, re.S)
-    assert body.count("<tr>") == 1 and "echo" in body and "grader" not in body
-    assert re.search(r"</table>\s*<blockquote>\s*<p><strong>Warning:</strong> llm-rubric: the grader's key is not set</p>", page)

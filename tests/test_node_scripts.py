@@ -326,6 +326,14 @@ def test_a_node_on_path_that_strips_types_is_preferred(tmp_path: Path, monkeypat
     assert node.find() == node.Node(str(newer), (99, 0, 0))
 
 
+def test_the_packaged_node_is_taken_over_the_one_on_path_only_when_newer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for packaged, newer in (((20, 11, 0), False), ((20, 12, 0), True)):
+        on_path = fake_node(tmp_path / f"bin-{newer}", "v20.11.0")  # a PATH of its own: find() chooses once per PATH
+        monkeypatch.setenv("PATH", str(on_path.parent))
+        monkeypatch.setattr(node, "packaged", lambda version=packaged: node.Node("/packaged/node", version))
+        assert node.find() == (node.Node("/packaged/node", packaged) if newer else node.Node(str(on_path), (20, 11, 0)))
+
+
 def test_typescript_is_refused_naming_what_to_install_without_a_node_that_strips_types(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     old = fake_node(tmp_path / "bin", "v20.11.0")
     monkeypatch.setenv("PATH", str(old.parent))

@@ -88,11 +88,21 @@ def test_function_declarations_and_a_function_call_reply_as_promptfoo_shows_it(s
     assert request.json["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
 
 
-def test_a_reply_cut_at_the_token_limit_has_the_finish_reason_length(server: CountingServer) -> None:
-    cut = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Paris is the cap"}]}, "finishReason": "MAX_TOKENS"}]}
-    google_server.install_gemini(server, KEY, FLASH, lambda req: cut)
-    response = call({"id": f"google:{FLASH}", "config": {"maxOutputTokens": 4}}, "Capital of France?")
-    assert (response.output, response.finish_reason) == ("Paris is the cap", "length")
+@pytest.mark.parametrize("spelling", ["responseSchema", "response_schema"])
+def test_a_response_schema_given_twice_is_an_error_row_without_a_call(server: CountingServer, spelling: str) -> None:
+    google_server.install_gemini(server, KEY, FLASH)
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    response = call({"id": f"google:{FLASH}", "config": {"responseSchema": schema, "generationConfig": {spelling: schema}}}, "Where?")
+    assert response.error == "`responseSchema` provided but `generationConfig.response_schema` already set."
+    assert server.requests_to(f"/v1beta/models/{FLASH}:generateContent") == []
+
+
+@pytest.mark.parametrize(("reason", "normalized"), [("MAX_TOKENS", "length"), ("STOP", "stop"), ("OTHER", "other"), (None, None)])
+def test_the_finish_reason_is_normalized_as_promptfoo_does(server: CountingServer, reason: str | None, normalized: str | None) -> None:
+    candidate = {"content": {"role": "model", "parts": [{"text": "Paris is the cap"}]}, **({"finishReason": reason} if reason else {})}
+    google_server.install_gemini(server, KEY, FLASH, lambda req: {"candidates": [candidate]})
+    response = call(f"google:{FLASH}", "Capital of France?")
+    assert (response.output, response.finish_reason) == ("Paris is the cap", normalized)
 
 
 def test_grader_schema_is_sent_as_a_json_schema(server: CountingServer) -> None:
@@ -156,13 +166,17 @@ def test_vertex_gemini_with_a_service_account_file(server: CountingServer, accou
     assert [google_server.header(r, "authorization") for r in requests] == [f"Bearer {account.tokens[0]}"] * 2
 
 
-def test_vertex_with_workload_identity_federation_as_github_actions_sets_it_up(server: CountingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("given_by", ["environment", "config"])
+def test_vertex_with_workload_identity_federation_as_github_actions_sets_it_up(server: CountingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given_by: str) -> None:
     identity = WorkloadIdentity.write(tmp_path, server)
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(identity.path))
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    if given_by == "environment":  # as google-github-actions/auth exports it
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(identity.path))
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", identity.project)
     monkeypatch.setenv("VERTEX_API_HOST", server.url)
     google_server.install_vertex(server, identity, FLASH)
-    response = call(f"vertex:{FLASH}", "hello")
+    config = {"credentials": f"file://{identity.path}"} if given_by == "config" else {}
+    response = call({"id": f"vertex:{FLASH}", "config": config}, "hello")
     assert response.error is None and response.output == "echo: hello"
     assert len(server.requests_to("/actions/oidc")) == 1 and len(identity.tokens) == 1
     (request,) = server.requests_to(f"/v1/projects/{identity.project}/locations/us-central1/publishers/google/models/{FLASH}:generateContent")
