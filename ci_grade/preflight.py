@@ -6,7 +6,8 @@ Checked: assertion types; `file://` assertion values and scripts that are not th
 kind a type never takes, for types that declare it (`ValueSpec.at_load`, e.g. `regex: 5`); grader
 and test provider references that are not an id, an `{id: ...}` mapping or (graders) a mapping
 by kind; provider ids, prompt filters and prompt templates; that user code compiles (Python
-files of providers, assertions and variable loaders, inline Python and JavaScript assertions);
+files of providers, assertions and variable loaders, inline Python and JavaScript assertions, Go
+providers' packages);
 and, once the environment is known (`check_graders`), that every model-graded assertion has a
 grader.
 """
@@ -32,8 +33,8 @@ from ci_grade.errors import ConfigError, GraderError, TemplateError
 from ci_grade.grading import meteor, registry
 from ci_grade.grading.graders import GraderResolver, is_kind_map, is_settings_only, no_default
 from ci_grade.preflight_node import NodeNeeds
+from ci_grade.providers import file_kinds
 from ci_grade.providers import package as package_provider
-from ci_grade.providers import unavailable
 from ci_grade.providers.base import Capability
 from ci_grade.providers.registry import ProviderPool, file_provider_path, node_scripts, spec_problem
 from ci_grade.providers.registry import is_known as provider_is_known
@@ -43,8 +44,7 @@ from ci_grade.workers import node
 
 def check(loaded: LoadedConfig) -> list[str]:
     """Fail early, with file and line, on assertion types, provider ids, prompt filters and prompt
-    templates ci-grade cannot run; returns warnings (unknown keys, invalid static regexes, file
-    providers that cannot run here and will be ERROR rows)."""
+    templates ci-grade cannot run; returns warnings (unknown keys, invalid static regexes)."""
     registry.load_all()
     sources = loaded.sources
     warnings: list[str] = []
@@ -60,18 +60,21 @@ def check(loaded: LoadedConfig) -> list[str]:
         user_code.check_python_provider(spec.id, loaded, loc, f"providers[{spec_index}]")
         user_code.check_tool_code(spec.config, raw.get("config") if isinstance(raw, dict) else None, loaded, f"providers[{spec_index}].config")
         script = file_provider_path(spec.id)
-        if script is not None and node.is_script(script):
+        kind = file_kinds.language(spec.id) if script is not None and "{{" not in script else None
+        if script is not None and kind == "node":
             needs.add(f"provider {spec.id!r}", files.resolve(script, loaded.base_dir), loc, f"providers[{spec_index}]")
         elif (package := package_provider.parse(spec.id)) is not None:
             needs.add_package(f"provider {spec.id!r}", package[0], loaded.base_dir, loc, f"providers[{spec_index}]")
-        elif script is not None and script.endswith(".rb") and "{{" not in script:
+        elif script is not None and kind == "ruby":
             ruby_file = files.resolve(script, loaded.base_dir)
             if not ruby_file.is_file():
                 raise ConfigError.at(files.not_a_file(ruby_file), loc, f"providers[{spec_index}]")
             user_code.check_ruby(ruby_file.read_text(encoding="utf-8", errors="replace"), files.display_path(ruby_file), loc, f"providers[{spec_index}]", "Ruby file provider")
-        elif script is not None and not script.endswith((".py", ".rb")):
-            why = unavailable.reason(script)
-            warnings.append(f"{ConfigError.at(f'provider {spec.id!r}: {why}', loc, f'providers[{spec_index}]')}; its rows will be ERRORs")
+        elif script is not None and kind == "go":
+            function = files.split_function(file_kinds.reference(spec.id))[1]
+            user_code.check_go(files.resolve(script, loaded.base_dir), function, spec.config, loc, f"providers[{spec_index}]")
+        elif script is not None and kind is None and "{{" not in script:
+            raise ConfigError.at(f"provider {spec.id!r}: {file_kinds.UNSUPPORTED}", loc, f"providers[{spec_index}]")
         for path in node_scripts(spec):  # an `mcp` provider's `.js` servers
             needs.add(f"provider {spec.id!r}: {path}", files.resolve(path, loaded.base_dir), loc, f"providers[{spec_index}]")
         if spec.prompts is not None and not any(p.allowed_by(spec.prompts) for p in loaded.config.prompts):

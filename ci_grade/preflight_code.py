@@ -1,10 +1,12 @@
 """Preflight for user code: the files it names are there and it compiles (Python files and inline
-code, JavaScript assertions on V8, Ruby), and the code a provider runs to answer function calls
+code, JavaScript assertions on V8, Ruby, Go providers), and the code a provider runs to answer function calls
 exists, before any model is called."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ci_grade.config import files
@@ -44,6 +46,23 @@ def check_ruby(source: str | None, shown: str | None, loc: Location | None, wher
     problem = None if source is None else ruby.syntax_error(source, shown or "", inline=shown is None)
     if problem:
         raise ConfigError.at(f"{what}: {problem}", loc, where)
+
+
+def check_go(path: Path, function: str | None, config: Mapping[str, Any], loc: Location | None, where: str) -> None:
+    """A Go file provider: the file is there, Go is installed, and its package builds with the
+    function it names (the program is kept for the run's calls)."""
+    from ci_grade.errors import ScriptError
+    from ci_grade.scripting import go
+
+    if not path.is_file():
+        raise ConfigError.at(files.not_a_file(path), loc, where)
+    toolchain = go.toolchain(config)
+    if toolchain is None:
+        raise ConfigError.at(go.NO_TOOLCHAIN, loc, where)
+    try:
+        go.build(path, function or go.DEFAULT_FUNCTION, toolchain)
+    except ScriptError as exc:
+        raise ConfigError.at(f"Go file provider {files.display_path(path)}: {exc}", loc, where) from None
 
 
 def check_python_provider(provider_id: str, loaded: LoadedConfig, loc: Location | None, where: str) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from ci_grade.config.yaml12 import loads as yaml_loads
+from ci_grade.errors import UnknownProviderError
 from ci_grade.providers.base import CallContext
 from tests.conftest import COMPAT, run_cli, write
-from tests.provider_helpers import call, eval_rows
+from tests.provider_helpers import call, eval_rows, make
 from tests.servers.llm_server import LLMServer
 
 PROVIDER = '''
@@ -125,13 +126,9 @@ def test_missing_file_and_import_failure(folder: Path) -> None:
     assert broken.error == "importing broken.py failed: RuntimeError: no credentials configured (broken.py:2 in <module>)"
 
 
-def test_go_file_providers_fail_every_call_with_the_reason() -> None:
-    # Each call is an error naming the provider (this used to be UnknownProviderError when the provider was made).
-    response = call("file://main.go", "x")
-    assert response.error == (
-        "file://main.go: Go file providers cannot run in ci-grade (Python, JavaScript, TypeScript and Ruby file providers can); "
-        "serve it over http: or port it to one of those"
-    )
+def test_a_file_of_a_kind_no_provider_runs_is_refused_when_the_provider_is_made() -> None:
+    with pytest.raises(UnknownProviderError, match=r"file providers run Python \(\.py\), .* Ruby \(\.rb\) and Go \(\.go\) files"):
+        make("file://provider.sh")
 
 
 RUBY_PROVIDER = """

@@ -1,5 +1,7 @@
 """Python functions as providers: `file://provider.py[:function]` and `python:provider.py[:function]`;
-Ruby methods the same way (`file://provider.rb[:method]`, in a `ruby` process, as promptfoo runs them).
+Ruby methods (`file://provider.rb[:method]`, `ruby:`; in a `ruby` process) and Go functions
+(`file://provider.go[:Function]`, `golang:`; built once, `ci_grade.scripting.go`) the same way, as
+promptfoo runs them.
 
 The file (relative to the config's folder) runs in a worker process (`ci_grade.workers`), which
 imports it once; the function (default `call_api`) is called as `fn(prompt, options, context)`
@@ -13,19 +15,19 @@ exits or crashes, is an error naming why.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
-from ci_grade.errors import ScriptError
-from ci_grade.providers import unavailable
+from ci_grade.errors import ScriptError, UnknownProviderError
+from ci_grade.providers import file_kinds
 from ci_grade.providers.base import CallContext, Provider, ProviderResponse
 from ci_grade.providers.response_dict import response_from_dict
 from ci_grade.providers.retry import call_timeout
-from ci_grade.providers.unavailable import UnavailableProvider
-from ci_grade.workers import calls, node
+from ci_grade.workers import calls
 
 DEFAULT_FUNCTION = "call_api"
 
@@ -74,18 +76,37 @@ class RubyProvider(PythonProvider):
         return await ruby.call(path, self.function, args, timeout=call_timeout(self.spec.config))
 
 
+class GoProvider(PythonProvider):
+    """Calls a function from a user's Go package for each prompt, with a Python provider's
+    arguments and reply (a map)."""
+
+    async def invoke(self, path: Path, args: list[Any]) -> Any:
+        from ci_grade.scripting import go
+
+        toolchain = go.toolchain(self.spec.config)
+        if toolchain is None:
+            raise ScriptError(go.NO_TOOLCHAIN)
+        program = await asyncio.to_thread(go.build, path, self.function, toolchain)
+        return await go.call(program, args, timeout=call_timeout(self.spec.config))
+
+
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
-    """`file://x.py[:fn]` or `python:x.py[:fn]`; `file://x.rb[:fn]` runs in Ruby; `file://x.js` (or
-    .mjs, .cjs, .ts, or such a path without `file://`, as promptfoo reads it) runs in Node.js;
-    another kind of file provider fails every call."""
-    reference = spec.id.removeprefix("python:") if spec.id.startswith("python:") else spec.id
-    path, function = files.split_function(reference)
-    if not spec.id.startswith("python:") and node.is_script(path):
+    """`file://x.py[:fn]` or `python:x.py[:fn]`; `file://x.rb[:fn]` (or `ruby:`) runs in Ruby,
+    `file://x.go[:Fn]` (or `golang:`) in Go; `file://x.js` (or .mjs, .cjs, .ts, or such a path
+    without `file://`, as promptfoo reads it) runs in Node.js. Other kinds are refused before any
+    call (`preflight`)."""
+    path, function = files.split_function(file_kinds.reference(spec.id))
+    language = file_kinds.language(spec.id)
+    if language == "node":
         from ci_grade.providers.javascript import JavaScriptProvider
 
         return JavaScriptProvider(spec, env, path, max_concurrency)
-    if path.endswith(".rb"):
+    if language == "ruby":
         return RubyProvider(spec, env, path, function or DEFAULT_FUNCTION, max_concurrency)
-    if not path.endswith(".py"):
-        return UnavailableProvider(spec, env, unavailable.reason(path), max_concurrency)
+    if language == "go":
+        from ci_grade.scripting.go import DEFAULT_FUNCTION as GO_DEFAULT
+
+        return GoProvider(spec, env, path, function or GO_DEFAULT, max_concurrency)
+    if language != "python":
+        raise UnknownProviderError(f"provider {spec.id!r}: {file_kinds.UNSUPPORTED}")
     return PythonProvider(spec, env, path, function or DEFAULT_FUNCTION, max_concurrency)

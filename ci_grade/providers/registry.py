@@ -24,6 +24,7 @@ from ci_grade.providers.base import Provider
 from ci_grade.providers.budget import Budget
 from ci_grade.providers.cache import ResponseCache
 from ci_grade.providers.compatible import PREFIXES as COMPATIBLE_PREFIXES
+from ci_grade.providers.file_kinds import LANGUAGE_PREFIXES, reference
 
 # (prefix, module, attribute): the first matching prefix wins; a prefix not ending in `:` or `/`
 # is a whole id (`echo`, `http`, `llama`).
@@ -57,7 +58,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("https", "ci_grade.providers.http", "HttpProvider"),
     ("exec:", "ci_grade.providers.exec", "ExecProvider"),
     ("file://", "ci_grade.providers.python", "create"),
-    ("python:", "ci_grade.providers.python", "create"),
+    *((prefix, "ci_grade.providers.python", "create") for prefix in LANGUAGE_PREFIXES),
     *((f"bedrock:{kind}:", "ci_grade.providers.bedrock_agents", "create") for kind in ("agents", "kb", "knowledge-base")),
     ("bedrock:", "ci_grade.providers.bedrock", "create"),
     ("bedrock-agent:", "ci_grade.providers.bedrock_agents", "create"),
@@ -94,11 +95,11 @@ def _family(provider_id: str) -> tuple[str, str] | None:
 
 
 def file_provider_path(provider_id: str) -> str | None:
-    """The file a file provider id names (`file://x.py:fn`, `python:x.py`, or a JavaScript path
-    written without `file://`, such as `./provider.js`), None for other ids."""
+    """The file a file provider id names (`file://x.py:fn`, `python:x.py`, `golang:x.go`, or a
+    JavaScript path written without `file://`, such as `./provider.js`), None for other ids."""
     if _family(provider_id) != _family("file://"):
         return None
-    return files.split_function(provider_id.removeprefix("python:"))[0]
+    return files.split_function(reference(provider_id))[0]
 
 
 def is_known(provider_id: str) -> bool:
