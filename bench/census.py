@@ -13,7 +13,8 @@ no call leaves the machine and every call fails fast (no retries). Each outcome 
 - `refused`: exit 2 before any call for lack of support, with its cause (a provider, a feature, ...);
 - `refused, not runnable here`: exit 2 for a reason promptfoo shares on this machine: a file the
   example does not ship, an assertion type promptfoo 0.123.1 does not have either, no providers, a
-  download (datasets, sheets, PDFs) the closed port blocks, a Python package the example needs;
+  download (datasets, sheets, PDFs) the closed port blocks, a Python package the example needs, a
+  Go module this machine's Go cannot build (a newer Go version, dependencies to download);
 - `crashed`: any other exit, a traceback, or the timeout.
 
 Prints the shares, the share of the runnable configs that ran (the goal's measure), and the causes
@@ -65,6 +66,8 @@ NOT_RUNNABLE = (
     (re.compile(r"invalid model type"), "a SageMaker model type promptfoo refuses too"),
     (re.compile(r"cannot reach the datasets server|cannot read the sheet"), "a download the closed port blocks"),
     (re.compile(r"ModuleNotFoundError"), "a Python package the example needs"),
+    # promptfoo's own `go list` fails alike: the module's Go version is newer, or its dependencies are a download away.
+    (re.compile(r"Go file provider .*`go (list|build)` failed: .*(invalid go version|dial tcp|module lookup disabled|missing go\.sum entry)"), "a Go module this machine's Go cannot build (a newer Go or a download)"),
 )
 """Refusals promptfoo shares here, so they say nothing about ci-grade's support."""
 UNSUPPORTED_ROW = re.compile(r"not supported|cannot run in ci-grade|not yet supported", re.I)
