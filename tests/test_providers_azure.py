@@ -136,10 +136,32 @@ def test_content_filter_400_keeps_the_api_message_and_hides_the_key(azure_env: L
     assert len(chat_requests(azure_env, "d")) == 1
 
 
-@pytest.mark.parametrize(("provider_id", "message"), [("azureopenai:responses:a", "azureopenai:assistant:<assistant id>"), ("azure:foundry-agent:a", "azure:assistant:<assistant id>"), ("azure:chat:", "name the deployment")])
+@pytest.mark.parametrize(("provider_id", "message"), [("azureopenai:video:a", "azureopenai:responses:<deployment>"), ("azure:foundry-agent:a", "azure:assistant:<assistant id>"), ("azure:chat:", "name the deployment")])
 def test_unsupported_ids(provider_id: str, message: str) -> None:
     with pytest.raises(UnknownProviderError, match=message):
         make(provider_id)
+
+
+def test_responses_on_the_v1_route_with_promptfoos_azure_body(azure_env: LLMServer) -> None:
+    azure_env.on_chat(None, "hello from responses")
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}]
+    config = {"tools": tools, "tool_choice": {"type": "function", "function": {"name": "lookup"}}, "instructions": "Be brief."}
+    response = call({"id": "azure:responses:gpt-4.1-mini", "config": config}, "hi")
+    assert response.error is None and response.output == "hello from responses"
+    assert response.token_usage.total > 0 and response.cost is not None and response.cost > 0
+    (request,) = azure_env.requests_to("/openai/v1/responses")
+    assert request.path.endswith("?api-version=preview") and request.headers["api-key"] == KEY
+    body = request.json
+    assert (body["model"], body["input"], body["instructions"], body["temperature"], body["max_output_tokens"]) == ("gpt-4.1-mini", "hi", "Be brief.", 0, 1024)
+    assert body["tools"] == [{"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}]
+    assert body["tool_choice"] == {"type": "function", "name": "lookup"} and body["text"] == {"format": {"type": "text"}}
+
+
+def test_responses_takes_the_configured_api_version_and_a_default_deployment(azure_env: LLMServer) -> None:
+    azure_env.on_chat(None, "ok")
+    assert call({"id": "azureopenai:responses", "config": {"apiVersion": "2025-04-01-preview"}}, "hi").output == "ok"
+    (request,) = azure_env.requests_to("/openai/v1/responses")
+    assert request.path.endswith("?api-version=2025-04-01-preview") and request.json["model"] == "gpt-4.1-2025-04-14"
 
 
 def test_eval_provider_error_is_an_error_row_and_other_tests_run(azure_env: LLMServer, tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """Azure OpenAI through the official SDK's `AsyncAzureOpenAI`: chat and embeddings by deployment.
 
 Ids: `azureopenai:chat:<deployment>`, `azureopenai:embedding:<deployment>` (or `embeddings`),
-`azureopenai:assistant:<assistant id>` (`assistants`), and the same with the `azure:` prefix. The endpoint is `config.apiBaseUrl` or `config.apiHost`
+`azureopenai:responses:<deployment>` (the v1 Responses API, `/openai/v1/responses`, API version
+`config.apiVersion` else `preview`), `azureopenai:assistant:<assistant id>` (`assistants`), and
+the same with the `azure:` prefix. The endpoint is `config.apiBaseUrl` or `config.apiHost`
 (a host or a full URL), else `AZURE_OPENAI_API_BASE_URL`/`AZURE_API_BASE_URL`,
 `AZURE_OPENAI_API_HOST`/`AZURE_API_HOST` or `AZURE_OPENAI_ENDPOINT`; the key is `config.apiKey`,
 the variable `config.apiKeyEnvar` names, `AZURE_OPENAI_API_KEY` or `AZURE_API_KEY`; the API
@@ -12,22 +14,25 @@ deployment name, else for the model the reply reports, unless `config.cost` sets
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
-from ci_grade.providers.base import Provider, ProviderResponse
+from ci_grade.providers.base import CallContext, Provider, ProviderResponse
 from ci_grade.providers.http_clients import sdk, sdk_http_client
 from ci_grade.providers.openai import (
     OpenAIChatProvider,
     OpenAIEmbeddingProvider,
     OpenAIProvider,
+    OpenAIResponsesProvider,
 )
 from ci_grade.providers.pricing import estimate_cost, price_of
 from ci_grade.results.usage import TokenUsage
 
 DEFAULT_API_VERSION = "2024-10-21"
+RESPONSES_API_VERSION = "preview"
 
 
 class AzureClientMixin:
@@ -107,6 +112,51 @@ class AzureChatProvider(AzureClientMixin, OpenAIChatProvider):
         return response
 
 
+class AzureResponsesProvider(AzureClientMixin, OpenAIResponsesProvider):
+    """`azureopenai:responses:<deployment>`: the Responses API of Azure's v1 routes, with
+    promptfoo's Azure body (text input as a string, function tools flattened, a text format always named)."""
+
+    default_model = "gpt-4.1-2025-04-14"
+
+    def describe(self) -> str:
+        return f"{self.family}:responses:{self._model}"
+
+    def api_version(self) -> str:
+        return str(self.spec.config.get("apiVersion") or RESPONSES_API_VERSION)
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = sdk().AsyncAzureOpenAI(
+                api_key=self.api_key(),
+                base_url=f"{self.endpoint()}/openai/v1",
+                api_version=self.api_version(),
+                max_retries=0,
+                timeout=self._timeout,
+                http_client=sdk_http_client(self._timeout),
+                default_headers=self.extra_headers(),
+            )
+        return self._client
+
+    def request_body(self, prompt: str, context: CallContext) -> dict[str, Any]:
+        body = super().request_body(prompt, context)
+        try:
+            parsed = json.loads(prompt)
+        except ValueError:
+            parsed = None
+        body["input"] = parsed if isinstance(parsed, list) else prompt  # a JSON array as it is, other text as a string
+        if isinstance(body.get("tools"), list):
+            body["tools"] = [{**{k: v for k, v in t.items() if k != "function"}, **t["function"]} if _function_tool(t) else t for t in body["tools"]]
+        choice = body.get("tool_choice")
+        if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict) and choice["function"].get("name"):
+            body["tool_choice"] = {"type": "function", "name": choice["function"]["name"]}
+        body.setdefault("text", {"format": {"type": "text"}})
+        return body
+
+
+def _function_tool(tool: Any) -> bool:
+    return isinstance(tool, dict) and tool.get("type") == "function" and isinstance(tool.get("function"), dict)
+
+
 class AzureEmbeddingProvider(AzureClientMixin, OpenAIEmbeddingProvider):
     """`azureopenai:embedding:<deployment>`: embeddings from a deployment."""
 
@@ -123,9 +173,12 @@ def check_id(provider_id: str) -> str | None:
             f"{provider_id}: Azure AI Foundry agents are not supported by ci-grade (promptfoo reaches them through the "
             f"Azure AI Projects SDK, signed in with Entra ID); Azure OpenAI assistants run as {parts[0]}:assistant:<assistant id>"
         )
-    if kind not in ("chat", "embedding", "embeddings", "assistant"):
-        return f"{provider_id}: {parts[0]}:{kind} is not supported by ci-grade; it runs {parts[0]}:chat:<deployment>, {parts[0]}:embedding:<deployment> and {parts[0]}:assistant:<assistant id>"
-    if len(parts) < 3 or not parts[2]:
+    if kind not in ("chat", "embedding", "embeddings", "assistant", "responses"):
+        return (
+            f"{provider_id}: {parts[0]}:{kind} is not supported by ci-grade; it runs {parts[0]}:chat:<deployment>, "
+            f"{parts[0]}:responses:<deployment>, {parts[0]}:embedding:<deployment> and {parts[0]}:assistant:<assistant id>"
+        )
+    if (len(parts) < 3 or not parts[2]) and kind != "responses":
         return f"{provider_id}: name the deployment, e.g. {parts[0]}:{kind}:my-gpt-4o"
     return None
 
@@ -134,7 +187,9 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
     """Build the Azure provider an `azureopenai:...` or `azure:...` id names."""
     if problem := check_id(spec.id):
         raise UnknownProviderError(problem)
-    _, kind, deployment = spec.id.split(":", 2)
+    _, kind, deployment = [*spec.id.split(":", 2), ""][:3]
     if kind == "chat":
         return AzureChatProvider(spec, env, deployment, max_concurrency)
+    if kind == "responses":
+        return AzureResponsesProvider(spec, env, deployment or None, max_concurrency)
     return AzureEmbeddingProvider(spec, env, deployment, max_concurrency)

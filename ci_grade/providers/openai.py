@@ -286,6 +286,15 @@ class OpenAIResponsesProvider(OpenAIProvider):
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
         if error := self.missing_key_error():
             return ProviderResponse(error=error)
+        body = self.request_body(prompt, context)
+        try:
+            result = await self.request(self.client().responses.create, with_output, **body)
+        except ProviderError as exc:
+            return ProviderResponse(error=str(exc))
+        return self.to_response(result, self.spec.config.get("response_format"))
+
+    def request_body(self, prompt: str, context: CallContext) -> dict[str, Any]:
+        """The `responses.create` arguments for `prompt` (extra fields under `extra_body`)."""
         config = self.spec.config
         messages = parse_chat_messages(prompt, strict=False)  # promptfoo sends text that is not a JSON array as it is
         body: dict[str, Any] = {"model": self._model, "input": messages}
@@ -308,10 +317,10 @@ class OpenAIResponsesProvider(OpenAIProvider):
         passthrough = config.get("passthrough")
         if isinstance(passthrough, dict):  # as promptfoo: sent as given, over everything else
             body.setdefault("extra_body", {}).update(passthrough)
-        try:
-            result = await self.request(self.client().responses.create, with_output, **body)
-        except ProviderError as exc:
-            return ProviderResponse(error=str(exc))
+        return body
+
+    def to_response(self, result: Any, response_format: Any) -> ProviderResponse:
+        """A Responses API reply as promptfoo reads it (a json_schema reply as its data)."""
         input_details = getattr(result.usage, "input_tokens_details", None)
         usage = TokenUsage.of(
             getattr(result.usage, "input_tokens", 0) if result.usage else 0,
