@@ -2,7 +2,7 @@
 
 An id such as `xai:grok-3`, `mistral:embedding:mistral-embed` or `openrouter:openai/gpt-4o` is
 parsed as promptfoo parses it; the row gives the base URL and the key, and the call goes through
-`openai.create` with them (as promptfoo subclasses its OpenAI provider with `apiBaseUrl` and
+`openai_ids.create` with them (as promptfoo subclasses its OpenAI provider with `apiBaseUrl` and
 `apiKeyEnvar`): same SDK client, retries, adaptive concurrency, response cache and sampling
 defaults. The key is never another vendor's: unlike promptfoo, `OPENAI_API_KEY` is not sent to
 these families unless the row names it (Envoy). `config.apiBaseUrl` / `config.apiHost` replace
@@ -134,7 +134,7 @@ class CompatibleProvider(Provider):
     def __init__(self, spec: ProviderSpec, env: Mapping[str, str], parsed: ParsedId, max_concurrency: int | None = None):
         self._cache: ResponseCache | None = None
         super().__init__(spec, env, max_concurrency)
-        from ci_grade.providers import openai
+        from ci_grade.providers import openai_ids
 
         self.parsed = parsed
         family = parsed.family
@@ -144,7 +144,7 @@ class CompatibleProvider(Provider):
             names = " or ".join(family.keys) or "config.apiKey"
             self._problem = f"API key is not set: set {names} or config.apiKey for provider {spec.id}"
         kind = "chat" if parsed.kind == "chat" else "embedding"
-        self.inner = openai.create(ProviderSpec(id=f"openai:{kind}:{parsed.model}", config=config, label=spec.label), env, max_concurrency)
+        self.inner = openai_ids.create(ProviderSpec(id=f"openai:{kind}:{parsed.model}", config=config, label=spec.label), env, max_concurrency)
         self.inner.cache = self._cache
         self.limiter = self.inner.limiter
 

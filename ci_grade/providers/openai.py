@@ -408,20 +408,3 @@ class OpenAIModerationProvider(OpenAIProvider):
                 if flagged:
                     flags.append(ModerationFlag(code=name, description=name, confidence=float(scores.get(name) or 0.0)))
         return ModerationResponse(flags=flags)
-
-
-def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
-    """Build the OpenAI provider an `openai:...` id names."""
-    parts = spec.id.split(":", 2)
-    kind = parts[1] if len(parts) > 1 else ""
-    rest = parts[2] if len(parts) > 2 else None
-    if kind == "chat":
-        return OpenAIChatProvider(spec, env, rest, max_concurrency)
-    if kind == "responses":
-        return OpenAIResponsesProvider(spec, env, rest, max_concurrency)
-    if kind in ("embedding", "embeddings"):
-        return OpenAIEmbeddingProvider(spec, env, rest, max_concurrency)
-    if kind == "moderation":
-        return OpenAIModerationProvider(spec, env, rest, max_concurrency)
-    model = ":".join(parts[1:]) if len(parts) > 1 else None
-    return OpenAIChatProvider(spec, env, model, max_concurrency)

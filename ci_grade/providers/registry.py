@@ -33,7 +33,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("openai:assistant:", "ci_grade.providers.assistants", "create"),
     ("azure:assistant:", "ci_grade.providers.assistants", "create"),
     ("azureopenai:assistant:", "ci_grade.providers.assistants", "create"),
-    ("openai:", "ci_grade.providers.openai", "create"),
+    ("openai:", "ci_grade.providers.openai_ids", "create"),
     ("azureopenai:", "ci_grade.providers.azure", "create"),
     ("azure:", "ci_grade.providers.azure", "create"),
     ("anthropic:", "ci_grade.providers.anthropic", "create"),

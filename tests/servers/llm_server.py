@@ -467,6 +467,8 @@ class LLMServer:
             return self._chat(request)
         if path.endswith("/responses"):
             return self._responses(request)
+        if path.endswith("/completions"):
+            return self._completions(request)
         if path.endswith("/embeddings"):
             return self._embed(request)
         if path.endswith("/moderations"):
@@ -513,6 +515,18 @@ class LLMServer:
         if raw is not None:
             encoded = json.dumps(body).encode().replace(json.dumps(_RAW).encode(), b'"' + raw + b'"')
             return Response(200, body=encoded, headers={**(rule.headers if rule else {}), "Content-Type": "application/json"})
+        return Response(200, json=body, headers=rule.headers if rule else {})
+
+    def _completions(self, request: dict[str, Any]) -> Response:
+        """The legacy Completions API: a `prompt` string and a `model` are required, as OpenAI checks."""
+        if not isinstance(request.get("prompt"), str) or not request.get("model"):
+            return Response(400, json={"error": {"message": "you must provide a model and a prompt string", "type": "invalid_request_error"}})
+        rule, reply = self._reply_for(request)
+        if rule and rule.status != 200:
+            return Response(rule.status, json=reply if isinstance(reply, dict) else {"error": {"message": str(reply)}}, headers=rule.headers)
+        text = json.dumps(reply) if isinstance(reply, dict) else str(reply)
+        choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": rule.finish_reason if rule else "stop"}
+        body = {"id": "cmpl-test", "object": "text_completion", "created": int(time.time()), "model": request["model"], "choices": [choice], "usage": _usage(request["prompt"], text)}
         return Response(200, json=body, headers=rule.headers if rule else {})
 
     def _responses(self, request: dict[str, Any]) -> Response:
