@@ -221,9 +221,19 @@ def test_config_key_envar_and_base_url_with_v1(server: CountingServer, monkeypat
     assert request.headers["anthropic-beta"] == "tools-1,cache-2"
 
 
-def test_legacy_completion_id_is_rejected() -> None:
-    with pytest.raises(UnknownProviderError, match="anthropic:messages:<model>"):
-        make("anthropic:completion:claude-2")
+@pytest.mark.parametrize(("provider_id", "why"), [
+    ("anthropic:completion:claude-2", "legacy Text Completions API"),
+    ("anthropic:claude-agent-sdk", "Claude Agent SDK"),
+    ("anthropic:claude-code:sonnet", "Claude Agent SDK"),
+    ("anthropic:sonnet-4", "'sonnet-4' is not an Anthropic model name"),
+])
+def test_ids_promptfoo_runs_elsewhere_or_refuses_are_refused(provider_id: str, why: str) -> None:
+    with pytest.raises(UnknownProviderError, match=why):
+        make(provider_id)
+
+
+def test_a_claude_model_id_and_messages_ids_are_taken() -> None:
+    assert [make(i).model for i in ("anthropic:claude-sonnet-4-5", "anthropic:messages:claude-3-5-haiku-latest")] == ["claude-sonnet-4-5", "claude-3-5-haiku-latest"]
 
 
 def test_one_client_serves_many_concurrent_calls(server: CountingServer) -> None:

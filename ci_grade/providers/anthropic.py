@@ -231,9 +231,15 @@ def _is_forced(choice: Any) -> bool:
 
 
 def check_id(provider_id: str) -> str | None:
-    """Why ci-grade cannot run this Anthropic id (the legacy Text Completions API), or None."""
-    if provider_id.startswith("anthropic:completion"):
+    """Why ci-grade cannot run this Anthropic id (the legacy Text Completions API, the Claude Agent
+    SDK, a name that is not a Claude model, as promptfoo reads it), or None."""
+    kind = provider_id.partition(":")[2].split(":")[0]
+    if kind == "completion":
         return f"{provider_id}: Anthropic's legacy Text Completions API is not supported; use anthropic:messages:<model>"
+    if kind in ("claude-agent-sdk", "claude-code"):
+        return f"{provider_id}: the Claude Agent SDK (a local coding agent) is not run by ci-grade; use anthropic:messages:<model>"
+    if kind not in ("", "messages") and not re.match(r"claude-[a-z0-9]", kind, re.I):
+        return f"{provider_id}: {kind!r} is not an Anthropic model name; use anthropic:messages:<model> or anthropic:<claude model id>"
     return None
 
 
