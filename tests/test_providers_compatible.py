@@ -41,7 +41,7 @@ def redirect(family: Family, server: LLMServer) -> tuple[dict[str, str], dict[st
     return {}, {"apiBaseUrl": f"{server.url}/v1"}, "/v1/chat/completions"
 
 
-@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.prefixes[0])
+@pytest.mark.parametrize("family", [f for f in FAMILIES if not f.retired], ids=lambda f: f.prefixes[0])
 def test_every_family_calls_its_endpoint_with_its_own_key(family: Family, llm_server: LLMServer) -> None:
     provider_id = sample_id(family)
     env, config, path = redirect(family, llm_server)
@@ -92,11 +92,16 @@ def test_ids_parse_as_promptfoo_parses_them() -> None:
         "hf:chat:org/model:provider": ("chat", "org/model:provider"),
         "dashscope:qwen-max": ("chat", "qwen-max"),
         "deepseek:": ("chat", "deepseek-chat"),
-        "github:": ("chat", "openai/gpt-5"),
         "cloudera:my-model:extra": ("chat", "my-model"),
         "truefoundry:openai-main/text-embedding-3-small": ("embedding", "openai-main/text-embedding-3-small"),
     }
     assert {i: (parse_id(i, {}).kind, parse_id(i, {}).model) for i in cases} == cases
+
+
+def test_github_models_is_refused_as_retired_before_any_call(tmp_path: Path) -> None:
+    write(tmp_path / "promptfooconfig.yaml", "prompts: ['hi']\nproviders: ['github:openai/gpt-4.1']\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "GitHub Models was retired on July 30, 2026" in result.err
 
 
 def test_databricks_endpoint_comes_from_the_workspace_and_is_named_when_missing(llm_server: LLMServer) -> None:

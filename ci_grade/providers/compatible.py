@@ -62,6 +62,8 @@ def parse_id(provider_id: str, config: Mapping[str, Any]) -> ParsedId:
     if found is None:
         raise UnknownProviderError(f"unknown provider {provider_id!r}")
     family, prefix = found
+    if family.retired:
+        raise UnknownProviderError(f"{provider_id}: {family.retired}")
     rest = provider_id[len(prefix) + 1 :]
     parts = rest.split(":")
     first = parts[0]

@@ -59,6 +59,8 @@ class Family:
     default_model: str | None = None
     refused: tuple[str, ...] = ()
     """Kinds (`<prefix>:<kind>:...`) promptfoo serves with other APIs, which ci-grade does not run."""
+    retired: str | None = None
+    """Why the service no longer answers: every id of the family is refused with it, as promptfoo does."""
     body_keys: tuple[tuple[str, str], ...] = ()
     """(config key, body field) sent in the request body as promptfoo sends them."""
     all_options: bool = False
@@ -95,7 +97,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(("fireworks",), "https://api.fireworks.ai/inference/v1", ("FIREWORKS_API_KEY",), docs="Fireworks AI"),
     Family(("cerebras",), "https://api.cerebras.ai/v1", ("CEREBRAS_API_KEY",), all_options=True, docs="Cerebras"),
     Family(("hyperbolic",), "https://api.hyperbolic.xyz/v1", ("HYPERBOLIC_API_KEY",), refused=("image", "audio"), prices="hyperbolic", docs="Hyperbolic"),
-    Family(("github",), "https://models.github.ai/inference", ("GITHUB_TOKEN",), default_model="openai/gpt-5", docs="GitHub Models"),
+    Family(("github",), "https://models.github.ai/inference", ("GITHUB_TOKEN",), docs="GitHub Models",
+           retired="GitHub Models was retired on July 30, 2026, including its inference API; configure another provider with its own credentials"),
     Family(("huggingface:chat", "hf:chat"), "https://router.huggingface.co/v1", ("HF_TOKEN", "HF_API_TOKEN"),
            alt_urls=(("apiEndpoint", "{apiEndpoint}"),), docs="Hugging Face Inference Providers (chat)"),
     Family(("litellm",), "http://0.0.0.0:4000", ("LITELLM_API_KEY",), parse="typed", url_vars=("LITELLM_API_BASE",), default_key="",
