@@ -211,6 +211,7 @@ BODY_OPTIONS = {
     "perplexity": ("search_domain_filter", "search_recency_filter", "return_related_questions", "return_images",
                    "search_after_date_filter", "search_before_date_filter", "web_search_options"),
     "truefoundry": ("mcp_servers", "iteration_limit"),
+    "abliteration": ("reasoning_effort",),
 }
 
 

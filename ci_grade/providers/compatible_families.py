@@ -147,4 +147,6 @@ FAMILIES: tuple[Family, ...] = (
     Family(("moonshot",), "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), parse="typed", default_model="kimi-k3", docs="Moonshot AI (Kimi)"),
     Family(("minimax",), "https://api.minimax.io/v1", ("MINIMAX_API_KEY",), default_model="MiniMax-M3", prices="minimax", docs="MiniMax"),
     Family(("ai21",), "https://api.ai21.com/studio/v1", ("AI21_API_KEY",), parse="second", url_vars=("AI21_API_BASE_URL",), prices="ai21", docs="AI21 Labs"),
+    Family(("abliteration",), "https://api.abliteration.ai/v1", ("ABLIT_KEY",), parse="typed", url_vars=("ABLIT_API_BASE_URL",),
+           body_keys=(("reasoning_effort", "reasoning_effort"),), docs="Abliteration"),
 )
