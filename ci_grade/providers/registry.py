@@ -57,6 +57,7 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("http", "ci_grade.providers.http", "HttpProvider"),
     ("https", "ci_grade.providers.http", "HttpProvider"),
     ("exec:", "ci_grade.providers.exec", "ExecProvider"),
+    ("webhook:", "ci_grade.providers.webhook", "create"),
     ("file://", "ci_grade.providers.python", "create"),
     *((prefix, "ci_grade.providers.python", "create") for prefix in LANGUAGE_PREFIXES),
     *((f"bedrock:{kind}:", "ci_grade.providers.bedrock_agents", "create") for kind in ("agents", "kb", "knowledge-base")),
