@@ -156,6 +156,7 @@ def test_ruby_file_providers_run_as_promptfoo_runs_them(tmp_path: Path) -> None:
         providers:
           - {id: file://provider.rb, label: ruby bot, config: {prefix: '> '}}
           - file://provider.rb:shout
+          - ruby:provider.rb:shout
         tests:
           - vars: {topic: tea}
             assert: [{type: contains, value: TEA}]
@@ -171,6 +172,7 @@ def test_ruby_file_providers_run_as_promptfoo_runs_them(tmp_path: Path) -> None:
     assert "ArgumentError: no topic" in rows[("ruby bot", "nothing")]["error"]
     shouted = rows[("file://provider.rb:shout", "tea")]
     assert shouted["response"]["output"] == "tell me about tea!" and shouted["cost"] == 0.25
+    assert rows[("ruby:provider.rb:shout", "tea")]["response"]["output"] == "tell me about tea!"  # promptfoo's `ruby:` id
 
 
 @pytest.mark.skipif(shutil.which("ruby") is None, reason="Ruby is not installed (.ci/run installs it)")
