@@ -57,6 +57,7 @@ def test_completion_options_come_from_config_then_the_environment_and_passthroug
     ("openai:gpt-5.6-terra", "/v1/responses", "gpt-5.6-terra"),
     ("openai:gpt-6", "/v1/responses", "gpt-6"),
     ("openai:gpt-5.5", "/v1/chat/completions", "gpt-5.5"),
+    ("openai:gpt-35-turbo", "/v1/chat/completions", "gpt-35-turbo"),  # Azure's spelling of GPT 3.5, not GPT 35
     ("openai:gpt-4.1-mini", "/v1/chat/completions", "gpt-4.1-mini"),
 ])
 def test_a_bare_model_goes_to_the_api_promptfoo_sends_it_to(server: CountingServer, provider_id: str, path: str, model: str) -> None:
@@ -66,7 +67,7 @@ def test_a_bare_model_goes_to_the_api_promptfoo_sends_it_to(server: CountingServ
     assert request.path.split("?")[0] == path and request.json["model"] == model
 
 
-@pytest.mark.parametrize("provider_id", ["openai:image:dall-e-3", "openai:realtime:gpt-realtime", "openai:transcription:whisper-1", "openai:tts:gpt-4o-mini-tts", "openai:video:sora-2", "openai:agents:triage", "openai:gpt-live-1"])
+@pytest.mark.parametrize("provider_id", ["openai:image:dall-e-3", "openai:realtime:gpt-realtime", "openai:transcription:whisper-1", "openai:tts:gpt-4o-mini-tts", "openai:video:sora-2", "openai:agents:triage", "openai:gpt-live-1", "openai:codex", "openai:codex-sdk"])
 def test_kinds_ci_grade_does_not_run_are_refused_when_made(provider_id: str) -> None:
     with pytest.raises(UnknownProviderError, match="is not supported by ci-grade; it runs openai:chat:<model>"):
         make(provider_id)

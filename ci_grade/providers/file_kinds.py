@@ -15,8 +15,10 @@ UNSUPPORTED = "file providers run Python (.py), JavaScript and TypeScript (.js, 
 
 def reference(provider_id: str) -> str:
     """The file reference (`file://x.py:fn`, `x.go`) without a language prefix."""
-    prefix = next((p for p in LANGUAGE_PREFIXES if provider_id.startswith(p)), "")
-    return provider_id.removeprefix(prefix)
+    for prefix in LANGUAGE_PREFIXES:
+        if provider_id.startswith(prefix):
+            return provider_id[len(prefix) :]
+    return provider_id
 
 
 def language(provider_id: str) -> str | None:
