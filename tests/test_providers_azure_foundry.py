@@ -232,6 +232,13 @@ def test_a_missing_project_is_refused_before_any_call(foundry: Foundry, tmp_path
     assert foundry.server.requests == [] and foundry.az_calls() == []
 
 
+def test_without_the_sdk_the_provider_is_refused_before_any_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "azure.ai.projects", None)  # as if `ci-grade[azure]` were not installed
+    write(tmp_path / "promptfooconfig.yaml", "prompts: [hi]\nproviders:\n  - id: azure:foundry-agent:helper\n    config: {projectUrl: 'https://127.0.0.1:9/api/projects/p'}\ntests: [{vars: {}}]\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and "pip install 'ci-grade[azure]'" in result.err and "promptfooconfig.yaml:4" in result.err
+
+
 def test_the_project_may_come_from_the_environment_and_ignored_settings_are_named(foundry: Foundry, tmp_path: Path) -> None:
     write(tmp_path / "promptfooconfig.yaml", f"""
         prompts: [hi]

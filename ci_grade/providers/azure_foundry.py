@@ -19,6 +19,7 @@ the agent name. Calls with callbacks are never answered from the response cache.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import math
 import time
@@ -43,6 +44,14 @@ DEFAULT_LOOP_MS = 300_000
 IGNORED = ("frequency_penalty", "presence_penalty", "retryOptions", "seed", "stop", "timeoutMs", "tool_resources")
 """Settings promptfoo takes but the agent runtime does not (they belong to the agent itself)."""
 _IGNORED_WHEN_EMPTY = frozenset({"retryOptions", "stop", "tool_resources"})
+MISSING_SDK = "the Azure AI Projects SDK is not installed: pip install 'ci-grade[azure]' (the ci-grade Docker image has it)"
+
+
+def sdk_installed() -> bool:
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("azure.ai.projects", "azure.identity"))
+    except ModuleNotFoundError:  # no `azure` package at all
+        return False
 
 
 def project_url(config: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
@@ -61,7 +70,9 @@ def check_id(provider_id: str) -> str | None:
 
 
 def check_spec(spec: ProviderSpec, env: Mapping[str, str]) -> str | None:
-    """No project to call, or a `maxPollTimeMs` that is not a duration (asked before any call)."""
+    """No SDK, no project to call, or a `maxPollTimeMs` that is not a duration (asked before any call)."""
+    if not sdk_installed():
+        return MISSING_SDK
     if project_url(spec.config, env) is None:
         return "the Azure AI Foundry project is not set: set config.projectUrl or AZURE_AI_PROJECT_URL"
     limit = spec.config.get("maxPollTimeMs")
@@ -176,9 +187,13 @@ class FoundryAgentProvider(OpenAIResponsesProvider):
         proxy settings, no retries of its own (ci-grade's apply)."""
         if self._project is None:
             import aiohttp
-            from azure.ai.projects.aio import AIProjectClient
-            from azure.core.pipeline.transport import AioHttpTransport
-            from azure.identity.aio import DefaultAzureCredential
+
+            try:
+                from azure.ai.projects.aio import AIProjectClient
+                from azure.core.pipeline.transport import AioHttpTransport
+                from azure.identity.aio import DefaultAzureCredential
+            except ImportError:
+                raise ProviderError(MISSING_SDK) from None
 
             try:
                 trust = tls.context()
@@ -271,8 +286,10 @@ class FoundryAgentProvider(OpenAIResponsesProvider):
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:
         if error := self.missing_key_error():
             return ProviderResponse(error=error)
-        from azure.core.exceptions import AzureError
-
+        try:
+            from azure.core.exceptions import AzureError
+        except ImportError:
+            return ProviderResponse(error=MISSING_SDK)
         try:
             return await self._converse(prompt)
         except ProviderError as exc:
