@@ -147,7 +147,7 @@ def test_an_agent_that_does_not_exist_is_an_error_row(foundry: Foundry, tmp_path
 
 def test_function_calls_are_answered_by_the_callbacks_until_the_agent_answers(foundry: Foundry, tmp_path: Path) -> None:
     server = foundry.server
-    server.calls = lambda prompt: [("get_weather", json.dumps({"city": "Paris"})), ("get_time", "{}")] if "weather" in prompt else []
+    server.calls = lambda prompt, agent: [("get_weather", json.dumps({"city": "Paris"})), ("get_time", "{}")] if "weather" in prompt else []
     write(tmp_path / "callbacks.js", "module.exports.clock = async (args, context) => `noon for ${context.assistantId} in ${context.provider}`;\n")
     code, rows = eval_rows(
         tmp_path,
@@ -175,7 +175,7 @@ def test_function_calls_are_answered_by_the_callbacks_until_the_agent_answers(fo
 
 
 def test_calls_without_a_callback_for_each_stay_the_output(foundry: Foundry) -> None:
-    foundry.server.calls = lambda prompt: [("get_weather", '{"city":"Oslo"}'), ("unknown_tool", "{}")]
+    foundry.server.calls = lambda prompt, agent: [("get_weather", '{"city":"Oslo"}'), ("unknown_tool", "{}")]
     spec = {"id": "azure:foundry-agent:weather-bot", "config": {"projectUrl": foundry.server.project_url, "functionToolCallbacks": {"get_weather": "async () => 'rain'"}}}
     response = call(spec, "weather in Oslo")
     assert response.error is None and response.finish_reason == "tool_calls"
@@ -184,7 +184,7 @@ def test_calls_without_a_callback_for_each_stay_the_output(foundry: Foundry) -> 
 
 
 def test_the_callback_loop_stops_at_max_poll_time(foundry: Foundry) -> None:
-    foundry.server.calls = lambda prompt: [("get_weather", "{}")]
+    foundry.server.calls = lambda prompt, agent: [("get_weather", "{}")]
     spec = {"id": "azure:foundry-agent:weather-bot", "config": {"projectUrl": foundry.server.project_url, "maxPollTimeMs": 0, "functionToolCallbacks": {"get_weather": "async () => 'rain'"}}}
     response = call(spec, "weather")
     assert response.error == "Azure Foundry agent tool-calling loop timed out after 0ms. Increase maxPollTimeMs if this evaluation legitimately needs a longer tool-calling loop."
@@ -272,3 +272,30 @@ def test_passthrough_goes_over_the_body(foundry: Foundry) -> None:
     assert call(spec, "hi").error is None
     body = responses_bodies(foundry.server)[0]
     assert body["truncation"] == "auto" and body["temperature"] == 0
+
+
+def test_replies_are_cached_unless_callbacks_answer_the_agent(foundry: Foundry, tmp_path: Path) -> None:
+    server = foundry.server
+    server.calls = lambda prompt, agent: [("get_weather", "{}")] if agent == "weather-bot" else []
+    write(tmp_path / "promptfooconfig.yaml", f"""
+        prompts: ['{{{{q}}}}']
+        providers:
+          - id: azure:foundry-agent:helper
+            label: plain
+            config: {{projectUrl: '{server.project_url}'}}
+          - id: azure:foundry-agent:weather-bot
+            label: tools
+            config: {{projectUrl: '{server.project_url}', functionToolCallbacks: {{get_weather: "async () => 'sunny'"}}}}
+        tests: [{{vars: {{q: weather now}}, assert: [{{type: contains, value: 'weather now'}}]}}]
+        """)
+    for _ in range(2):
+        assert run_cli("eval", "-o", "out.json", "--no-progress", "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path).code == 0
+    agents = [b["agent_reference"]["name"] for b in responses_bodies(server) if "previous_response_id" not in b]
+    assert sorted(agents) == ["helper", "weather-bot", "weather-bot"]  # the plain agent's second reply came from the cache
+
+
+def test_a_refused_token_is_an_error_row_that_does_not_show_it(foundry: Foundry) -> None:
+    foundry.server.token = "another-token"  # the project does not accept the CLI's token
+    response = call({"id": "azure:foundry-agent:helper", "config": {"projectUrl": foundry.server.project_url}}, "hello")
+    assert response.error is not None and "The principal does not have access to this project" in response.error
+    assert foundry.token not in response.error and len(foundry.server.requests) == 1  # refused sign-ins are not retried

@@ -10,8 +10,8 @@ hands out (`az_cli.py`), as the real service checks the Entra ID token.
 - `POST .../openai/v1/responses`: needs an `agent_reference` (`{"name", "type": "agent_reference"}`)
   to a known agent and an `input` list. Message items need a role and content; a follow-up names
   `previous_response_id` and answers exactly that reply's function calls with
-  `function_call_output` items. `calls(prompt)` scripts the function calls (name, JSON arguments)
-  the agent makes; `answer(prompt, outputs)` the final text. `fail_next` holds replies sent
+  `function_call_output` items. `calls(prompt, agent)` scripts the function calls (name, JSON
+  arguments) the agent makes; `answer(prompt, outputs)` the final text. `fail_next` holds replies sent
   instead of the next ones (an API error, a 429).
 """
 
@@ -44,7 +44,7 @@ class FoundryServer(LLMServer):
         self.agents = dict(agents)
         """Agent name -> its (legacy) id."""
         self.page_size = page_size
-        self.calls: Callable[[str], list[tuple[str, str]]] = lambda prompt: []
+        self.calls: Callable[[str, str], list[tuple[str, str]]] = lambda prompt, agent: []
         self.answer: Callable[[str, list[str]], str] = lambda prompt, outputs: f"agent says: {prompt}" + "".join(f" | {o}" for o in outputs)
         self.fail_next: list[Response] = []
         self._replies: dict[str, dict[str, Any]] = {}
@@ -111,7 +111,7 @@ class FoundryServer(LLMServer):
                 if item.get("type", "message") != "message" or item.get("role") not in ("user", "assistant", "system", "developer") or "content" not in item:
                     return error(400, "invalid_request", f"invalid input item {item!r}")
             prompt = request_text({"input": items})
-            return self._reply(prompt, [], reference["name"], self.calls(prompt), body)
+            return self._reply(prompt, [], reference["name"], self.calls(prompt, reference["name"]), body)
 
     def _follow_up(self, previous: dict[str, Any] | None, items: list[Any], agent: str) -> Response:
         if previous is None:
