@@ -299,3 +299,10 @@ def test_a_refused_token_is_an_error_row_that_does_not_show_it(foundry: Foundry)
     response = call({"id": "azure:foundry-agent:helper", "config": {"projectUrl": foundry.server.project_url}}, "hello")
     assert response.error is not None and "The principal does not have access to this project" in response.error
     assert foundry.token not in response.error and len(foundry.server.requests) == 1  # refused sign-ins are not retried
+
+
+def test_a_project_whose_certificate_is_not_trusted_says_what_to_do(foundry: Foundry, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE")
+    response = call({"id": "azure:foundry-agent:helper", "config": {"projectUrl": foundry.server.project_url}}, "hello")
+    assert response.error is not None and "TLS certificate was refused" in response.error and "SSL_CERT_FILE" in response.error
+    assert "after retries" not in response.error and foundry.server.requests == []  # refused at the handshake, not retried
