@@ -18,7 +18,6 @@ hands out (`az_cli.py`), as the real service checks the Entra ID token.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import threading
 import urllib.parse
@@ -150,7 +149,3 @@ def function_outputs(server: FoundryServer) -> list[Any]:
 
 def responses_bodies(server: FoundryServer) -> list[dict[str, Any]]:
     return [r.json for r in server.requests if r.path.endswith("/responses")]
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
