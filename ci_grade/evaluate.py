@@ -126,7 +126,7 @@ def prepare(options: EvalOptions) -> tuple[LoadedConfig, dict[str, str], list[st
     loaded.warnings += unset_env_warnings(loaded.raw, env, loaded.sources)
     loaded.config.providers = [render_spec(spec, provider_env(spec, env)) for spec in loaded.config.providers]
     hooks.before_all(loaded, hooks.check(loaded))
-    loaded.warnings += preflight.check(loaded)
+    loaded.warnings += preflight.check(loaded, env)
     preflight.check_graders(loaded, env, options.grader or loaded.command_line.grader)
     paths = list(options.outputs)
     if not paths:

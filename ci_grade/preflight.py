@@ -36,15 +36,22 @@ from ci_grade.preflight_node import NodeNeeds
 from ci_grade.providers import file_kinds
 from ci_grade.providers import package as package_provider
 from ci_grade.providers.base import Capability
-from ci_grade.providers.registry import ProviderPool, file_provider_path, node_scripts, spec_problem
+from ci_grade.providers.registry import (
+    ProviderPool,
+    file_provider_path,
+    node_scripts,
+    spec_problem,
+    spec_warnings,
+)
 from ci_grade.providers.registry import is_known as provider_is_known
 from ci_grade.templating import nunjucks
 from ci_grade.workers import node
 
 
-def check(loaded: LoadedConfig) -> list[str]:
-    """Fail early, with file and line, on assertion types, provider ids, prompt filters and prompt
-    templates ci-grade cannot run; returns warnings (unknown keys, invalid static regexes)."""
+def check(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -> list[str]:
+    """Fail early, with file and line, on assertion types, provider ids, provider settings (read
+    with the run's `env`), prompt filters and prompt templates ci-grade cannot run; returns
+    warnings (unknown keys, invalid static regexes, provider settings a family ignores)."""
     registry.load_all()
     sources = loaded.sources
     warnings: list[str] = []
@@ -54,9 +61,11 @@ def check(loaded: LoadedConfig) -> list[str]:
         raw = _item(raw_providers, spec_index)
         loc = sources.location(raw, "id") if isinstance(raw, dict) else None
         _check_known(spec.id, loc, f"providers[{spec_index}]")
-        if "{{" not in spec.id and (problem := spec_problem(spec)):
+        if "{{" not in spec.id and (problem := spec_problem(spec, env)):
             config_loc = sources.location(raw, "config") if isinstance(raw, dict) and "config" in raw else loc
             raise ConfigError.at(f"provider {spec.id!r}: {problem}", config_loc, f"providers[{spec_index}].config")
+        if "{{" not in spec.id:
+            warnings += [f"provider {spec.id!r}: {warning}" for warning in spec_warnings(spec)]
         user_code.check_python_provider(spec.id, loaded, loc, f"providers[{spec_index}]")
         user_code.check_tool_code(spec.config, raw.get("config") if isinstance(raw, dict) else None, loaded, f"providers[{spec_index}].config")
         script = file_provider_path(spec.id)

@@ -22,7 +22,7 @@ from tests.conftest import run_cli, write
         ("watsonx:chat:", "name a model"),
         ("voyage:", "name a model"),
         ("bedrock:nova-sonic:amazon.nova-sonic-v1:0", "Nova Sonic"),
-        ("azure:foundry-agent:my-agent", "Azure AI Foundry agents are not supported"),
+        ("azure:foundry-agent:", "name the agent"),
         ("bedrock:video:amazon.nova-reel-v1:0", "video generation"),
         ("bedrock:mantle:openai.gpt-oss-120b", "Mantle"),
         ("bedrock:openai.gpt-5.5", "Responses API"),

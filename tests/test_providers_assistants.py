@@ -85,7 +85,7 @@ def test_eval_azure_assistant_answers_calls_with_file_and_inline_callbacks(serve
         " | {\"location\":\"Tokyo\",\"temperature\":22,\"via\":\"azure\"}"
     )
     assert rows[0]["response"]["output"] == expected_file
-    assert '[Function output: {"location": "Seattle", "inline": true}]' in rows[1]["response"]["output"]
+    assert '[Function output: {"location":"Seattle","inline":true}]' in rows[1]["response"]["output"]
     assert rows[2]["response"]["output"].endswith("[Assistant] echo: Hello there")
     starts = server.requests_to("/openai/threads/runs")
     assert all("api-version=2024-05-01-preview" in r.path for r in starts[:2]) or any("2024-05-01-preview" in r.path for r in starts)
@@ -105,8 +105,8 @@ def test_openai_assistant_passes_parsed_arguments_and_reports_usage(server: Assi
     assert response.error is None
     assert response.output == (
         "[Call function get_weather with arguments {\"location\": \"Seattle\"}]\n\n"
-        "[Function output: {\"city\": \"Seattle\", \"thread\": \"thread_\"}]\n\n"
-        "[Assistant] echo: Weather in Seattle? | {\"city\": \"Seattle\", \"thread\": \"thread_\"}"
+        "[Function output: {\"city\":\"Seattle\",\"thread\":\"thread_\"}]\n\n"
+        "[Assistant] echo: Weather in Seattle? | {\"city\":\"Seattle\",\"thread\":\"thread_\"}"
     )
     assert (response.token_usage.prompt, response.token_usage.completion, response.token_usage.total) == (40, 10, 50)
     assert response.cost is not None and response.cost > 0  # priced by the run's model, gpt-4o-mini
@@ -120,8 +120,8 @@ def test_a_callback_that_throws_answers_the_error_and_the_run_goes_on(server: As
     spec = {"id": "azure:assistant:asst_support", "config": {"tools": [WEATHER_TOOL], "functionToolCallbacks": {"get_weather": "function(args) { throw new Error('no forecast'); }"}}}
     response = call(spec, "Weather in Tokyo?")
     assert response.error is None
-    assert '[Function output: {"error": "Error in get_weather: no forecast"}]' in response.output
-    assert response.output.endswith('[Assistant] echo: Weather in Tokyo? | {"error": "Error in get_weather: no forecast"}')
+    assert '[Function output: {"error":"Error in get_weather: no forecast"}]' in response.output
+    assert response.output.endswith('[Assistant] echo: Weather in Tokyo? | {"error":"Error in get_weather: no forecast"}')
 
 
 def test_failed_runs_filtered_runs_and_unknown_assistants(server: AssistantsServer) -> None:

@@ -136,7 +136,7 @@ def test_content_filter_400_keeps_the_api_message_and_hides_the_key(azure_env: L
     assert len(chat_requests(azure_env, "d")) == 1
 
 
-@pytest.mark.parametrize(("provider_id", "message"), [("azureopenai:video:a", "azureopenai:responses:<deployment>"), ("azure:foundry-agent:a", "azure:assistant:<assistant id>"), ("azure:chat:", "name the deployment")])
+@pytest.mark.parametrize(("provider_id", "message"), [("azureopenai:video:a", "azureopenai:responses:<deployment>"), ("azure:foundry-agent:", "name the agent, e.g. azure:foundry-agent:my-agent"), ("azureopenai:video:a", "azureopenai:foundry-agent:<agent>"), ("azure:chat:", "name the deployment")])
 def test_unsupported_ids(provider_id: str, message: str) -> None:
     with pytest.raises(UnknownProviderError, match=message):
         make(provider_id)

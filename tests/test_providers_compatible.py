@@ -148,7 +148,7 @@ def test_cost_comes_from_the_family_table(llm_server: LLMServer) -> None:
     ("provider_id", "says"),
     [
         ("azure:assistant:", "name the assistant"),
-        ("azure:foundry-agent:agent-1", "Azure AI Foundry agents are not supported"),
+        ("azure:foundry-agent:", "name the agent"),
         ("huggingface:summarization:facebook/bart-large-cnn", "huggingface:chat:<model>"),
         ("xai:video:grok-imagine-video", "xai:video is not supported"),
         ("togetherai:completion:some-model", "togetherai:completion is not supported"),

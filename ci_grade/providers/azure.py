@@ -2,8 +2,9 @@
 
 Ids: `azureopenai:chat:<deployment>`, `azureopenai:embedding:<deployment>` (or `embeddings`),
 `azureopenai:responses:<deployment>` (the v1 Responses API, `/openai/v1/responses`, API version
-`config.apiVersion` else `preview`), `azureopenai:assistant:<assistant id>` (`assistants`), and
-the same with the `azure:` prefix. The endpoint is `config.apiBaseUrl` or `config.apiHost`
+`config.apiVersion` else `preview`), `azureopenai:assistant:<assistant id>` (`assistants`),
+`azureopenai:foundry-agent:<agent>` (`azure_foundry`), and the same with the `azure:` prefix. The
+endpoint is `config.apiBaseUrl` or `config.apiHost`
 (a host or a full URL), else `AZURE_OPENAI_API_BASE_URL`/`AZURE_API_BASE_URL`,
 `AZURE_OPENAI_API_HOST`/`AZURE_API_HOST` or `AZURE_OPENAI_ENDPOINT`; the key is `config.apiKey`,
 the variable `config.apiKeyEnvar` names, `AZURE_OPENAI_API_KEY` or `AZURE_API_KEY`; the API
@@ -165,18 +166,16 @@ class AzureEmbeddingProvider(AzureClientMixin, OpenAIEmbeddingProvider):
 
 
 def check_id(provider_id: str) -> str | None:
-    """Why ci-grade cannot run this Azure id (Foundry agents, responses, ... or no deployment), or None."""
+    """Why ci-grade cannot run this Azure id (responses, ... or no deployment), or None."""
     parts = provider_id.split(":", 2)
     kind = parts[1] if len(parts) > 1 else ""
-    if kind == "foundry-agent":
-        return (
-            f"{provider_id}: Azure AI Foundry agents are not supported by ci-grade (promptfoo reaches them through the "
-            f"Azure AI Projects SDK, signed in with Entra ID); Azure OpenAI assistants run as {parts[0]}:assistant:<assistant id>"
-        )
+    if kind == "foundry-agent":  # with an agent, `azure_foundry` serves it
+        return f"{provider_id}: name the agent, e.g. {parts[0]}:foundry-agent:my-agent"
     if kind not in ("chat", "embedding", "embeddings", "assistant", "responses"):
         return (
             f"{provider_id}: {parts[0]}:{kind} is not supported by ci-grade; it runs {parts[0]}:chat:<deployment>, "
-            f"{parts[0]}:responses:<deployment>, {parts[0]}:embedding:<deployment> and {parts[0]}:assistant:<assistant id>"
+            f"{parts[0]}:responses:<deployment>, {parts[0]}:embedding:<deployment>, {parts[0]}:assistant:<assistant id> "
+            f"and {parts[0]}:foundry-agent:<agent>"
         )
     if (len(parts) < 3 or not parts[2]) and kind != "responses":
         return f"{provider_id}: name the deployment, e.g. {parts[0]}:{kind}:my-gpt-4o"

@@ -35,6 +35,7 @@ from ci_grade.providers.openai_replies import (
     error_message,
     quota_exhausted,
     rate_limit_wait,
+    responses_reply,
     usage_of,
     with_embedding,
     with_moderation_results,
@@ -320,44 +321,10 @@ class OpenAIResponsesProvider(OpenAIProvider):
         return body
 
     def to_response(self, result: Any, response_format: Any) -> ProviderResponse:
-        """A Responses API reply as promptfoo reads it (a json_schema reply as its data)."""
-        input_details = getattr(result.usage, "input_tokens_details", None)
-        usage = TokenUsage.of(
-            getattr(result.usage, "input_tokens", 0) if result.usage else 0,
-            getattr(result.usage, "output_tokens", 0) if result.usage else 0,
-            getattr(result.usage, "total_tokens", None) if result.usage else None,
-            cached=getattr(input_details, "cached_tokens", 0),
-        )
-        output: Any = getattr(result, "output_text", "") or ""
-        refusal = None
-        calls = []
-        searches = 0
-        sources: list[dict[str, Any]] = []
-        for item in result.output:
-            kind = getattr(item, "type", None)
-            if kind == "function_call":
-                calls.append(item.model_dump(exclude_none=True))
-            elif kind == "web_search_call":
-                searches += 1
-            for part in getattr(item, "content", None) or []:
-                if getattr(part, "type", None) == "refusal":
-                    refusal = getattr(part, "refusal", None)
-                for note in getattr(part, "annotations", None) or []:
-                    if getattr(note, "type", None) == "url_citation":
-                        sources.append({"url": getattr(note, "url", None), "title": getattr(note, "title", None)})
-        metadata: dict[str, Any] = {"webSearchCalls": searches, "searchResults": sources} if searches or sources else {}
-        if refusal:
-            return ProviderResponse(output=refusal, is_refusal=True, token_usage=usage, cost=self.cost(usage))
-        if not output and calls:
-            output = calls
-        if isinstance(output, str) and isinstance(response_format, dict) and response_format.get("type") == "json_schema":
-            try:  # as promptfoo reads a json_schema reply: as its data
-                output = json.loads(output)
-            except ValueError:
-                pass
-        status = getattr(result, "status", None)
-        finish = "length" if status == "incomplete" else ("tool_calls" if calls else "stop")
-        return ProviderResponse(output=output, token_usage=usage, cost=self.cost(usage), finish_reason=finish, metadata=metadata)
+        """A Responses API reply as promptfoo reads it (`openai_replies.responses_reply`), priced."""
+        response = responses_reply(result, response_format)
+        response.cost = self.cost(response.token_usage)
+        return response
 
 
 class OpenAIEmbeddingProvider(OpenAIProvider):

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from ci_grade.errors import TransientError
+from ci_grade.providers.base import ProviderResponse
 from ci_grade.providers.retry import retry_after_seconds
 from ci_grade.results.usage import TokenUsage
 
@@ -135,3 +136,46 @@ def quota_exhausted(exc: Any) -> bool:
     no retry fixes, unlike a rate limit."""
     codes = {str(getattr(exc, "type", None) or ""), str(getattr(exc, "code", None) or "")}
     return bool(codes & QUOTA_CODES) or any(code.endswith("_spend_limit_exceeded") for code in codes)
+
+
+def responses_reply(result: Any, response_format: Any = None) -> ProviderResponse:
+    """A Responses API reply (an SDK `Response`) as ci-grade's response, without its cost: the
+    output text (else its function calls), a refusal, the token usage (cached input tokens
+    included), web search calls and URL citations; a `json_schema` reply is read as its data."""
+    input_details = getattr(result.usage, "input_tokens_details", None)
+    usage = TokenUsage.of(
+        getattr(result.usage, "input_tokens", 0) if result.usage else 0,
+        getattr(result.usage, "output_tokens", 0) if result.usage else 0,
+        getattr(result.usage, "total_tokens", None) if result.usage else None,
+        cached=getattr(input_details, "cached_tokens", 0),
+    )
+    output: Any = getattr(result, "output_text", "") or ""
+    refusal = None
+    calls = []
+    searches = 0
+    sources: list[dict[str, Any]] = []
+    for item in result.output:
+        kind = getattr(item, "type", None)
+        if kind == "function_call":
+            calls.append(item.model_dump(exclude_none=True))
+        elif kind == "web_search_call":
+            searches += 1
+        for part in getattr(item, "content", None) or []:
+            if getattr(part, "type", None) == "refusal":
+                refusal = getattr(part, "refusal", None)
+            for note in getattr(part, "annotations", None) or []:
+                if getattr(note, "type", None) == "url_citation":
+                    sources.append({"url": getattr(note, "url", None), "title": getattr(note, "title", None)})
+    metadata: dict[str, Any] = {"webSearchCalls": searches, "searchResults": sources} if searches or sources else {}
+    if refusal:
+        return ProviderResponse(output=refusal, is_refusal=True, token_usage=usage)
+    if not output and calls:
+        output = calls
+    if isinstance(output, str) and isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        try:  # as promptfoo reads a json_schema reply: as its data
+            output = json.loads(output)
+        except ValueError:
+            pass
+    status = getattr(result, "status", None)
+    finish = "length" if status == "incomplete" else ("tool_calls" if calls else "stop")
+    return ProviderResponse(output=output, token_usage=usage, finish_reason=finish, metadata=metadata)

@@ -4,18 +4,22 @@ Families are imported on first use so that `ci-grade --version` and echo-only ru
 A family module may define `check_id(provider_id) -> str | None`: the reason it cannot serve an id
 its prefix takes (`google:live:...`, `azure:assistant:...`), asked before any model is called
 (`id_problem`) and without building a client; likewise `check_spec(spec) -> str | None`: what in a
-provider's settings it cannot run (`spec_problem`), and `node_scripts(config)` for the JavaScript
-files its config runs in Node.js (checked with the config's others).
+provider's settings it cannot run (`spec_problem`; `check_spec(spec, env)` for a family whose
+settings may come from the environment), `spec_warnings(spec) -> list[str]`: settings it takes
+but ignores (`spec_warnings`), and `node_scripts(config)` for the JavaScript files its config
+runs in Node.js (checked with the config's others).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ci_grade.config import files
 from ci_grade.config.models import ProviderSpec
@@ -34,6 +38,8 @@ _FAMILIES: list[tuple[str, str, str]] = [
     ("azure:assistant:", "ci_grade.providers.assistants", "create"),
     ("azureopenai:assistant:", "ci_grade.providers.assistants", "create"),
     ("openai:", "ci_grade.providers.openai_ids", "create"),
+    ("azure:foundry-agent:", "ci_grade.providers.azure_foundry", "create"),
+    ("azureopenai:foundry-agent:", "ci_grade.providers.azure_foundry", "create"),
     ("azureopenai:", "ci_grade.providers.azure", "create"),
     ("azure:", "ci_grade.providers.azure", "create"),
     ("anthropic:", "ci_grade.providers.anthropic", "create"),
@@ -115,12 +121,26 @@ def id_problem(provider_id: str) -> str | None:
     return check(provider_id) if check is not None else None
 
 
-def spec_problem(spec: ProviderSpec) -> str | None:
+def spec_problem(spec: ProviderSpec, env: Mapping[str, str] | None = None) -> str | None:
     """Why the family cannot run this provider's settings (a config key it does not offer, a
-    required one missing), from the family module's `check_spec`; None when it can."""
+    required one missing), from the family module's `check_spec`; None when it can. A
+    `check_spec(spec, env)` gets the provider's environment (the run's `env`, else the process's)."""
     family = _family(spec.id)
     check = getattr(importlib.import_module(family[0]), "check_spec", None) if family is not None else None
-    return check(spec) if check is not None else None
+    if check is None:
+        return None
+    if len(inspect.signature(check).parameters) > 1:
+        from ci_grade.config.env_templates import provider_env
+
+        return cast("str | None", check(spec, provider_env(spec, os.environ if env is None else env)))
+    return cast("str | None", check(spec))
+
+
+def spec_warnings(spec: ProviderSpec) -> list[str]:
+    """Settings the family takes but ignores (a family module's `spec_warnings(spec)`), one line each."""
+    family = _family(spec.id)
+    warn = getattr(importlib.import_module(family[0]), "spec_warnings", None) if family is not None else None
+    return list(warn(spec)) if warn is not None else []
 
 
 def node_scripts(spec: ProviderSpec) -> list[str]:

@@ -44,7 +44,11 @@ async def run_callback(name: str, code: str, args: Any, context: dict[str, Any],
             _, result = await js.arun_inline(f"return ({code.strip().rstrip(';')})(args, context);", ("args", "context"), [args, context])
     except ScriptError as exc:
         message = re.sub(r"^(promise rejected: |<anonymous>:\d+: (Error: )?)", "", str(exc).strip())
-        return json.dumps({"error": f"Error in {name}: {message}"})
+        return _stringify({"error": f"Error in {name}: {message}"})
     if result is None:
         return ""
-    return json.dumps(result) if isinstance(result, dict | list) else str(result)
+    return _stringify(result) if isinstance(result, dict | list) else str(result)
+
+
+def _stringify(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
