@@ -242,3 +242,58 @@ def test_eval_every_image_and_audio_family_with_promptfoo_example_assertions(ser
     written = (tmp_path / "out.json").read_text()
     for secret in (XAI_KEY, HYPERBOLIC_KEY, REPLICATE_KEY, FAL_KEY, GOOGLE_KEY, "fal-secret-9898"):
         assert secret not in written
+
+
+OPENAI_KEY = "sk-images-0123456789abcdef"
+
+
+@pytest.fixture
+def openai_images(server: CountingServer, monkeypatch: pytest.MonkeyPatch) -> CountingServer:
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    media_servers.install_openai_images(server, OPENAI_KEY)
+    return server
+
+
+def test_openai_dalle_3_answers_with_a_markdown_image_priced_by_quality_and_size(openai_images: CountingServer) -> None:
+    response = call({"id": "openai:image:dall-e-3", "config": {"size": "1792x1024", "quality": "hd", "style": "vivid"}}, "a [red] fox")
+    assert response.error is None
+    assert response.output == "![a (red) fox](https://oaidalleapiprodscus.blob.core.windows.net/private/img-0.png)"
+    assert response.cost == pytest.approx(0.12)
+    (sent,) = openai_images.requests_to("/v1/images/generations")
+    assert sent.headers["authorization"] == f"Bearer {OPENAI_KEY}"
+    assert sent.json == {"model": "dall-e-3", "prompt": "a [red] fox", "n": 1, "size": "1792x1024", "response_format": "url", "quality": "hd", "style": "vivid"}
+
+
+def test_openai_dalle_2_base64_and_gpt_image_as_data_urls(openai_images: CountingServer) -> None:
+    dalle = call({"id": "openai:image:dall-e-2", "config": {"size": "512x512", "response_format": "b64_json", "n": 2}}, "a cat")
+    assert dalle.output == f"data:image/png;base64,{PNG_B64}" and dalle.cost == pytest.approx(0.036)
+    gpt = call({"id": "openai:image:gpt-image-1", "config": {"quality": "medium", "size": "1024x1536", "output_format": "webp"}}, "a cat")
+    assert gpt.error is None and gpt.output == f"data:image/webp;base64,{PNG_B64}" and gpt.cost == pytest.approx(0.063)
+    sent = openai_images.requests_to("/v1/images/generations")[-1].json
+    assert "response_format" not in sent and (sent["quality"], sent["output_format"]) == ("medium", "webp")
+
+
+@pytest.mark.parametrize(("config", "why"), [
+    ({"size": "512x512"}, "size '512x512' is not one dall-e-3 makes"),
+    ({"n": 2}, "n must be 1 for DALL-E 3"),
+    ({"mask": "https://example.com/mask.png"}, "text only"),
+])
+def test_openai_image_settings_the_model_does_not_take_exit_2_before_any_call(tmp_path: Path, openai_images: CountingServer, config: dict, why: str) -> None:
+    write(tmp_path / "promptfooconfig.yaml", f"prompts: [a cat]\nproviders: [{{id: 'openai:image:dall-e-3', config: {json.dumps(config)}}}]\n")
+    result = run_cli("eval", "--no-progress", cwd=tmp_path)
+    assert result.code == 2 and why in result.err and "promptfooconfig.yaml:2" in result.err
+    assert openai_images.requests == []
+
+
+def test_eval_compares_dalle_2_and_3_as_promptfoos_example_does(tmp_path: Path, openai_images: CountingServer) -> None:
+    code, rows = eval_rows(tmp_path, """
+        prompts: ['In the style of {{artist}}: {{subject}}']
+        providers:
+          - {id: 'openai:image:dall-e-3', config: {size: 1024x1024}}
+          - {id: 'openai:image:dall-e-2', config: {size: 512x512}}
+        tests:
+          - vars: {artist: Van Gogh, subject: sunset over mountains}
+            assert: [{type: javascript, value: "output.startsWith('![In the style of Van Gogh')"}]
+        """)
+    assert code == 0 and [r["cost"] for r in rows] == [pytest.approx(0.04), pytest.approx(0.018)]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
-from ci_grade.providers import openai_completion
+from ci_grade.providers import openai_completion, openai_image
 from ci_grade.providers.base import Provider
 from ci_grade.providers.openai import (
     OpenAIChatProvider,
@@ -20,7 +20,7 @@ from ci_grade.providers.openai import (
 )
 
 UNSUPPORTED_KINDS = frozenset({
-    "image", "video", "realtime", "transcription", "tts", "speech", "live", "agents", "agents-api", "chatkit",
+    "video", "realtime", "transcription", "tts", "speech", "live", "agents", "agents-api", "chatkit",
     "codex", "codex-sdk", "codex-app-server", "codex-desktop",
 })
 """promptfoo's `openai:<kind>:` providers that ci-grade does not run (refused before any call)."""
@@ -32,9 +32,16 @@ def check_id(provider_id: str) -> str | None:
     if kind in UNSUPPORTED_KINDS or kind.startswith("gpt-live-"):
         return (
             f"{provider_id}: openai:{kind} is not supported by ci-grade; it runs openai:chat:<model>, openai:responses:<model>, "
-            "openai:completion:<model>, openai:embedding:<model>, openai:moderation and openai:assistant:<assistant id>"
+            "openai:completion:<model>, openai:image:<model>, openai:embedding:<model>, openai:moderation and openai:assistant:<assistant id>"
         )
+    if kind == "image" and not [*provider_id.split(":", 2), "", ""][2]:
+        return f"{provider_id}: name a model, e.g. openai:image:dall-e-3"
     return None
+
+
+def check_spec(spec: ProviderSpec) -> str | None:
+    """A setting an image model does not take, before any call."""
+    return openai_image.problem(spec) if spec.id.startswith("openai:image:") else None
 
 
 def defaults_to_responses(model: str) -> bool:
@@ -60,6 +67,8 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
         return OpenAIModerationProvider(spec, env, rest, max_concurrency)
     if kind == "completion":
         return openai_completion.OpenAICompletionProvider(spec, env, rest, max_concurrency)
+    if kind == "image":
+        return openai_image.OpenAIImageProvider(spec, env, rest, max_concurrency)
     model = ":".join(parts[1:]) if len(parts) > 1 else ""
     if model in openai_completion.MODELS:
         return openai_completion.OpenAICompletionProvider(spec, env, model, max_concurrency)

@@ -46,6 +46,35 @@ def install_xai_images(server: LLMServer, key: str, *, usage: dict[str, Any] | N
     return server.route("POST", "/v1/images/edits", handle)
 
 
+def install_openai_images(server: LLMServer, key: str) -> LLMServer:
+    """OpenAI's `POST /v1/images/generations`, checked as OpenAI checks it: DALL-E's sizes and
+    `response_format`, DALL-E 3's single image, GPT Image's refusal of `response_format` (it always
+    answers in base64, with token usage)."""
+    sizes = {"dall-e-2": ("256x256", "512x512", "1024x1024"), "dall-e-3": ("1024x1024", "1792x1024", "1024x1792")}
+
+    def handle(recorded: Recorded) -> Response:
+        if not _bearer(recorded, key):
+            return Response(401, json={"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+        body = recorded.json
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not isinstance(body.get("prompt"), str):
+            return Response(400, json={"error": {"message": "model and prompt are required", "type": "invalid_request_error"}})
+        model, n = body["model"], int(body.get("n", 1))
+        if model.startswith("gpt-image"):
+            if "response_format" in body:
+                return Response(400, json={"error": {"message": "Unknown parameter: 'response_format'.", "type": "invalid_request_error"}})
+            usage = {"input_tokens": 12, "output_tokens": 272, "total_tokens": 284}
+            return Response(200, json={"created": 1, "data": [{"b64_json": PNG_B64}] * n, "usage": usage})
+        if body.get("size", "1024x1024") not in sizes.get(model, ()):
+            return Response(400, json={"error": {"message": f"Invalid size for {model}", "type": "invalid_request_error"}})
+        if model == "dall-e-3" and n != 1:
+            return Response(400, json={"error": {"message": "You must provide n=1 for this model.", "type": "invalid_request_error"}})
+        b64 = body.get("response_format") == "b64_json"
+        items = [{"b64_json": PNG_B64} if b64 else {"url": f"https://oaidalleapiprodscus.blob.core.windows.net/private/img-{i}.png"} for i in range(n)]
+        return Response(200, json={"created": 1, "data": [{**item, "revised_prompt": body["prompt"]} for item in items]})
+
+    return server.route("POST", "/v1/images/generations", handle)
+
+
 def install_hyperbolic(server: LLMServer, key: str) -> LLMServer:
     """`POST /v1/image/generation` (`model_name`, `prompt`, integer `height`/`width`) and
     `POST /v1/audio/generation` (`text`); errors as `{"detail": ...}`."""
