@@ -1,5 +1,5 @@
 """The `openai:` ids: which provider each names (chat, Responses, completion, embeddings,
-moderation), promptfoo's defaults for a bare `openai:<model>` (a completion model is a completion
+moderation, realtime), promptfoo's defaults for a bare `openai:<model>` (a completion model is a completion
 provider, GPT 5.6 and later answer on the Responses API, anything else is chat), and the kinds
 ci-grade refuses before any call."""
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
-from ci_grade.providers import openai_completion
+from ci_grade.providers import openai_completion, openai_realtime
 from ci_grade.providers.base import Provider
 from ci_grade.providers.openai import (
     OpenAIChatProvider,
@@ -20,7 +20,7 @@ from ci_grade.providers.openai import (
 )
 
 UNSUPPORTED_KINDS = frozenset({
-    "image", "video", "realtime", "transcription", "tts", "speech", "live", "agents", "agents-api", "chatkit",
+    "image", "video", "transcription", "tts", "speech", "live", "agents", "agents-api", "chatkit",
     "codex", "codex-sdk", "codex-app-server", "codex-desktop",
 })
 """promptfoo's `openai:<kind>:` providers that ci-grade does not run (refused before any call)."""
@@ -32,8 +32,16 @@ def check_id(provider_id: str) -> str | None:
     if kind in UNSUPPORTED_KINDS or kind.startswith("gpt-live-"):
         return (
             f"{provider_id}: openai:{kind} is not supported by ci-grade; it runs openai:chat:<model>, openai:responses:<model>, "
-            "openai:completion:<model>, openai:embedding:<model>, openai:moderation and openai:assistant:<assistant id>"
+            "openai:completion:<model>, openai:embedding:<model>, openai:moderation, openai:realtime:<model> and openai:assistant:<assistant id>"
         )
+    return None
+
+
+def check_spec(spec: ProviderSpec) -> str | None:
+    """Settings an `openai:realtime` provider cannot run with (before any call), or None."""
+    parts = spec.id.split(":", 2)
+    if len(parts) > 1 and parts[1] == "realtime":
+        return openai_realtime.check_config(parts[2] if len(parts) > 2 and parts[2] else openai_realtime.DEFAULT_MODEL, spec.config)
     return None
 
 
@@ -58,6 +66,8 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
         return OpenAIEmbeddingProvider(spec, env, rest, max_concurrency)
     if kind == "moderation":
         return OpenAIModerationProvider(spec, env, rest, max_concurrency)
+    if kind == "realtime":
+        return openai_realtime.create(spec, env, rest, max_concurrency)
     if kind == "completion":
         return openai_completion.OpenAICompletionProvider(spec, env, rest, max_concurrency)
     model = ":".join(parts[1:]) if len(parts) > 1 else ""
