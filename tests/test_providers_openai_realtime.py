@@ -246,3 +246,29 @@ def test_eval_shows_a_failing_session_as_an_error_row(tmp_path: Path, realtime: 
         """)
     assert code == 1 and rows[0]["success"] is True
     assert rows[1]["success"] is False and rows[1]["error"] == "WebSocket error: server_error: The server had an error."
+
+
+def test_eval_keeps_each_conversation_in_its_own_session(tmp_path: Path, realtime: Callable[..., RealtimeServer]) -> None:
+    server = realtime()
+    write(tmp_path / "conversation.js", """
+        module.exports = async function ({ vars }) {
+          const messages = [{ role: 'system', content: [{ type: 'input_text', text: vars.system_message }] }];
+          for (const turn of vars._conversation || []) {
+            messages.push({ role: 'user', content: [{ type: 'input_text', text: turn.input }] });
+            messages.push({ role: 'assistant', content: [{ type: 'text', text: turn.output }] });
+          }
+          messages.push({ role: 'user', content: [{ type: 'input_text', text: vars.question }] });
+          return messages;
+        };
+        """)
+    code, rows = eval_rows(tmp_path, f"""
+        prompts: [file://conversation.js]
+        providers: [{{id: 'openai:realtime:{MODEL}', config: {{modalities: [text], websocketTimeout: 5000}}}}]
+        defaultTest: {{vars: {{system_message: Be friendly.}}}}
+        tests:
+          - {{vars: {{question: Japan?}}, metadata: {{conversationId: japan}}, assert: [{{type: equals, value: 'echo: Japan?'}}]}}
+          - {{vars: {{question: In autumn?}}, metadata: {{conversationId: japan}}, assert: [{{type: equals, value: 'echo: In autumn?'}}]}}
+          - {{vars: {{question: WebSockets?}}, metadata: {{conversationId: tech}}, assert: [{{type: equals, value: 'echo: WebSockets?'}}]}}
+        """)
+    assert code == 0 and all(row["success"] for row in rows)
+    assert sorted(s.turns for s in server.sessions) == [["Japan?", "In autumn?"], ["WebSockets?"]]

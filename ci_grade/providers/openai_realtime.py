@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,8 @@ MISSING_SDK = "openai:realtime needs the websockets package: pip install 'ci-gra
 
 def check_config(model: str, config: Mapping[str, Any]) -> str | None:
     """Why this realtime provider cannot run (promptfoo refuses the model at construction too), or None."""
+    if importlib.util.find_spec("websockets") is None:
+        return MISSING_SDK
     if model in NOT_CONVERSATIONAL:
         return (f"OpenAI {model} is not a conversational Realtime model and cannot be used as openai:realtime:{model}. "
                 + NOT_CONVERSATIONAL[model])
