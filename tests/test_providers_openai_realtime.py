@@ -272,3 +272,24 @@ def test_eval_keeps_each_conversation_in_its_own_session(tmp_path: Path, realtim
         """)
     assert code == 0 and all(row["success"] for row in rows)
     assert sorted(s.turns for s in server.sessions) == [["Japan?", "In autumn?"], ["WebSockets?"]]
+
+
+def test_a_conversation_whose_session_failed_goes_on_in_a_new_one(realtime: Callable[..., RealtimeServer]) -> None:
+    server = realtime(reply=lambda s, e: [{"type": "error", "error": {"type": "server_error", "message": "overloaded"}}] if s.turns[-1] == "fail" else echo(s, e))
+
+    async def run(provider: Any) -> list[Any]:
+        replies = [await provider.call(text, CallContext(conversation_id=7)) for text in ("one", "fail", "two")]
+        return [reply.output or reply.error for reply in replies]
+
+    assert use({"id": f"openai:realtime:{MODEL}", "config": TEXT}, run) == ["echo: one", "WebSocket error: server_error: overloaded", "echo: two"]
+    assert [s.turns for s in server.sessions] == [["one", "fail"], ["two"]]
+
+
+def test_g711_audio_is_returned_as_it_came(realtime: Callable[..., RealtimeServer]) -> None:
+    server = realtime()
+    config = {"modalities": ["audio"], "output_audio_format": "g711_ulaw", "input_audio_format": "g711_alaw", "websocketTimeout": 5000}
+    response = call({"id": f"openai:realtime:{MODEL}", "config": config}, "hey")
+    assert response.audio is not None and response.audio["format"] == "g711_ulaw"
+    assert base64.b64decode(response.audio["data"]) == b"echo:echo: hey hey"
+    assert server.sessions[0].settings["audio"]["output"]["format"] == {"type": "audio/pcmu"}
+    assert server.sessions[0].settings["audio"]["input"]["format"] == {"type": "audio/pcma"}

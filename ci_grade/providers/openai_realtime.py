@@ -113,7 +113,7 @@ def _content_part(part: Any) -> dict[str, Any] | None:
     return None
 
 
-@dataclass
+@dataclass(eq=False)
 class _Conversation:
     """A session kept open for one conversation's turns."""
 
@@ -199,30 +199,30 @@ class OpenAIRealtimeProvider(OpenAIProvider):
         if context.conversation_id and self._keeps_context(context):
             state = self._conversations.setdefault(context.conversation_id, _Conversation())
             async with state.lock:
-                return await self._request(content, state)
-        return await self._request(content, _Conversation())
+                return await self._request(content, state, keep=True)
+        return await self._request(content, _Conversation(), keep=False)
 
-    async def _request(self, content: list[dict[str, Any]], state: _Conversation) -> ProviderResponse:
-        """One request on the conversation's session (opened first if it is not), retried while the
-        handshake fails in a way the service may not repeat; a session that failed is closed."""
-        kept = state in self._conversations.values()
+    async def _request(self, content: list[dict[str, Any]], state: _Conversation, *, keep: bool) -> ProviderResponse:
+        """One request on the session (opened first if it is not), retried while the handshake fails
+        in a way the service may not repeat; the session stays open only if `keep` and it did not fail."""
         policy = RetryPolicy.from_env()
         reply = Reply()
+        failed = True
         try:
             if state.connection is None:
                 state.connection = await with_retries(self._connect, policy)
             async with asyncio.timeout(self.timeout_seconds()) as scope:
                 await self._exchange(state, content, reply, scope)
+            failed = False
         except TransientError as exc:
             return ProviderResponse(error=f"{exc} (gave up after {policy.attempts} attempts)")
         except TimeoutError:
-            await _close(state)
             return ProviderResponse(error=f"WebSocket error: WebSocket connection timed out after {self.timeout_seconds() * 1000:g}ms", metadata=_partial(reply))
         except ProviderError as exc:
-            await _close(state)
             return ProviderResponse(error=str(exc), metadata=_partial(reply))
-        if not kept:
-            await _close(state)
+        finally:
+            if failed or not keep:
+                await _close(state)
         return reply.response(self._model or DEFAULT_MODEL, self.spec.config)
 
     async def _connect(self) -> Any:
