@@ -293,3 +293,11 @@ def test_g711_audio_is_returned_as_it_came(realtime: Callable[..., RealtimeServe
     assert base64.b64decode(response.audio["data"]) == b"echo:echo: hey hey"
     assert server.sessions[0].settings["audio"]["output"]["format"] == {"type": "audio/pcmu"}
     assert server.sessions[0].settings["audio"]["input"]["format"] == {"type": "audio/pcma"}
+
+
+def test_a_bare_id_takes_the_configs_model_else_promptfoos_default(realtime: Callable[..., RealtimeServer]) -> None:
+    assert make("openai:realtime").describe() == "openai:realtime:gpt-realtime-1.5"
+    with pytest.raises(UnknownProviderError, match="gpt-realtime-translate is not a conversational"):
+        make({"id": "openai:realtime", "config": {"model": "gpt-realtime-translate"}})
+    realtime()
+    assert call({"id": "openai:realtime", "config": {**TEXT, "model": MODEL}}, "hi").output == "echo: hi"

@@ -41,7 +41,7 @@ def check_spec(spec: ProviderSpec) -> str | None:
     """Settings an `openai:realtime` provider cannot run with (before any call), or None."""
     parts = spec.id.split(":", 2)
     if len(parts) > 1 and parts[1] == "realtime":
-        return openai_realtime.check_config(parts[2] if len(parts) > 2 and parts[2] else openai_realtime.DEFAULT_MODEL, spec.config)
+        return openai_realtime.check_config(openai_realtime.model_of(parts[2] if len(parts) > 2 else None, spec.config), spec.config)
     return None
 
 

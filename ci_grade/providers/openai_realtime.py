@@ -349,6 +349,12 @@ async def _close(state: _Conversation) -> None:
 
 def create(spec: ProviderSpec, env: Mapping[str, str], model: str | None, max_concurrency: int | None) -> OpenAIRealtimeProvider:
     """The provider for `openai:realtime[:<model>]` (UnknownProviderError where promptfoo refuses it)."""
-    if problem := check_config(model or DEFAULT_MODEL, spec.config):
+    model = model_of(model, spec.config)
+    if problem := check_config(model, spec.config):
         raise UnknownProviderError(f"{spec.id}: {problem}")
-    return OpenAIRealtimeProvider(spec, env, model or spec.config.get("model") or DEFAULT_MODEL, max_concurrency)
+    return OpenAIRealtimeProvider(spec, env, model, max_concurrency)
+
+
+def model_of(named: str | None, config: Mapping[str, Any]) -> str:
+    """The model an id names, else `config.model`, else promptfoo's default."""
+    return named or str(config.get("model") or "") or DEFAULT_MODEL
