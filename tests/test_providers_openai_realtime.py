@@ -301,3 +301,16 @@ def test_a_bare_id_takes_the_configs_model_else_promptfoos_default(realtime: Cal
         make({"id": "openai:realtime", "config": {"model": "gpt-realtime-translate"}})
     realtime()
     assert call({"id": "openai:realtime", "config": {**TEXT, "model": MODEL}}, "hi").output == "echo: hi"
+
+
+def test_the_beta_apis_event_names_are_read_too(realtime: Callable[..., RealtimeServer]) -> None:
+    def beta(session: Session, event: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"type": "response.audio.delta", "delta": base64.b64encode(b"\x01\x00\x02\x00").decode()},
+                {"type": "response.audio_transcript.delta", "delta": "spoken "}, {"type": "response.text.delta", "delta": "words"},
+                {"type": "response.audio.done"}]
+
+    realtime(reply=beta)
+    response = call({"id": f"openai:realtime:{MODEL}", "config": {"websocketTimeout": 5000}}, "hi")
+    assert response.output == "spoken words" and response.audio is not None and response.audio["transcript"] == "spoken words"
+    with wave.open(io.BytesIO(base64.b64decode(response.audio["data"]))) as audio:
+        assert audio.readframes(audio.getnframes()) == b"\x01\x00\x02\x00"
