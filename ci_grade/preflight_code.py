@@ -86,13 +86,16 @@ def check_python_file(reference: str, loaded: LoadedConfig, loc: Location | None
 
 def check_tool_code(config: dict[str, Any], raw: Any, loaded: LoadedConfig, where: str) -> None:
     """The files a provider runs for function calls (`functionToolCallbacks` entries naming a
-    file, `functionToolStatefulApi.file`), relative to the config's folder, exist."""
+    file, `functionCallHandler`, `functionToolStatefulApi.file`), relative to the config's folder, exist."""
     callbacks, api = config.get("functionToolCallbacks"), config.get("functionToolStatefulApi")
     raw = raw if isinstance(raw, dict) else {}
     references: list[tuple[Any, str, Any, str]] = []
     if isinstance(callbacks, dict):
         raw_callbacks = raw.get("functionToolCallbacks")
         references += [(raw_callbacks, name, value, f"{where}.functionToolCallbacks.{name}") for name, value in callbacks.items()]
+    handler = config.get("functionCallHandler")
+    if isinstance(handler, str) and handler.startswith("file://"):  # OpenAI Realtime's
+        references.append((raw, "functionCallHandler", handler, f"{where}.functionCallHandler"))
     if isinstance(api, dict):
         raw_api = raw.get("functionToolStatefulApi")
         if not api.get("url"):

@@ -67,7 +67,7 @@ def test_a_bare_model_goes_to_the_api_promptfoo_sends_it_to(server: CountingServ
     assert request.path.split("?")[0] == path and request.json["model"] == model
 
 
-@pytest.mark.parametrize("provider_id", ["openai:speech:gpt-4o-mini-tts", "openai:realtime:gpt-realtime", "openai:transcription:whisper-1", "openai:tts:gpt-4o-mini-tts", "openai:video:sora-2", "openai:agents:triage", "openai:gpt-live-1", "openai:codex", "openai:codex-sdk"])
+@pytest.mark.parametrize("provider_id", ["openai:speech:gpt-4o-mini-tts", "openai:transcription:whisper-1", "openai:tts:gpt-4o-mini-tts", "openai:video:sora-2", "openai:agents:triage", "openai:gpt-live-1", "openai:codex", "openai:codex-sdk"])
 def test_kinds_ci_grade_does_not_run_are_refused_when_made(provider_id: str) -> None:
     with pytest.raises(UnknownProviderError, match="is not supported by ci-grade; it runs openai:chat:<model>"):
         make(provider_id)

@@ -116,6 +116,8 @@ class CallContext:
         return {key: value for key, value in fields.items() if value is not None}
     logprobs: bool = False
     """Whether the output's token log probabilities are wanted (a perplexity assertion grades them)."""
+    conversation_id: str | None = None
+    """The test's `metadata.conversationId`: the turns of one conversation (a stateful session's)."""
 
 
 class Provider:
@@ -200,6 +202,11 @@ class Provider:
             return None
         return self.cache.key(self.cache_identity(), request)
 
+    def reuses_replies(self, context: CallContext) -> bool:
+        """Whether this call may be answered from (and stored in) the response cache: not a turn
+        of a conversation the provider keeps a session for, whose reply depends on the turns before."""
+        return True
+
     def _slot(self) -> contextlib.AbstractAsyncContextManager[None]:
         """The slot a whole call holds (none for adaptive providers: their attempts take slots)."""
         return _NO_SLOT if self.adaptive else self.limiter.slot()
@@ -231,7 +238,7 @@ class Provider:
         """Send a prompt; subclasses implement `_call`, this adds the concurrency bound and timing."""
         context = context or CallContext()
         prompt = well_formed(prompt)
-        key = self._cache_key(_text_request(prompt, context))
+        key = self._cache_key(_text_request(prompt, context)) if self.reuses_replies(context) else None
         if key is not None and self.cache is not None and (hit := self.cache.get(key, ProviderResponse)) is not None:
             return _from_cache(hit)
         started = time.perf_counter()
@@ -253,7 +260,8 @@ class Provider:
 
     def cached_reply(self, prompt: str, context: CallContext | None = None) -> ProviderResponse | None:
         """The reply the response cache holds for this call, if any (what `call` would return free)."""
-        key = self._cache_key(_text_request(well_formed(prompt), context or CallContext()))
+        context = context or CallContext()
+        key = self._cache_key(_text_request(well_formed(prompt), context)) if self.reuses_replies(context) else None
         return None if key is None or self.cache is None else self.cache.get(key, ProviderResponse)
 
     async def _call(self, prompt: str, context: CallContext) -> ProviderResponse:

@@ -1,5 +1,5 @@
 """The `openai:` ids: which provider each names (chat, Responses, completion, embeddings,
-moderation), promptfoo's defaults for a bare `openai:<model>` (a completion model is a completion
+moderation, realtime), promptfoo's defaults for a bare `openai:<model>` (a completion model is a completion
 provider, GPT 5.6 and later answer on the Responses API, anything else is chat), and the kinds
 ci-grade refuses before any call."""
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from ci_grade.config.models import ProviderSpec
 from ci_grade.errors import UnknownProviderError
-from ci_grade.providers import openai_completion, openai_image
+from ci_grade.providers import openai_completion, openai_image, openai_realtime
 from ci_grade.providers.base import Provider
 from ci_grade.providers.openai import (
     OpenAIChatProvider,
@@ -20,7 +20,7 @@ from ci_grade.providers.openai import (
 )
 
 UNSUPPORTED_KINDS = frozenset({
-    "video", "realtime", "transcription", "tts", "speech", "live", "agents", "agents-api", "chatkit",
+    "video", "transcription", "tts", "speech", "live", "agents", "agents-api", "chatkit",
     "codex", "codex-sdk", "codex-app-server", "codex-desktop",
 })
 """promptfoo's `openai:<kind>:` providers that ci-grade does not run (refused before any call)."""
@@ -32,7 +32,8 @@ def check_id(provider_id: str) -> str | None:
     if kind in UNSUPPORTED_KINDS or kind.startswith("gpt-live-"):
         return (
             f"{provider_id}: openai:{kind} is not supported by ci-grade; it runs openai:chat:<model>, openai:responses:<model>, "
-            "openai:completion:<model>, openai:image:<model>, openai:embedding:<model>, openai:moderation and openai:assistant:<assistant id>"
+            "openai:completion:<model>, openai:image:<model>, openai:embedding:<model>, openai:moderation, openai:realtime:<model> "
+            "and openai:assistant:<assistant id>"
         )
     if kind == "image" and not [*provider_id.split(":", 2), "", ""][2]:
         return f"{provider_id}: name a model, e.g. openai:image:dall-e-3"
@@ -40,8 +41,13 @@ def check_id(provider_id: str) -> str | None:
 
 
 def check_spec(spec: ProviderSpec) -> str | None:
-    """A setting an image model does not take, before any call."""
-    return openai_image.problem(spec) if spec.id.startswith("openai:image:") else None
+    """Settings an `openai:image` or `openai:realtime` provider cannot run with (before any call), or None."""
+    parts = spec.id.split(":", 2)
+    if len(parts) > 1 and parts[1] == "image":
+        return openai_image.problem(spec)
+    if len(parts) > 1 and parts[1] == "realtime":
+        return openai_realtime.check_config(openai_realtime.model_of(parts[2] if len(parts) > 2 else None, spec.config), spec.config)
+    return None
 
 
 def defaults_to_responses(model: str) -> bool:
@@ -65,6 +71,8 @@ def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | No
         return OpenAIEmbeddingProvider(spec, env, rest, max_concurrency)
     if kind == "moderation":
         return OpenAIModerationProvider(spec, env, rest, max_concurrency)
+    if kind == "realtime":
+        return openai_realtime.create(spec, env, rest, max_concurrency)
     if kind == "completion":
         return openai_completion.OpenAICompletionProvider(spec, env, rest, max_concurrency)
     if kind == "image":

@@ -49,6 +49,11 @@ def _prices(model: str | None, family: str, region: str | None = None) -> dict[s
     return entry if entry is not None and "input" in entry else None
 
 
+def price_entry(model: str | None, family: str = "openai") -> dict[str, Any] | None:
+    """The model's prices in the family's table (every field, audio and image rates included), or None."""
+    return _prices(model, family)
+
+
 def price_per_token(model: str | None, family: str = "openai") -> tuple[float, float] | None:
     """(input, output) USD per token from the family's table, or None for an unknown model."""
     entry = _prices(model, family)

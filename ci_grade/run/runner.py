@@ -327,7 +327,9 @@ async def _respond(
     if prompt_config:
         spec = spec.model_copy(update={"config": {**spec.config, **prompt_config}})
     provider = pool.get(spec)
-    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw, logprobs=_grades_logprobs(test.assert_ or []))
+    conversation = (test.metadata or {}).get("conversationId")
+    context = CallContext(vars=planned.vars, prompt_label=planned.prompt.label, prompt_raw=planned.prompt.raw, logprobs=_grades_logprobs(test.assert_ or []),
+                          conversation_id=str(conversation) if isinstance(conversation, str | int | float) and not isinstance(conversation, bool) and conversation != "" else None)
     if trace is not None:
         context.traceparent, context.evaluation_id, context.test_case_id = trace.traceparent, trace.evaluation_id, trace.test_case_id
     response = await provider.call(prompt, context)
