@@ -306,3 +306,25 @@ def test_a_project_whose_certificate_is_not_trusted_says_what_to_do(foundry: Fou
     response = call({"id": "azure:foundry-agent:helper", "config": {"projectUrl": foundry.server.project_url}}, "hello")
     assert response.error is not None and "TLS certificate was refused" in response.error and "SSL_CERT_FILE" in response.error
     assert "after retries" not in response.error and foundry.server.requests == []  # refused at the handshake, not retried
+
+
+def test_a_json_schema_reply_is_read_as_its_data(foundry: Foundry) -> None:
+    foundry.server.answer = lambda prompt, outputs: '{"city": "Paris"}'
+    schema = {"type": "json_schema", "json_schema": {"name": "place", "schema": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    response = call({"id": "azure:foundry-agent:helper", "config": {"projectUrl": foundry.server.project_url, "response_format": schema}}, "where?")
+    assert response.error is None and response.output == {"city": "Paris"}
+    assert responses_bodies(foundry.server)[0]["text"]["format"]["type"] == "json_schema"
+
+
+def test_a_sign_in_that_fails_once_the_agent_is_found_is_an_error_row(foundry: Foundry) -> None:
+    tools = foundry.az_log.parent
+    az = tools / "az"
+    once = tools / "signed-in-once"
+    az.write_text(  # the CLI's session ends after the project client's first token
+        f'#!/bin/sh\nif [ -f "{once}" ]; then echo "ERROR: AADSTS700082: The refresh token has expired." >&2; exit 1; fi\n'
+        f'touch "{once}"\nexec "{sys.executable}" "{SERVERS / "az_cli.py"}" "{tools / "token"}" "{foundry.az_log}" "$@"\n'
+    )
+    response = call({"id": "azure:foundry-agent:helper", "config": {"projectUrl": foundry.server.project_url}}, "hello")
+    assert response.error is not None and response.error.startswith("Error in Azure Foundry Agent API call: ")
+    assert "AADSTS700082" in response.error and foundry.token not in response.error
+    assert agent_requests(foundry.server) == ["/api/projects/proj/agents/helper?api-version=v1"] and responses_bodies(foundry.server) == []

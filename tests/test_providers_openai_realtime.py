@@ -314,3 +314,23 @@ def test_the_beta_apis_event_names_are_read_too(realtime: Callable[..., Realtime
     assert response.output == "spoken words" and response.audio is not None and response.audio["transcript"] == "spoken words"
     with wave.open(io.BytesIO(base64.b64decode(response.audio["data"]))) as audio:
         assert audio.readframes(audio.getnframes()) == b"\x01\x00\x02\x00"
+
+
+def test_cached_audio_input_is_billed_at_the_cached_audio_rate_and_no_text_is_cached() -> None:
+    from ci_grade.providers.openai_realtime_reply import usage_cost
+    from ci_grade.providers.pricing import price_entry
+
+    rates = price_entry("gpt-realtime")
+    assert rates is not None
+    usage = {"input_tokens": 100, "output_tokens": 0, "input_token_details": {"audio_tokens": 100, "cached_tokens": 40}}
+    assert usage_cost("gpt-realtime", {}, usage) == pytest.approx(60 * rates["audioInput"] + 40 * rates["audioCachedInput"])
+
+
+def test_spoken_output_of_a_model_without_audio_rates_costs_only_its_text() -> None:
+    from ci_grade.providers.openai_realtime_reply import usage_cost
+    from ci_grade.providers.pricing import price_entry
+
+    rates = price_entry("gpt-4.1-mini")
+    assert rates is not None and "audioOutput" not in rates
+    usage = {"input_tokens": 0, "output_tokens": 10, "output_token_details": {"audio_tokens": 4, "text_tokens": 6}}
+    assert usage_cost("gpt-4.1-mini", {}, usage) == pytest.approx(6 * rates["output"])
