@@ -190,3 +190,27 @@ def test_run_serially_rows_run_one_at_a_time_in_config_order(tmp_path: Path) -> 
     tests = "\n".join(f"  - vars: {{n: {i}, serial: true}}\n    options: {{runSerially: true}}" for i in range(4))
     rows = run(tmp_path, f"prompts: ['s{{{{n}}}}', 't{{{{n}}}}']\nproviders: [file://serial.py]\ntests:\n{tests}\n")
     assert [r["response"]["output"] for r in rows] == [f"{p}{i} (overlapped: [])" for i in range(4) for p in "st"]
+
+
+KEPT = '''
+import asyncio
+from pathlib import Path
+
+
+async def call_api(prompt, options, context):
+    # a provider that keeps each conversation itself, as openai:realtime does (in a file: calls may
+    # reach different worker processes); the first turn is slow
+    if prompt.endswith("1"):
+        await asyncio.sleep(0.2)
+    log = Path(__file__).with_name(context["vars"]["conversation"] + ".log")
+    with log.open("a") as file:
+        file.write(prompt + "\\n")
+    return {"output": " > ".join(log.read_text().split())}
+'''
+
+
+def test_tests_naming_a_conversation_id_run_in_order_though_the_prompt_never_reads_it(tmp_path: Path) -> None:
+    write(tmp_path / "kept.py", KEPT)
+    tests = "\n".join(f"  - vars: {{conversation: {c}, turn: {c}{i}}}\n    metadata: {{conversationId: {c}}}" for c in "ab" for i in (1, 2, 3))
+    rows = run(tmp_path, f"prompts: ['{{{{turn}}}}']\nproviders: [file://kept.py]\ntests:\n{tests}\n")
+    assert [r["response"]["output"] for r in rows] == [" > ".join(f"{c}{j}" for j in range(1, i + 1)) for c in "ab" for i in (1, 2, 3)]

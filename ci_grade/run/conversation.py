@@ -2,7 +2,9 @@
 
 A prompt that reads `_conversation` sees the turns that ran before it in its conversation: the
 rows of one provider and one prompt (and one repeat), split further by `metadata.conversationId`
-(each scenario config is its own conversation unless it sets one). A turn is promptfoo's
+(each scenario config is its own conversation unless it sets one). Tests that name a
+`metadata.conversationId` are a conversation too, whatever their prompt reads: a provider may keep
+the conversation itself (`openai:realtime`), so its turns must come in order. A turn is promptfoo's
 `{prompt, input, output, metadata}`: the rendered prompt (parsed when it is JSON), the last
 message's content for a chat prompt, and the provider's output. The rows of one conversation run
 one after another in config order; every other row stays concurrent. `options.disableConversationVar`
@@ -63,8 +65,8 @@ class Conversations:
             template = template_of(row)
             if template not in uses:
                 uses[template] = VARIABLE in nunjucks.references(template)
-            if uses[template]:
-                conversation_id = (row.test.metadata or {}).get("conversationId")
+            conversation_id = (row.test.metadata or {}).get("conversationId")
+            if uses[template] or conversation_id is not None:  # a provider may keep the conversation itself (`openai:realtime`)
                 key = (row.provider_index, row.prompt_index, row.repeat_index, "" if conversation_id is None else str(conversation_id))
                 self._keys[row.index] = key
                 if key in last:
