@@ -4,7 +4,8 @@ What the config leaves out, promptfoo 0.123.1 sends as `temperature: 0` and 1024
 (`OPENAI_TEMPERATURE`, `OPENAI_MAX_TOKENS` change them; `omitDefaults: true` keeps only those
 variables); a reasoning model (o1, o3, o4, gpt-5, ...) gets neither, only `max_completion_tokens`
 when the config or `OPENAI_MAX_COMPLETION_TOKENS` gives one. `OPENAI_TOP_P`,
-`OPENAI_PRESENCE_PENALTY` and `OPENAI_FREQUENCY_PENALTY` apply when set.
+`OPENAI_PRESENCE_PENALTY` and `OPENAI_FREQUENCY_PENALTY` apply when set. The legacy Completions
+API always gets each sampling field (`completion_defaults`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,15 @@ from typing import Any
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _REASONING_PARTS = ("deepseek-r1", "deepseek_r1", "phi-4-reasoning", "phi-4-mini-reasoning", "mai-thinking", "mai-ds-r1", "mai-reasoning")
 _ENV_OPTIONS = (("top_p", "OPENAI_TOP_P"), ("presence_penalty", "OPENAI_PRESENCE_PENALTY"), ("frequency_penalty", "OPENAI_FREQUENCY_PENALTY"))
+# The legacy Completions API's sampling fields: (body field, variable, type, promptfoo's default).
+_COMPLETION_OPTIONS: tuple[tuple[str, str, type[int] | type[float], int | float], ...] = (
+    ("max_tokens", "OPENAI_MAX_TOKENS", int, 1024),
+    ("temperature", "OPENAI_TEMPERATURE", float, 0),
+    ("top_p", "OPENAI_TOP_P", float, 1),
+    ("presence_penalty", "OPENAI_PRESENCE_PENALTY", float, 0),
+    ("frequency_penalty", "OPENAI_FREQUENCY_PENALTY", float, 0),
+    ("best_of", "OPENAI_BEST_OF", int, 1),
+)
 
 
 def is_reasoning_model(model: str, config: Mapping[str, Any]) -> bool:
@@ -50,6 +60,11 @@ def responses_defaults(model: str, config: Mapping[str, Any], env: Mapping[str, 
         return {**added, **_env_options(config, env)}, ("temperature",)
     added |= _first({"temperature": (config.get("temperature"), _number(env, "OPENAI_TEMPERATURE", float), None if omit else 0)})
     return {**added, **_env_options(config, env)}, ()
+
+
+def completion_defaults(config: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The Completions API's sampling fields: the config's, else the variable's, else promptfoo's default."""
+    return _first({field: (config.get(field), _number(env, name, kind), default) for field, name, kind, default in _COMPLETION_OPTIONS})
 
 
 def _first(choices: dict[str, tuple[Any, ...]]) -> dict[str, Any]:

@@ -14,19 +14,19 @@ Everything received is recorded.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import ssl
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
+
+from tests.servers.threaded_ws import ThreadedWsServer
 
 PATH = "/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent"
 VERTEX_PATH = "/ws/google.cloud.aiplatform.{version}.LlmBidiService/BidiGenerateContent"
@@ -105,55 +105,25 @@ def echo(session: Session, message: dict[str, Any]) -> list[dict[str, Any]]:
     return text_turn(f"echo: {session.turns[-1]}", session)
 
 
-class LiveServer:
+class LiveServer(ThreadedWsServer):
     """Serve on 127.0.0.1 over TLS from a background thread: `with LiveServer(key, model, tls): ...`."""
 
     def __init__(self, key: str, model: str, tls: ssl.SSLContext, reply: Script = echo, vertex: Vertex | None = None):
+        super().__init__(tls)
         self.key = key
         self.model = model
         self.vertex = vertex
-        self.tls = tls
         self.reply = reply
         self.sessions: list[Session] = []
-        self.refused: list[str] = []
-        self.overloaded: list[int] = []
-        """Statuses (429, 503, ...) the next handshakes are refused with, in order, with `Retry-After: 0`."""
-        self._loop = asyncio.new_event_loop()
-        self._thread: threading.Thread | None = None
-        self._stop: asyncio.Future[None] | None = None
-        self.port = 0
 
     @property
     def url(self) -> str:
         """The base URL to configure (`https://`: the SDK connects with `wss://`)."""
         return f"https://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> LiveServer:
-        ready = threading.Event()
-
-        async def main() -> None:
-            self._stop = self._loop.create_future()
-            async with serve(self._session, "127.0.0.1", 0, ssl=self.tls, process_request=self._handshake) as server:
-                self.port = next(iter(server.sockets)).getsockname()[1]
-                ready.set()
-                await self._stop
-
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(main(),), daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set_result, None)
-        if self._thread is not None:
-            self._thread.join(10)
-
     def _handshake(self, connection: ServerConnection, request: Request) -> Response | None:
-        if self.overloaded:
-            status = self.overloaded.pop(0)
-            self.refused.append(f"status {status}")
-            return Response(status, "Overloaded", Headers([("Retry-After", "0"), ("Content-Type", "text/plain")]), b"Resource has been exhausted.")
+        if refusal := self.refuse_if_overloaded(b"Resource has been exhausted."):
+            return refusal
         path = urlsplit(request.path).path
         paths = [VERTEX_PATH.format(version=v) for v in ("v1", "v1beta1")] if self.vertex else [PATH.format(version=v) for v in ("v1alpha", "v1beta")]
         if path not in paths:

@@ -17,19 +17,19 @@ wraps in `response.created` and `response.done` with usage. Everything received 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import itertools
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
+
+from tests.servers.threaded_ws import ThreadedWsServer
 
 SESSION_FIELDS = {"type", "model", "output_modalities", "instructions", "audio", "max_output_tokens", "tools", "tool_choice",
                   "parallel_tool_calls", "reasoning", "tracing", "truncation", "prompt", "include"}
@@ -114,54 +114,25 @@ def echo(session: Session, event: dict[str, Any]) -> list[dict[str, Any]]:
     return text_response(f"echo: {session.turns[-1]}", session)
 
 
-class RealtimeServer:
+class RealtimeServer(ThreadedWsServer):
     """Serve on 127.0.0.1 from a background thread: `with RealtimeServer(key, model): ...`."""
 
     def __init__(self, key: str, model: str, reply: Script = echo):
+        super().__init__()
         self.key = key
         self.model = model
         self.reply = reply
         self.sessions: list[Session] = []
-        self.refused: list[str] = []
-        self.overloaded: list[int] = []
-        """Statuses (429, 503, ...) the next handshakes are refused with, in order, with `Retry-After: 0`."""
-        self._loop = asyncio.new_event_loop()
-        self._thread: threading.Thread | None = None
-        self._stop: asyncio.Future[None] | None = None
-        self.port = 0
 
     @property
     def url(self) -> str:
         """The base URL to configure (`http://`: the SDK connects with `ws://`)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def __enter__(self) -> RealtimeServer:
-        ready = threading.Event()
-
-        async def main() -> None:
-            self._stop = self._loop.create_future()
-            async with serve(self._session, "127.0.0.1", 0, process_request=self._handshake) as server:
-                self.port = next(iter(server.sockets)).getsockname()[1]
-                ready.set()
-                await self._stop
-
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(main(),), daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set_result, None)
-        if self._thread is not None:
-            self._thread.join(10)
-
     def _handshake(self, connection: ServerConnection, request: Request) -> Response | None:
         json_headers = Headers([("Content-Type", "application/json")])
-        if self.overloaded:
-            status = self.overloaded.pop(0)
-            self.refused.append(f"status {status}")
-            return Response(status, "Overloaded", Headers([("Retry-After", "0"), ("Content-Type", "text/plain")]), b"Slow down.")
+        if refusal := self.refuse_if_overloaded(b"Slow down."):
+            return refusal
         if urlsplit(request.path).path != "/v1/realtime":
             self.refused.append(f"path {urlsplit(request.path).path}")
             return Response(404, "Not Found", json_headers, b'{"error": {"message": "Invalid URL", "type": "invalid_request_error"}}')
