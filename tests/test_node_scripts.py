@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ci_grade.workers import node
-from tests.conftest import run_cli, run_cli_process, write
+from tests.conftest import CliResult, run_cli, run_cli_process, write
 from tests.servers.llm_server import LLMServer
 
 CJS_PROVIDER = """
@@ -217,46 +217,31 @@ def test_javascript_hooks_run_in_node_in_the_run_order(tmp_path: Path) -> None:
     assert log == [["beforeAll", 1], ["beforeEach", "cats"], ["afterAll", 1]]
 
 
+def run_cjs_chat(folder: Path, server: LLMServer, rows: str, **env: str) -> tuple[CliResult, dict[str, dict]]:
+    """`eval -j 1` of the CommonJS chat provider over `rows` (test entries by name and `how`): the
+    run and its result rows by name."""
+    write(folder / "providers" / "chat.cjs", CJS_PROVIDER)
+    write(folder / "providers" / "lib" / "naming.cjs", "exports.label = () => 'chat';\n")
+    tests = "\n".join(f"  - vars: {{{row}}}" for row in rows.split(";"))
+    write(folder / "promptfooconfig.yaml", f"prompts: ['Hi {{{{name}}}}']\nproviders: [{{id: file://providers/chat.cjs, config: {{model: m}}}}]\ntests:\n{tests}\n")
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.openai_base_url, **env}
+    result = run_cli_process("eval", "-o", "out.json", "--no-progress", "-j", "1", cwd=folder, env=env)
+    by = {row["vars"]["name"]: row for row in json.loads((folder / "out.json").read_text())["results"]["results"]}
+    return result, by
+
+
 def test_a_provider_that_exits_costs_its_row_an_error_and_the_run_ends_by_the_gate(tmp_path: Path, server: LLMServer) -> None:
-    write(tmp_path / "providers" / "chat.cjs", CJS_PROVIDER)
-    write(tmp_path / "providers" / "lib" / "naming.cjs", "exports.label = () => 'chat';\n")
-    write(
-        tmp_path / "promptfooconfig.yaml",
-        """
-        prompts: ['Hi {{name}}']
-        providers: [{id: file://providers/chat.cjs, config: {model: m}}]
-        tests:
-          - vars: {name: Ada}
-          - vars: {name: Bo, how: exit}
-          - vars: {name: Cy}
-        """,
-    )
-    result = run_cli_process("eval", "-o", "out.json", "--no-progress", "-j", "1", cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.openai_base_url})
+    result, by = run_cjs_chat(tmp_path, server, "name: Ada;name: Bo, how: exit;name: Cy")
     assert result.code == 1, result.err
     assert "Traceback" not in result.err
-    by = {row["vars"]["name"]: row for row in json.loads((tmp_path / "out.json").read_text())["results"]["results"]}
     assert by["Bo"]["failureReason"] == 2
     assert by["Bo"]["error"] == "called process.exit(0) in callApi()"
     assert by["Ada"]["success"] is True and by["Cy"]["success"] is True  # a fresh worker serves the next row
 
 
 def test_a_worker_killed_mid_call_is_its_rows_error_at_once_not_a_timeout(tmp_path: Path, server: LLMServer) -> None:
-    write(tmp_path / "providers" / "chat.cjs", CJS_PROVIDER)
-    write(tmp_path / "providers" / "lib" / "naming.cjs", "exports.label = () => 'chat';\n")
-    write(
-        tmp_path / "promptfooconfig.yaml",
-        """
-        prompts: ['Hi {{name}}']
-        providers: [{id: file://providers/chat.cjs, config: {model: m}}]
-        tests:
-          - vars: {name: Bo, how: kill}
-          - vars: {name: Cy}
-        """,
-    )
-    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.openai_base_url, "CI_GRADE_CALL_TIMEOUT_SECONDS": "20"}
-    result = run_cli_process("eval", "-o", "out.json", "--no-progress", "-j", "1", cwd=tmp_path, env=env)
+    result, by = run_cjs_chat(tmp_path, server, "name: Bo, how: kill;name: Cy", CI_GRADE_CALL_TIMEOUT_SECONDS="20")
     assert result.code == 1, result.err
-    by = {row["vars"]["name"]: row for row in json.loads((tmp_path / "out.json").read_text())["results"]["results"]}
     assert by["Bo"]["error"].startswith("the Node.js worker was killed by SIGKILL"), by["Bo"]["error"]
     assert by["Cy"]["success"] is True
 
