@@ -75,11 +75,15 @@ class AzureClientMixin:
     def api_version(self: Any) -> str:
         return str(self.spec.config.get("apiVersion") or self.env_value("AZURE_OPENAI_API_VERSION", "AZURE_API_VERSION") or DEFAULT_API_VERSION)
 
+    def location(self: Any) -> dict[str, Any]:
+        """Where the client sends its calls: the resource, whose deployment routes the SDK builds."""
+        return {"azure_endpoint": self.endpoint()}
+
     def client(self: Any) -> Any:
         if self._client is None:
             self._client = sdk().AsyncAzureOpenAI(
                 api_key=self.api_key(),
-                azure_endpoint=self.endpoint(),
+                **self.location(),
                 api_version=self.api_version(),
                 max_retries=0,
                 timeout=self._timeout,
@@ -125,18 +129,8 @@ class AzureResponsesProvider(AzureClientMixin, OpenAIResponsesProvider):
     def api_version(self) -> str:
         return str(self.spec.config.get("apiVersion") or RESPONSES_API_VERSION)
 
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = sdk().AsyncAzureOpenAI(
-                api_key=self.api_key(),
-                base_url=f"{self.endpoint()}/openai/v1",
-                api_version=self.api_version(),
-                max_retries=0,
-                timeout=self._timeout,
-                http_client=sdk_http_client(self._timeout),
-                default_headers=self.extra_headers(),
-            )
-        return self._client
+    def location(self) -> dict[str, Any]:
+        return {"base_url": f"{self.endpoint()}/openai/v1"}
 
     def request_body(self, prompt: str, context: CallContext) -> dict[str, Any]:
         body = super().request_body(prompt, context)

@@ -14,12 +14,11 @@ realtime rates in `prices.json`, with the config's `inputCost`/`outputCost`/`cos
 from __future__ import annotations
 
 import base64
-import io
-import wave
 from dataclasses import dataclass, field
 from typing import Any
 
 from ci_grade.providers.base import ProviderResponse
+from ci_grade.providers.media import pcm16_wav
 from ci_grade.providers.pricing import price_entry
 from ci_grade.results.usage import TokenUsage
 
@@ -121,13 +120,7 @@ def encode_audio(data: bytes, audio_format: str) -> dict[str, Any]:
     """PCM16 as a base64 WAV file (16-bit mono at 24 kHz), other formats as they came."""
     if audio_format != "pcm16":
         return {"data": base64.b64encode(data).decode(), "format": audio_format}
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(SAMPLE_RATE)
-        out.writeframes(data)
-    return {"data": base64.b64encode(buffer.getvalue()).decode(), "format": "wav"}
+    return {"data": pcm16_wav(data, SAMPLE_RATE), "format": "wav"}
 
 
 def _number(value: Any) -> int:

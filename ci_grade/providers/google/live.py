@@ -20,11 +20,8 @@ realtime input and answer in audio with a transcript), else `v1alpha`.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import io
 import re
-import wave
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -34,6 +31,7 @@ from ci_grade.errors import ProviderError, TransientError
 from ci_grade.providers.base import CallContext, Capability, ModelProvider, ProviderResponse
 from ci_grade.providers.google import endpoint, live_tools, request
 from ci_grade.providers.google.auth import VertexAuthed
+from ci_grade.providers.media import pcm16_wav
 from ci_grade.providers.pricing import estimate_cost
 from ci_grade.providers.retry import RETRYABLE_STATUS, RetryPolicy, retry_after_seconds, with_retries
 from ci_grade.results.usage import TokenUsage
@@ -288,7 +286,7 @@ class GoogleLiveProvider(ModelProvider):
         if thinking:
             output["thinking"] = thinking
         usage, cost = self.usage_and_cost(result.usage)
-        audio = {"data": _wav(b"".join(result.audio)), "format": "wav", "transcript": result.transcript or result.text or None} if result.audio else None
+        audio = {"data": pcm16_wav(b"".join(result.audio), SAMPLE_RATE), "format": "wav", "transcript": result.transcript or result.text or None} if result.audio else None
         metadata = {"groundingMetadata": result.grounding} if result.grounding else {}
         return ProviderResponse(output=output, token_usage=usage, cost=cost, audio=audio, metadata=metadata)
 
@@ -348,14 +346,3 @@ def _field(model: Any, key: str) -> str | None:
     if key in model.model_fields:
         return key
     return next((name for name, info in model.model_fields.items() if info.alias == key), None)
-
-
-def _wav(pcm: bytes) -> str:
-    """16-bit mono PCM at the Live API's rate as a base64 WAV file."""
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(SAMPLE_RATE)
-        out.writeframes(pcm)
-    return base64.b64encode(buffer.getvalue()).decode()
