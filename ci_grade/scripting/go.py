@@ -14,7 +14,6 @@ call past its time limit is killed (ScriptAborted). The toolchain is `config.goE
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -26,9 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_grade import settings
 from ci_grade.errors import ScriptAborted, ScriptError
-from ci_grade.workers.calls import DEFAULT_TIMEOUT_SECONDS
+from ci_grade.scripting import one_shot
 
 DEFAULT_FUNCTION = "CallApi"
 NO_TOOLCHAIN = "Go file providers need Go: install it (go on PATH) or name its executable in config.goExecutable"
@@ -156,23 +154,9 @@ def _folder() -> str:
 
 async def call(program: Path, args: Sequence[Any], *, timeout: float | None = None) -> Any:
     """The function's result for `args` (prompt, options, context)."""
-    limit = timeout if timeout is not None else settings.number("CI_GRADE_CALL_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS)
     with tempfile.TemporaryDirectory(prefix="ci-grade-go-call-") as folder:
-        result_path = Path(folder) / "result.json"
-        process = await asyncio.create_subprocess_exec(
-            str(program), str(result_path), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
-        try:
-            _, stderr = await asyncio.wait_for(process.communicate(json.dumps(list(args)).encode()), limit)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            raise ScriptAborted(f"the Go provider did not finish within {limit:g} s") from None
-        text = result_path.read_text(encoding="utf-8") if result_path.is_file() else ""
-    if not text:
-        problem = [line for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-        raise ScriptAborted(problem[0] if problem else f"the Go provider exited with status {process.returncode} and no result")
-    reply = json.loads(text)
-    if "error" in reply:
-        raise ScriptError(str(reply["error"]))
-    return reply.get("data")
+        result = Path(folder) / "result.json"
+        reply, problem, status = await one_shot.run([str(program), str(result)], result, what="the Go provider", timeout=timeout, stdin=json.dumps(list(args)).encode())
+    if reply is None:
+        raise ScriptAborted(problem[0] if problem else f"the Go provider exited with status {status} and no result")
+    return one_shot.data(reply)

@@ -1,14 +1,14 @@
 """Ruby from configs, as promptfoo runs it: `file://x.rb[:fn]` functions and inline `ruby` code.
 
-Each call is one `ruby` process (PROMPTFOO_RUBY names another interpreter, as in promptfoo) that
-loads the script, calls the method with the JSON arguments and prints the JSON result; it may take
+Each call is one `ruby` process (`one_shot`; PROMPTFOO_RUBY names another interpreter, as in
+promptfoo) that loads the script, calls the method with the JSON arguments and writes the JSON
+result to a file; it may take
 CI_GRADE_CALL_TIMEOUT_SECONDS (default 120). Code that raises is a ScriptError with Ruby's
 message; a process that times out or dies is a ScriptAborted. `syntax_error` runs `ruby -c`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import os
@@ -19,9 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_grade import settings
 from ci_grade.errors import ScriptAborted, ScriptError
-from ci_grade.workers.calls import DEFAULT_TIMEOUT_SECONDS
+from ci_grade.scripting import one_shot
 
 _RUNNER = """
 require 'json'
@@ -60,29 +59,15 @@ async def call(script: Path, method: str, args: Sequence[Any], *, timeout: float
     ruby = interpreter()
     if ruby is None:
         raise ScriptAborted("Ruby not found: install Ruby or set PROMPTFOO_RUBY to its executable")
-    limit = timeout if timeout is not None else settings.number("CI_GRADE_CALL_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS)
     with tempfile.TemporaryDirectory(prefix="ci-grade-ruby-") as folder:
-        runner, args_path, result_path = Path(folder) / "runner.rb", Path(folder) / "args.json", Path(folder) / "result.json"
+        runner, args_path, result = Path(folder) / "runner.rb", Path(folder) / "args.json", Path(folder) / "result.json"
         runner.write_text(_RUNNER, encoding="utf-8")
         args_path.write_text(json.dumps(list(args)), encoding="utf-8")
-        process = await asyncio.create_subprocess_exec(
-            ruby, str(runner), str(script.resolve()), method, str(args_path), str(result_path),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(script.resolve().parent),
-        )  # fmt: skip
-        try:
-            _, stderr = await asyncio.wait_for(process.communicate(), limit)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            raise ScriptAborted(f"the Ruby script did not finish within {limit:g} s") from None
-        text = result_path.read_text(encoding="utf-8") if result_path.is_file() else ""
-    if not text:
-        problem = stderr.decode("utf-8", "replace").strip().splitlines()
-        raise ScriptError(problem[-1] if problem else f"ruby exited with status {process.returncode} and no result")
-    reply = json.loads(text)
-    if "error" in reply:
-        raise ScriptError(str(reply["error"]))
-    return reply.get("data")
+        argv = [ruby, str(runner), str(script.resolve()), method, str(args_path), str(result)]
+        reply, problem, status = await one_shot.run(argv, result, what="the Ruby script", timeout=timeout, cwd=script.resolve().parent)
+    if reply is None:
+        raise ScriptError(problem[-1].strip() if problem else f"ruby exited with status {status} and no result")
+    return one_shot.data(reply)
 
 
 async def call_inline(code: str, args: Sequence[Any], *, timeout: float | None = None) -> Any:
