@@ -80,14 +80,18 @@ class GoProvider(PythonProvider):
     """Calls a function from a user's Go package for each prompt, with a Python provider's
     arguments and reply (a map)."""
 
+    _program: Path | None = None
+    """The built program, found once per provider (the preflight built it)."""
+
     async def invoke(self, path: Path, args: list[Any]) -> Any:
         from ci_grade.scripting import go
 
-        toolchain = go.toolchain(self.spec.config)
-        if toolchain is None:
-            raise ScriptError(go.NO_TOOLCHAIN)
-        program = await asyncio.to_thread(go.build, path, self.function, toolchain)
-        return await go.call(program, args, timeout=call_timeout(self.spec.config))
+        if self._program is None:
+            toolchain = go.toolchain(self.spec.config)
+            if toolchain is None:
+                raise ScriptError(go.NO_TOOLCHAIN)
+            self._program = await asyncio.to_thread(go.build, path, self.function, toolchain)
+        return await go.call(self._program, args, timeout=call_timeout(self.spec.config))
 
 
 def create(spec: ProviderSpec, env: Mapping[str, str], max_concurrency: int | None) -> Provider:
