@@ -349,3 +349,22 @@ def test_an_overloaded_service_is_retried_before_the_first_turn(live: Callable[.
     server.overloaded = [503, 503]
     failed = call({"id": f"google:live:{MODEL}", "config": TEXT}, "again")
     assert failed.error is not None and "HTTP 503 at the handshake" in failed.error and "gave up after" in failed.error
+
+
+def test_a_grounded_answer_carries_its_grounding_metadata(live: Callable[..., LiveServer]) -> None:
+    grounding = {"webSearchQueries": ["sea salt"], "groundingChunks": [{"web": {"uri": "https://example.com/salt", "title": "Salt"}}]}
+
+    def grounded(session: Session, message: dict[str, Any]) -> list[dict[str, Any]]:
+        turn = text_turn(f"echo: {session.turns[-1]}", session)
+        return [*turn[:-1], {"serverContent": {"groundingMetadata": grounding}}, turn[-1]]
+
+    live(reply=grounded)
+    response = call({"id": f"google:live:{MODEL}", "config": TEXT}, "why is the sea salty?")
+    assert response.error is None and response.metadata["groundingMetadata"]["webSearchQueries"] == ["sea salt"]
+    live()
+    assert "groundingMetadata" not in call({"id": f"google:live:{MODEL}", "config": TEXT}, "again").metadata
+
+
+def test_vertex_live_refuses_a_region_that_is_not_a_location_id_before_connecting() -> None:
+    response = call({"id": f"vertex:live:{MODEL}", "config": {"region": "us central1", "projectId": "ci-project"}}, "hi")
+    assert response.error == "Vertex Live region must be a Google Cloud location ID."
